@@ -1,0 +1,9 @@
+"""qrag-qdrant: answers only from evidence that several independent retrievers agree on."""
+
+from .api import CollectionInfo, QuorumRAG
+from .config import Settings, load_settings
+from .errors import QragError
+from .evidence import Answer, Evidence, EvidenceCluster, Passage
+
+__all__ = ["Answer", "CollectionInfo", "Evidence", "EvidenceCluster", "Passage", "QragError", "QuorumRAG",
+           "Settings", "load_settings"]

@@ -1,0 +1,108 @@
+"""The Python API: build from a config, then ``ingest``, ``retrieve`` and ``answer``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from .config import Settings, load_settings
+from .coordinator import Coordinator
+from .embedding import DenseEmbedder
+from .errors import GenerationError
+from .evidence import Answer, Evidence
+from .generation import OllamaGenerator
+from .ingest import IngestProgress, IngestReport, Ingestor
+from .store import Store, open_store
+
+
+class CollectionInfo(BaseModel):
+    name: str
+    points: int
+    model: str
+    size: int
+    overlap: int
+    retrievers: list[str]
+
+
+class QuorumRAG:
+    """One namespace of one store, with lazily loaded models.
+
+    >>> with QuorumRAG.from_config(store=".qrag") as rag:
+    ...     rag.ingest("docs/")
+    ...     evidence = rag.retrieve("How does it abstain?")
+    """
+
+    def __init__(self, settings: Settings, store: Store | None = None, embedder: DenseEmbedder | None = None):
+        self.settings = settings
+        self.store = store or open_store(settings)
+        self._embedder = embedder
+        self._coordinator: Coordinator | None = None
+
+    @classmethod
+    def from_config(cls, config_file: Path | None = None, **overrides: Any) -> QuorumRAG:
+        return cls(load_settings(config_file, **overrides))
+
+    def embedder(self) -> DenseEmbedder:
+        if self._embedder is None:
+            self._embedder = DenseEmbedder(self.settings.embedding)
+        return self._embedder
+
+    @property
+    def coordinator(self) -> Coordinator:
+        if self._coordinator is None:
+            self._coordinator = Coordinator(self.settings, self.store, self.embedder)
+        return self._coordinator
+
+    def ingest(self, path: str | Path, prune: bool = False, progress: IngestProgress | None = None) -> IngestReport:
+        return Ingestor(self.settings, self.store, self.embedder).run(Path(path), prune=prune, progress=progress)
+
+    def retrieve(self, question: str) -> Evidence:
+        return self.coordinator.retrieve(question)
+
+    def answer(self, question: str, on_token: Callable[[str], None] | None = None,
+               evidence: Evidence | None = None) -> Answer:
+        """Generate from the quorum evidence; abstain without calling the model when there is none.
+
+        A generation failure does not raise: the evidence is returned with ``error`` set, and
+        ``complete`` is false when the stream broke after part of the answer arrived.
+        """
+        evidence = evidence or self.retrieve(question)
+        result = Answer(**evidence.model_dump())
+        if evidence.abstained:
+            return result
+        parts: list[str] = []
+        try:
+            for token in OllamaGenerator(self.settings.ollama).stream(evidence.question, evidence.passages):
+                parts.append(token)
+                if on_token:
+                    on_token(token)
+        except GenerationError as exc:
+            result.error, result.complete = str(exc), False
+        result.answer = "".join(parts) if parts else None
+        return result
+
+    def collections(self) -> list[CollectionInfo]:
+        by_name = {spec.name: spec for spec in self.settings.collections}
+        infos = []
+        for name in self.store.list_collections(self.settings.namespace):
+            manifest = self.store.manifest(name)
+            assert manifest is not None
+            spec = by_name.get(name)
+            infos.append(CollectionInfo(
+                name=name, points=self.store.count(name), model=manifest.model, size=manifest.size,
+                overlap=manifest.overlap, retrievers=[r.name for r in spec.retrievers] if spec else []))
+        return infos
+
+    def close(self) -> None:
+        if self._coordinator is not None:
+            self._coordinator.close()
+        self.store.close()
+
+    def __enter__(self) -> QuorumRAG:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

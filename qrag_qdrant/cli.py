@@ -1,0 +1,196 @@
+"""The ``qrag-qdrant`` command line: ingest, query, collections.
+
+Every expected failure is one line on stderr and a non-zero exit, never a traceback
+(set QRAG_DEBUG=1 to see one for an unexpected error).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .api import QuorumRAG
+from .errors import QragError
+from .evidence import Answer, Evidence
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Quorum RAG on Qdrant: answers only from evidence several retrievers agree on.")
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+F = TypeVar("F", bound=Callable[..., Any])
+
+ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML config [default: configs/default.toml]")]
+StoreOption = Annotated[Path | None, typer.Option("--store", help="embedded store folder (QRAG_STORE) [default: .qrag]")]
+NamespaceOption = Annotated[str | None, typer.Option("--namespace", help="team namespace (QRAG_NAMESPACE)")]
+JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON object instead of text")]
+
+
+def friendly_errors(command: F) -> F:
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except QragError as exc:
+            err.print(f"error: {exc}", markup=False)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            err.print("interrupted")
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            if os.environ.get("QRAG_DEBUG"):
+                raise
+            err.print(f"error: unexpected {type(exc).__name__}: {exc} (set QRAG_DEBUG=1 for a traceback)",
+                      markup=False)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def open_rag(config: Path | None, store: Path | None, namespace: str | None) -> QuorumRAG:
+    return QuorumRAG.from_config(config, store=store, namespace=namespace)
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+
+class RichIngestProgress:
+    """Files read, chunks found and chunks embedded, on stderr."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.files = progress.add_task("files", total=None)
+        self.chunks = progress.add_task("chunks to embed", total=None)
+        self.embedded = progress.add_task("embedded", total=0)
+
+    def files_found(self, total: int) -> None:
+        self.progress.update(self.files, total=total)
+
+    def file_done(self) -> None:
+        self.progress.advance(self.files)
+
+    def chunks_queued(self, count: int) -> None:
+        self.progress.advance(self.chunks, count)
+        self.progress.update(self.embedded, total=self.progress.tasks[self.chunks].completed)
+
+    def chunks_embedded(self, count: int) -> None:
+        self.progress.advance(self.embedded, count)
+
+
+@app.command()
+@friendly_errors
+def ingest(
+    path: Annotated[Path, typer.Argument(help="folder (searched recursively) or file of .txt/.md")],
+    prune: Annotated[bool, typer.Option("--prune", help="remove the chunks of files that are gone")] = False,
+    config: ConfigOption = None,
+    store: StoreOption = None,
+    namespace: NamespaceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Chunk, embed and store every document once per retriever config."""
+    with open_rag(config, store, namespace) as rag:
+        columns = (TextColumn("{task.description:>16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=err, transient=True) as bar:
+            report = rag.ingest(path, prune=prune, progress=RichIngestProgress(bar))
+    if as_json:
+        print_json(dataclasses.asdict(report))
+        return
+    out.print(f"Ingested {report.documents} documents from {report.root} in {report.seconds:.1f} s "
+              f"({report.unchanged} unchanged, {report.embedded_chunks} chunks embedded"
+              + (f", {report.pruned_sources} removed files pruned)" if prune else ")"))
+    for name, count in report.chunks.items():
+        out.print(f"  {name}: {count} chunks")
+    if report.skipped:
+        out.print(f"Skipped {len(report.skipped)} files:")
+        for skipped in report.skipped:
+            out.print(f"  {skipped.source}: {skipped.reason}", markup=False)
+
+
+@app.command()
+@friendly_errors
+def query(
+    question: Annotated[str, typer.Argument(help="the question")],
+    no_generate: Annotated[bool, typer.Option("--no-generate", help="show the evidence only")] = False,
+    config: ConfigOption = None,
+    store: StoreOption = None,
+    namespace: NamespaceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Answer from the evidence the retrievers agree on, or abstain."""
+    with open_rag(config, store, namespace) as rag:
+        evidence = rag.retrieve(question)
+        if no_generate:
+            result = Answer(**evidence.model_dump())
+        elif as_json or evidence.abstained:
+            result = rag.answer(question, evidence=evidence)
+        else:
+            out.print("[bold]Answer[/bold]")
+            result = rag.answer(question, evidence=evidence, on_token=_write_token)
+            out.print()
+            if not result.complete and result.answer:
+                out.print("[yellow](answer incomplete: the stream was cut off)[/yellow]")
+    if as_json:
+        print_json(result.model_dump())
+    else:
+        print_evidence(result, quorum=rag.settings.retrieval.quorum)
+    if result.error:
+        err.print(f"error: {result.error}", markup=False)
+        raise typer.Exit(2)
+
+
+def _write_token(token: str) -> None:
+    sys.stdout.write(token)
+    sys.stdout.flush()
+
+
+def print_evidence(evidence: Evidence, quorum: int) -> None:
+    if evidence.abstained:
+        out.print(f"No answer: the retrievers did not agree on any evidence (no cluster reached the quorum "
+                  f"of {quorum} of {evidence.retrievers} retrievers).")
+        return
+    out.print("[bold]Evidence[/bold]")
+    for cluster in evidence.clusters:
+        out.print(f"#{cluster.rank} score {cluster.score:.3f} · support {cluster.support}/{evidence.retrievers} "
+                  f"retrievers ({', '.join(cluster.retrievers)})")
+        for passage in cluster.passages:
+            out.print(f"  [{passage.citation}] {passage.source} chars {passage.start}-{passage.end}", markup=False)
+            out.print(f"      {' '.join(passage.text.split())}", markup=False, style="dim")
+
+
+@app.command()
+@friendly_errors
+def collections(
+    config: ConfigOption = None,
+    store: StoreOption = None,
+    namespace: NamespaceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the namespace's collections with point counts, model and retrievers."""
+    with open_rag(config, store, namespace) as rag:
+        infos = rag.collections()
+        namespace = rag.settings.namespace
+    if as_json:
+        print_json({"namespace": namespace, "count": len(infos), "collections": [i.model_dump() for i in infos]})
+        return
+    table = Table(title=f"{len(infos)} collections in namespace {namespace!r}")
+    for column in ("collection", "points", "model", "chunk", "retrievers"):
+        table.add_column(column)
+    for info in infos:
+        table.add_row(info.name, str(info.points), info.model, f"{info.size}/{info.overlap}",
+                      ", ".join(info.retrievers) or "(not in config)")
+    out.print(table)
+
+
+def main() -> None:
+    app()

