@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -26,8 +27,8 @@ from .evidence import Answer, Evidence
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Quorum RAG on Qdrant: answers only from evidence several retrievers agree on.")
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML config [default: configs/default.toml]")]
@@ -41,6 +42,8 @@ def friendly_errors(command: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
+        except (typer.Exit, click.exceptions.Exit, click.ClickException):
+            raise
         except QragError as exc:
             err.print(f"error: {exc}", markup=False)
             raise typer.Exit(exc.exit_code) from None
@@ -135,9 +138,9 @@ def query(
         elif as_json or evidence.abstained:
             result = rag.answer(question, evidence=evidence)
         else:
-            out.print("[bold]Answer[/bold]")
-            result = rag.answer(question, evidence=evidence, on_token=_write_token)
-            out.print()
+            result = rag.answer(question, evidence=evidence, on_token=AnswerStream())
+            if result.answer:
+                out.print()
             if not result.complete and result.answer:
                 out.print("[yellow](answer incomplete: the stream was cut off)[/yellow]")
     if as_json:
@@ -149,9 +152,18 @@ def query(
         raise typer.Exit(2)
 
 
-def _write_token(token: str) -> None:
-    sys.stdout.write(token)
-    sys.stdout.flush()
+class AnswerStream:
+    """Writes the answer's tokens as they arrive, under a heading printed with the first one."""
+
+    def __init__(self) -> None:
+        self.started = False
+
+    def __call__(self, token: str) -> None:
+        if not self.started:
+            out.print("[bold]Answer[/bold]")
+            self.started = True
+        sys.stdout.write(token)
+        sys.stdout.flush()
 
 
 def print_evidence(evidence: Evidence, quorum: int) -> None:

@@ -93,6 +93,7 @@ class RetrievalSettings(Section):
     rrf_k: NonNegativeInt = 60
     cluster_threshold: float = Field(0.85, ge=0.0, le=1.0)
     quorum: PositiveInt = 2
+    min_similarity: float = Field(0.2, ge=-1.0, le=1.0, description="cosine floor for dense hits")
     weight_rrf: float = Field(0.7, ge=0.0)
     weight_support: float = Field(0.3, ge=0.0)
     context_clusters: PositiveInt = 5

@@ -50,7 +50,8 @@ class OllamaGenerator:
         try:
             chunks: Any = self._client.chat(model=model, messages=build_messages(question, passages), stream=True)
             for chunk in chunks:
-                yield chunk["message"]["content"]
+                if chunk["message"]["content"]:
+                    yield chunk["message"]["content"]
         except ollama.ResponseError as exc:
             if exc.status_code == 404:
                 raise GenerationError(

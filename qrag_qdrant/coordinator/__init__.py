@@ -71,11 +71,12 @@ class Coordinator:
         timings: dict[str, float] = {}
         with _timed(timings, "embed"):
             dense = embedder.query_embed(question).tolist()
-            requests = [
-                (spec, [VectorQuery(r.vector, dense if r.kind == "dense" else sparse.query_embed(question),
-                                    options.top_k) for r in spec.retrievers])
-                for spec, sparse in collections
-            ]
+            requests = []
+            for spec, sparse_embedder in collections:
+                sparse = sparse_embedder.query_embed(question)
+                requests.append((spec, [
+                    VectorQuery(r.vector, dense, options.top_k, options.min_similarity or None) if r.kind == "dense"
+                    else VectorQuery(r.vector, sparse, options.top_k) for r in spec.retrievers]))
         with _timed(timings, "search"):
             results = self._pool.map(lambda item: self.store.query(item[0].name, item[1]), requests)
             lists = [RankedList(retriever.name, spec.name, hits)

@@ -26,17 +26,22 @@ class Cluster:
         return self.members[0]
 
     @property
+    def best_ranks(self) -> dict[str, int]:
+        """Each supporting retriever's best rank for any member, in first-seen order."""
+        ranks: dict[str, int] = {}
+        for member in self.members:
+            for name, rank in member.ranks.items():
+                ranks[name] = min(rank, ranks.get(name, rank))
+        return ranks
+
+    @property
     def retrievers(self) -> list[str]:
         """Distinct retrievers behind any member, in first-seen order."""
-        return list(dict.fromkeys(name for member in self.members for name in member.ranks))
+        return list(self.best_ranks)
 
     @property
     def support(self) -> int:
-        return len(self.retrievers)
-
-    @property
-    def mean_rrf(self) -> float:
-        return float(np.mean([member.rrf for member in self.members]))
+        return len(self.best_ranks)
 
 
 def link_matrix(candidates: Sequence[Candidate], threshold: float) -> np.ndarray:

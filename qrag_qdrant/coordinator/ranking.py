@@ -16,15 +16,23 @@ class ScoredCluster:
 
 def rank_clusters(clusters: Sequence[Cluster], retrievers: int, rrf_k: int, weight_rrf: float,
                   weight_support: float) -> list[ScoredCluster]:
-    """Score = weight_rrf * normalised mean RRF + weight_support * support / retrievers.
+    """Score = weight_rrf * normalised average RRF + weight_support * support / retrievers.
 
-    The mean RRF of the members is divided by the largest RRF any candidate can get,
-    ``retrievers / (rrf_k + 1)`` (ranked first by every retriever), so it lies in [0, 1]
-    on a fixed scale that does not depend on the other clusters of the query.
+    Average RRF is taken over the cluster's supporting retrievers: each adds
+    ``1 / (rrf_k + rank)`` for its best-ranked member (ranks from 1), and the mean is
+    divided by ``1 / (rrf_k + 1)``, a first place. It lies in (0, 1] on a fixed scale
+    that does not depend on the query's other clusters. A mean over member chunks
+    instead would punish a cluster for holding more nested chunks of the same
+    evidence, which is exactly the agreement the quorum rewards.
     """
-    best_rrf = retrievers / (rrf_k + 1)
     scored = [
-        ScoredCluster(c, weight_rrf * c.mean_rrf / best_rrf + weight_support * c.support / retrievers)
+        ScoredCluster(c, weight_rrf * mean_reciprocal_rank(c, rrf_k) + weight_support * c.support / retrievers)
         for c in clusters
     ]
     return sorted(scored, key=lambda s: s.score, reverse=True)
+
+
+def mean_reciprocal_rank(cluster: Cluster, rrf_k: int) -> float:
+    """Mean over supporting retrievers of ``(rrf_k + 1) / (rrf_k + best rank)``, in (0, 1]."""
+    ranks = cluster.best_ranks.values()
+    return sum((rrf_k + 1) / (rrf_k + rank) for rank in ranks) / len(ranks)

@@ -66,11 +66,13 @@ class ChunkPoint:
 
 @dataclass(frozen=True)
 class VectorQuery:
-    """One retriever's search: ``vector_name`` is ``dense`` or ``bm25``."""
+    """One retriever's search: ``vector_name`` is ``dense`` or ``bm25``; hits scoring
+    below ``min_score`` are not returned."""
 
     vector_name: str
     vector: Sequence[float] | SparseVec
     limit: int
+    min_score: float | None = None
 
 
 @dataclass(frozen=True)

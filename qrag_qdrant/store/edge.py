@@ -104,7 +104,7 @@ class EdgeStore(Store):
     def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
         requests = [
             edge.QueryRequest(limit=q.limit, query=edge.Query.Nearest(_edge_vector(q.vector), using=q.vector_name),
-                              with_vector=[DENSE_VECTOR], with_payload=True)
+                              score_threshold=q.min_score, with_vector=[DENSE_VECTOR], with_payload=True)
             for q in queries
         ]
         results = self._shard(name).query_batch(edge.QueryBatchRequest(requests))

@@ -109,7 +109,7 @@ class ServerStore(Store):
     def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
         responses = self.client.query_batch_points(name, requests=[
             models.QueryRequest(query=_client_vector(q.vector), using=q.vector_name, limit=q.limit,
-                                with_vector=[DENSE_VECTOR], with_payload=True)
+                                score_threshold=q.min_score, with_vector=[DENSE_VECTOR], with_payload=True)
             for q in queries
         ])
         return [[Hit(str(p.id), p.score, np.asarray(p.vector[DENSE_VECTOR], dtype=np.float32), p.payload or {})

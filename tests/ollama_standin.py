@@ -1,0 +1,81 @@
+"""An HTTP stand-in that speaks Ollama's streaming ``/api/chat`` (NDJSON over chunked HTTP).
+
+No Ollama server runs here, so the generation tests talk to this instead; one test in
+test_generation.py runs against a real Ollama when QRAG_TEST_OLLAMA_HOST is set.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class OllamaStandIn:
+    host: str
+    model: str
+    tokens: list[str]
+    cut_after: int | None = None  # close the stream, unfinished, after this many tokens
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+
+@contextmanager
+def ollama_standin(model: str = "mistral", tokens: list[str] | None = None,
+                   cut_after: int | None = None) -> Iterator[OllamaStandIn]:
+    state = OllamaStandIn("", model, tokens or ["Foragers ", "perform ", "the waggle dance ", "[1]."], cut_after)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            state.requests.append({"path": self.path, **body})
+            if self.path != "/api/chat":
+                return self._json(404, {"error": "not found"})
+            if body["model"] != state.model:
+                return self._json(404, {"error": f"model '{body['model']}' not found"})
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-ndjson")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for count, token in enumerate(state.tokens):
+                if state.cut_after is not None and count == state.cut_after:
+                    self.wfile.flush()
+                    self.connection.shutdown(2)  # mid-stream: no final chunk, no done message
+                    return
+                self._chunk({"model": state.model, "message": {"role": "assistant", "content": token},
+                             "done": False})
+            self._chunk({"model": state.model, "message": {"role": "assistant", "content": ""}, "done": True,
+                         "done_reason": "stop"})
+            self.wfile.write(b"0\r\n\r\n")
+
+        def _chunk(self, message: dict[str, Any]) -> None:
+            data = (json.dumps(message) + "\n").encode()
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        def _json(self, status: int, message: dict[str, Any]) -> None:
+            data = json.dumps(message).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.host = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,167 @@
+"""The command line as a user meets it: output, --json, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from qrag_qdrant.cli import app
+
+from .ollama_standin import ollama_standin
+from .sample_corpus import DOCUMENTS
+
+QUESTION = "How does a honeybee forager tell her sisters the direction and distance of flowers?"
+
+
+def run(*args: str, env: dict[str, str] | None = None):
+    return CliRunner().invoke(app, list(args), env=env)
+
+
+def assert_clean_error(result, code: int, *fragments: str) -> None:
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stdout + result.stderr
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(error_lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr
+
+
+@pytest.fixture
+def ingested(corpus: Path) -> Path:
+    result = run("ingest", str(corpus))
+    assert result.exit_code == 0, result.stderr
+    return corpus
+
+
+def test_ingest_summary_then_unchanged_reingest(corpus):
+    first = run("ingest", str(corpus), "--json")
+    assert first.exit_code == 0, first.stderr
+    report = json.loads(first.stdout)
+    assert report["documents"] == len(DOCUMENTS) and report["embedded_chunks"] > 0
+    assert set(report["chunks"]) == {"default-c50-o25", "default-c100-o50", "default-c200-o100"}
+    again = run("ingest", str(corpus))
+    assert again.exit_code == 0
+    assert f"{len(DOCUMENTS)} unchanged, 0 chunks embedded" in again.stdout
+    assert "default-c100-o50:" in again.stdout and Path(".qrag").is_dir()
+
+
+def test_query_json_is_one_object_with_the_documented_fields(ingested):
+    result = run("query", "--no-generate", "--json", QUESTION)
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert set(data) >= {"question", "abstained", "answer", "clusters", "timings_ms"}
+    assert data["abstained"] is False and data["answer"] is None
+    top = data["clusters"][0]
+    assert set(top) >= {"rank", "score", "support", "retrievers", "passages"}
+    assert top["rank"] == 1 and top["support"] >= 2 and len(top["retrievers"]) == top["support"]
+    assert set(top["passages"][0]) >= {"source", "start", "end", "text"}
+    assert top["passages"][0]["source"] == "honeybees.txt"
+
+
+def test_query_streams_the_answer_then_the_cited_evidence(ingested):
+    with ollama_standin() as ollama:
+        result = run("query", QUESTION, env={"QRAG_OLLAMA_HOST": ollama.host})
+    assert result.exit_code == 0, result.stderr
+    assert "Foragers perform the waggle dance [1]." in result.stdout
+    assert result.stdout.index("Answer") < result.stdout.index("Evidence")
+    assert "[1] honeybees.txt chars" in result.stdout
+    assert "/4 retrievers (" in result.stdout
+
+
+def test_unreachable_ollama_prints_evidence_and_exits_2(ingested):
+    result = run("query", QUESTION, env={"QRAG_OLLAMA_HOST": "http://127.0.0.1:9"})
+    assert_clean_error(result, 2, "cannot reach Ollama at http://127.0.0.1:9", "'mistral'", "ollama serve")
+    assert "[1] honeybees.txt chars" in result.stdout
+
+
+def test_json_query_with_generation_error_still_prints_the_object(ingested):
+    result = run("query", "--json", QUESTION, env={"QRAG_OLLAMA_HOST": "http://127.0.0.1:9"})
+    assert result.exit_code == 2
+    data = json.loads(result.stdout)
+    assert data["answer"] is None and data["clusters"] and "ollama serve" in data["error"]
+
+
+def test_abstention_is_said_plainly(ingested):
+    result = run("query", "What is the capital of Mongolia?", env={"QRAG_OLLAMA_HOST": "http://127.0.0.1:9"})
+    assert result.exit_code == 0  # abstaining never calls the model, so Ollama's absence does not matter
+    assert "the retrievers did not agree on any evidence" in result.stdout
+
+
+def test_collections_lists_counts_model_and_retrievers(ingested):
+    result = run("collections", "--json")
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert data["namespace"] == "default" and data["count"] == 3
+    assert {c["name"]: c["retrievers"] for c in data["collections"]}["default-c100-o50"] == ["dense-c100",
+                                                                                           "bm25-c100"]
+    table = run("collections")
+    assert "3 collections in namespace 'default'" in table.stdout
+
+
+@pytest.mark.parametrize(("args", "fragments"), [
+    (("query", "   "), ("the question is empty",)),
+    (("query", "x" * 5000), ("5000 characters long", "max_question_chars")),
+    (("query", QUESTION), ("nothing ingested in namespace 'default'", "qrag-qdrant ingest")),
+    (("ingest", "does-not-exist"), ("path does not exist: does-not-exist",)),
+    (("query", QUESTION, "--config", "missing.toml"), ("config file not found",)),
+    (("query", QUESTION, "--namespace", "Bad Name"), ("namespace 'Bad Name'",)),
+])
+def test_bad_input_is_one_clear_line(args, fragments):
+    assert_clean_error(run(*args), 1, *fragments)
+
+
+def test_empty_folder_and_folder_without_supported_files(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert_clean_error(run("ingest", str(empty)), 1, "no .txt or .md files")
+    (empty / "image.png").write_bytes(b"\x89PNG")
+    assert_clean_error(run("ingest", str(empty)), 1, "no .txt or .md files")
+    assert not Path(".qrag").exists() or not any(p.name.startswith("default-") for p in Path(".qrag").iterdir())
+
+
+def test_unusable_files_are_skipped_and_listed_and_the_rest_ingested(corpus):
+    (corpus / "binary.txt").write_bytes(b"\x00\x01\x02 not text")
+    (corpus / "latin1.md").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    (corpus / "blank.txt").write_text("  \n\n ")
+    (corpus / "bom.txt").write_bytes("\ufeffA file with a byte order mark and\r\nWindows line endings.".encode())
+    result = run("ingest", str(corpus), "--json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    skipped = {s["source"]: s["reason"] for s in report["skipped"]}
+    assert skipped == {"binary.txt": "binary file", "latin1.md": "not valid UTF-8 (byte 3)", "blank.txt": "empty"}
+    assert report["documents"] == len(DOCUMENTS) + 1  # bom.txt is fine
+    human = run("ingest", str(corpus))
+    assert "Skipped 3 files:" in human.stdout and "latin1.md: not valid UTF-8" in human.stdout
+
+
+def test_bom_is_stripped_from_the_text(corpus):
+    (corpus / "bom.txt").write_bytes("\ufeffZebrafish regenerate their fins.".encode())
+    run("ingest", str(corpus))
+    data = json.loads(run("query", "--no-generate", "--json", "Which fish regenerate fins?").stdout)
+    texts = [p["text"] for c in data["clusters"] for p in c["passages"] if p["source"] == "bom.txt"]
+    assert texts == ["Zebrafish regenerate their fins."]
+
+
+def test_a_single_file_can_be_ingested(corpus):
+    result = run("ingest", str(corpus / "volcanoes.md"), "--json")
+    assert json.loads(result.stdout)["documents"] == 1
+
+
+def test_store_held_by_another_process_is_a_clear_error(tmp_path):
+    store = tmp_path / "held"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from qrag_qdrant.store.edge import EdgeStore; "
+         f"s = EdgeStore({str(store)!r}); print('ready', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        assert_clean_error(run("collections", "--store", str(store)), 1, "store is in use by another process")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert run("collections", "--store", str(store)).exit_code == 0  # free again once the holder is gone

@@ -1,0 +1,101 @@
+from pathlib import Path
+
+import pytest
+
+from qrag_qdrant.config import DEFAULT_RETRIEVERS, Settings, load_settings
+from qrag_qdrant.errors import ConfigError
+
+
+def test_default_toml_is_the_origin_pipeline(repo_config):
+    settings = load_settings(repo_config)
+    assert settings == Settings(config_file=repo_config)
+    assert settings.retrievers == DEFAULT_RETRIEVERS
+    assert [(r.kind, r.size, r.overlap) for r in settings.retrievers] == [
+        ("dense", 50, 25), ("dense", 100, 50), ("dense", 200, 100), ("bm25", 100, 50)]
+    r = settings.retrieval
+    assert (r.quorum, r.top_k, r.rrf_k, r.cluster_threshold, r.weight_rrf, r.weight_support,
+            r.context_clusters) == (2, 15, 60, 0.85, 0.7, 0.3, 5)
+    assert settings.ollama.model == "mistral"
+    assert settings.embedding.model == "sentence-transformers/all-MiniLM-L6-v2"
+    # the built-in defaults equal the shipped file, so a run outside the repo behaves the same
+    assert load_settings().model_dump() == settings.model_dump()
+
+
+def test_three_collections_serve_four_retrievers():
+    collections = load_settings().collections
+    assert [c.name for c in collections] == ["default-c50-o25", "default-c100-o50", "default-c200-o100"]
+    assert [[r.name for r in c.retrievers] for c in collections] == [
+        ["dense-c50"], ["dense-c100", "bm25-c100"], ["dense-c200"]]
+
+
+def test_adding_bm25_on_an_existing_chunking_adds_no_collection():
+    retrievers = [*({"kind": r.kind, "size": r.size, "overlap": r.overlap} for r in DEFAULT_RETRIEVERS),
+                  {"kind": "bm25", "size": 50, "overlap": 25}]
+    settings = load_settings(retrievers=retrievers)
+    assert len(settings.collections) == 3
+    assert [r.name for r in settings.collections[0].retrievers] == ["dense-c50", "bm25-c50"]
+
+
+def test_collection_names_carry_the_namespace():
+    assert load_settings(namespace="team-a").collections[1].name == "team-a-c100-o50"
+
+
+def test_precedence_init_over_env_over_file(tmp_path, monkeypatch):
+    config = tmp_path / "c.toml"
+    config.write_text('namespace = "from-file"\n[retrieval]\ntop_k = 7\nquorum = 3\n')
+    assert load_settings(config).namespace == "from-file"
+    monkeypatch.setenv("QRAG_NAMESPACE", "from-env")
+    monkeypatch.setenv("QRAG_RETRIEVAL_TOP_K", "9")
+    settings = load_settings(config)
+    assert (settings.namespace, settings.retrieval.top_k, settings.retrieval.quorum) == ("from-env", 9, 3)
+    assert load_settings(config, namespace="from-init").namespace == "from-init"
+
+
+def test_server_settings_from_environment(monkeypatch):
+    monkeypatch.setenv("QRAG_QDRANT_URL", "http://qdrant:6333")
+    monkeypatch.setenv("QRAG_QDRANT_API_KEY", "s3cret")
+    monkeypatch.setenv("QRAG_STORE", "/data/store")
+    settings = load_settings()
+    assert settings.qdrant.url == "http://qdrant:6333"
+    assert settings.qdrant.api_key.get_secret_value() == "s3cret"
+    assert "s3cret" not in repr(settings)
+    assert settings.store == Path("/data/store")
+
+
+def dense(size, overlap):
+    return {"kind": "dense", "size": size, "overlap": overlap}
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"retrievers": [dense(50, 50)]}, "retrievers.0: overlap (50) must be smaller than size (50)"),
+    ({"retrievers": [dense(50, 25)], "retrieval": {"quorum": 2}},
+     "retrieval.quorum (2) is greater than the number of retrievers (1)"),
+    ({"retrievers": [{"kind": "splade", "size": 50, "overlap": 25}]}, "retrievers.0.kind"),
+    ({"retrievers": [dense(50, 25), dense(50, 25)]}, "duplicate retriever dense-c50"),
+    ({"retrievers": []}, "at least one retriever"),
+    ({"retrieval": {"top_k": 0}}, "retrieval.top_k"),
+    ({"retrieval": {"cluster_threshold": 1.5}}, "retrieval.cluster_threshold"),
+    ({"retrieval": {"qourum": 2}}, "retrieval.qourum: unknown key"),
+    ({"namespace": "Team A"}, "namespace 'Team A'"),
+    ({"namespace": "team-c100-o50"}, "must not end like a collection suffix"),
+])
+def test_invalid_config_names_the_field(overrides, message):
+    with pytest.raises(ConfigError) as caught:
+        load_settings(**overrides)
+    assert message in str(caught.value)
+
+
+def test_unknown_key_in_toml_is_an_error(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text("[retrieval]\ntopk = 5\n")
+    with pytest.raises(ConfigError, match=r"retrieval.topk: unknown key"):
+        load_settings(config)
+
+
+def test_malformed_toml_and_missing_file(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text("[retrieval\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_settings(config)
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_settings(tmp_path / "missing.toml")

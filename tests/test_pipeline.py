@@ -1,0 +1,176 @@
+"""The pipeline end to end on real engines, with the real (packaged) embedding model."""
+
+from __future__ import annotations
+
+import pytest
+
+from qrag_qdrant import QuorumRAG
+from qrag_qdrant.config import load_settings
+from qrag_qdrant.errors import ModelMismatchError, NothingIngestedError
+from qrag_qdrant.ingest import point_id
+from qrag_qdrant.store import VectorQuery
+
+from .backends import BACKENDS, store_factory, unique_namespace
+from .sample_corpus import DOCUMENTS
+
+BEES_QUESTION = "How does a honeybee forager tell her sisters the direction and distance of flowers?"
+UNANSWERABLE = "What is the capital of Mongolia?"
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    return request.param
+
+
+@pytest.fixture
+def open_rag(backend, tmp_path, request, embedder):
+    """Opens QuorumRAG on the test's store; closes everything it opened."""
+    factory = store_factory(backend, tmp_path, request)
+    namespace = unique_namespace() if backend == "server" else "default"
+    opened = []
+
+    def make(**overrides):
+        rag = QuorumRAG(load_settings(namespace=namespace, **overrides), store=factory(), embedder=embedder)
+        opened.append(rag)
+        return rag
+
+    yield make
+    for rag in opened:
+        rag.close()
+
+
+def stored(rag, collection):
+    return sorted(((p["source"], p["chunk_index"], p["doc_hash"]) for p in
+                   rag.store.scroll_payloads(collection, ["source", "chunk_index", "doc_hash"])))
+
+
+def test_the_right_source_wins_with_quorum_support(open_rag, corpus):
+    rag = open_rag()
+    report = rag.ingest(corpus)
+    assert report.documents == len(DOCUMENTS) and report.unchanged == 0 and not report.skipped
+    assert set(report.chunks) == {c.name for c in rag.settings.collections}
+    assert all(count > 0 for count in report.chunks.values())
+
+    evidence = rag.retrieve(BEES_QUESTION)
+    assert not evidence.abstained
+    top = evidence.clusters[0]
+    assert {p.source for p in top.passages} == {"honeybees.txt"}
+    assert top.support >= 2
+    assert "waggle" in " ".join(p.text for p in top.passages)
+    for cluster in evidence.clusters:
+        assert cluster.support >= rag.settings.retrieval.quorum
+        assert len(cluster.retrievers) == cluster.support
+    for passage in evidence.passages:  # spans point back into the original file
+        assert DOCUMENTS[passage.source][passage.start:passage.end] == passage.text
+    assert [c.rank for c in evidence.clusters] == list(range(1, len(evidence.clusters) + 1))
+    assert [c.score for c in evidence.clusters] == sorted((c.score for c in evidence.clusters), reverse=True)
+    assert {"embed", "search", "fusion", "clustering", "context"} <= set(evidence.timings_ms)
+
+
+def test_nested_sources_keep_their_relative_path(open_rag, corpus):
+    rag = open_rag()
+    rag.ingest(corpus)
+    evidence = rag.retrieve("How long is sourdough bread proofed and how is the dough folded?")
+    assert evidence.clusters[0].passages[0].source == "food/sourdough.txt"
+    assert not any(p.source.startswith("/") for p in evidence.passages)
+
+
+def test_reingest_of_an_unchanged_corpus_adds_and_embeds_nothing(open_rag, corpus):
+    rag = open_rag()
+    first = rag.ingest(corpus)
+    before = {name: stored(rag, name) for name in first.chunks}
+    second = rag.ingest(corpus)
+    assert second.embedded_chunks == 0
+    assert second.unchanged == len(DOCUMENTS)
+    assert second.chunks == first.chunks
+    assert {name: stored(rag, name) for name in first.chunks} == before
+
+
+def test_changed_file_replaces_its_chunks(open_rag, corpus):
+    rag = open_rag()
+    first = rag.ingest(corpus)
+    (corpus / "games" / "chess.txt").write_text(
+        "Go is an abstract strategy board game for two players. Stones are placed on the intersections "
+        "of a nineteen by nineteen grid, and the aim is to surround more territory than the opponent.")
+    second = rag.ingest(corpus)
+    assert second.unchanged == len(DOCUMENTS) - 1
+    name = rag.settings.collections[0].name
+    chess = [row for row in stored(rag, name) if row[0] == "games/chess.txt"]
+    assert len(chess) == 1 and chess[0][1] == 0  # one short chunk, old chunks gone
+    assert second.chunks[name] < first.chunks[name]
+    evidence = rag.retrieve("What is the aim in the game of Go?")
+    assert evidence.clusters[0].passages[0].source == "games/chess.txt"
+    assert "Kasparov" not in " ".join(p.text for p in evidence.passages)
+
+
+def test_prune_removes_the_chunks_of_deleted_files(open_rag, corpus):
+    rag = open_rag()
+    rag.ingest(corpus)
+    (corpus / "lighthouses.txt").unlink()
+    kept = rag.ingest(corpus)
+    name = rag.settings.collections[0].name
+    assert "lighthouses.txt" in {row[0] for row in stored(rag, name)}  # not without --prune
+    pruned = rag.ingest(corpus, prune=True)
+    assert pruned.pruned_sources == 1
+    assert "lighthouses.txt" not in {row[0] for row in stored(rag, name)}
+    assert pruned.chunks[name] < kept.chunks[name]
+
+
+def test_a_crash_mid_document_is_repaired_by_the_next_run(open_rag, corpus):
+    rag = open_rag()
+    rag.ingest(corpus)
+    name = rag.settings.collections[0].name
+    complete = stored(rag, name)
+    # what a crash between the chunk upserts and the chunk-0 marker leaves behind
+    rag.store.delete(name, rag.store.models.Filter(must=[
+        rag.store._match("source", "honeybees.txt"), rag.store._match("chunk_index", 0)]))
+    assert "honeybees.txt" not in rag.store.document_hashes(name)
+    report = rag.ingest(corpus)
+    assert report.unchanged == len(DOCUMENTS) - 1 and report.embedded_chunks > 0
+    assert stored(rag, name) == complete
+
+
+def test_point_ids_are_deterministic(open_rag, corpus):
+    rag = open_rag()
+    rag.ingest(corpus)
+    name = rag.settings.collections[0].name
+    hits = rag.store.query(name, [VectorQuery("dense", rag.embedder().query_embed("volcano").tolist(), 3)])[0]
+    assert len(hits) == 3
+    for hit in hits:
+        assert hit.id == point_id(name, hit.payload["source"], hit.payload["chunk_index"])
+
+
+def test_abstains_when_no_evidence_reaches_quorum(open_rag, corpus):
+    rag = open_rag()
+    rag.ingest(corpus)
+    evidence = rag.retrieve(UNANSWERABLE)
+    assert evidence.abstained and evidence.clusters == []
+    answer = rag.answer(UNANSWERABLE, evidence=evidence)  # abstaining never calls the model
+    assert answer.answer is None and answer.error is None
+
+
+def test_query_before_any_ingest_says_what_to_do(open_rag):
+    with pytest.raises(NothingIngestedError, match="run: qrag-qdrant ingest"):
+        open_rag().retrieve(BEES_QUESTION)
+
+
+def test_collections_built_by_another_model_are_refused(open_rag, corpus, backend):
+    rag = open_rag()
+    rag.ingest(corpus)
+    name = rag.settings.collections[0].name
+    manifest = rag.store.manifest(name)
+    assert manifest.model == "sentence-transformers/all-MiniLM-L6-v2" and manifest.dim == 384
+    assert manifest.bm25["avg_len"] == 50.0
+    other = manifest.model_copy(update={"model": "BAAI/bge-small-en-v1.5"})
+    with pytest.raises(ModelMismatchError, match="built with model"):
+        rag.store.open_collection(name, other, create=True)
+
+
+def test_collections_lists_the_namespace(open_rag, corpus):
+    rag = open_rag()
+    rag.ingest(corpus)
+    infos = rag.collections()
+    assert [i.name for i in infos] == sorted(c.name for c in rag.settings.collections)
+    by_size = {i.size: i for i in infos}
+    assert by_size[100].retrievers == ["dense-c100", "bm25-c100"]
+    assert all(i.points > 0 and i.model.endswith("all-MiniLM-L6-v2") for i in infos)
