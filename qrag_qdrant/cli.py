@@ -64,6 +64,10 @@ def open_rag(config: Path | None, store: Path | None, namespace: str | None) -> 
     return QuorumRAG.from_config(config, store=store, namespace=namespace)
 
 
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
@@ -109,13 +113,13 @@ def ingest(
     if as_json:
         print_json(dataclasses.asdict(report))
         return
-    out.print(f"Ingested {report.documents} documents from {report.root} in {report.seconds:.1f} s "
+    out.print(f"Ingested {plural(report.documents, 'document')} from {report.root} in {report.seconds:.1f} s "
               f"({report.unchanged} unchanged, {report.embedded_chunks} chunks embedded"
               + (f", {report.pruned_sources} removed files pruned)" if prune else ")"))
     for name, count in report.chunks.items():
         out.print(f"  {name}: {count} chunks")
     if report.skipped:
-        out.print(f"Skipped {len(report.skipped)} files:")
+        out.print(f"Skipped {plural(len(report.skipped), 'file')}:")
         for skipped in report.skipped:
             out.print(f"  {skipped.source}: {skipped.reason}", markup=False)
 
