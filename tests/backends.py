@@ -32,7 +32,7 @@ def qdrant_server_url() -> Iterator[str]:
     except ImportError as exc:
         pytest.skip(f"no real Qdrant server: testcontainers is not installed ({exc})")
     try:
-        container = QdrantContainer("qdrant/qdrant:v1.16.3").start()
+        container = QdrantContainer("qdrant/qdrant:v1.16.0").start()
     except DockerException as exc:
         pytest.skip(f"no real Qdrant server: no Docker engine ({type(exc).__name__}) and QRAG_TEST_QDRANT_URL unset")
     try:
