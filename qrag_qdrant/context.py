@@ -45,21 +45,51 @@ def merge_spans(spans: Iterable[Span]) -> list[Span]:
     return merged
 
 
+def unsent_parts(span: Span, sent: list[tuple[int, int]]) -> list[Span]:
+    """The parts of ``span`` outside the ``sent`` intervals of its source, whitespace trimmed."""
+    parts, cursor = [], span.start
+    for start, end in [*sorted(sent), (span.end, span.end)]:
+        if end <= cursor:
+            continue
+        if start > cursor:
+            text = span.text[cursor - span.start:min(start, span.end) - span.start]
+            if text.strip():
+                lead = len(text) - len(text.lstrip())
+                parts.append(Span(span.source, cursor + lead, cursor + lead + len(text.strip()), text.strip()))
+        cursor = max(cursor, end)
+        if cursor >= span.end:
+            break
+    return parts
+
+
 def candidate_span(candidate: Candidate) -> Span:
     start, end = candidate.span
     return Span(candidate.source, start, end, str(candidate.hit.payload["text"]))
 
 
-def build_context(ranked: Sequence[ScoredCluster]) -> list[EvidenceCluster]:
-    """Evidence clusters, best first, their passages numbered [1], [2], ... across clusters."""
+def build_context(ranked: Sequence[ScoredCluster], limit: int) -> list[EvidenceCluster]:
+    """The best ``limit`` clusters that still add text, passages numbered [1], [2], ... across them.
+
+    Text an earlier cluster already sent is cut from later ones, so no text is sent twice; a
+    cluster with nothing new (leader clustering can leave a window beside its cluster) is skipped.
+    """
     clusters: list[EvidenceCluster] = []
+    sent: dict[str, list[tuple[int, int]]] = {}
     citation = 0
-    for rank, scored in enumerate(ranked, start=1):
+    for scored in ranked:
+        if len(clusters) == limit:
+            break
+        spans = [part for span in merge_spans(candidate_span(member) for member in scored.cluster.members)
+                 for part in unsent_parts(span, sent.get(span.source, []))]
+        if not spans:
+            continue
         passages = []
-        for span in merge_spans(candidate_span(member) for member in scored.cluster.members):
+        for span in spans:
             citation += 1
+            sent.setdefault(span.source, []).append((span.start, span.end))
             passages.append(Passage(citation=citation, source=span.source, start=span.start, end=span.end,
                                     text=span.text))
-        clusters.append(EvidenceCluster(rank=rank, score=round(scored.score, 6), support=scored.cluster.support,
-                                        retrievers=scored.cluster.retrievers, passages=passages))
+        clusters.append(EvidenceCluster(rank=len(clusters) + 1, score=round(scored.score, 6),
+                                        support=scored.cluster.support, retrievers=scored.cluster.retrievers,
+                                        passages=passages))
     return clusters

@@ -1,4 +1,4 @@
-from qrag_qdrant.context import Span, build_context, merge_spans
+from qrag_qdrant.context import Span, build_context, merge_spans, unsent_parts
 from qrag_qdrant.coordinator.clustering import Cluster
 from qrag_qdrant.coordinator.ranking import ScoredCluster
 
@@ -30,15 +30,38 @@ def test_different_sources_never_merge_and_keep_first_seen_order():
 
 
 def test_passages_are_numbered_across_clusters_with_support_and_retrievers():
-    first = Cluster([candidate("a", retrievers=("dense-c50", "bm25-c100"), source="s.txt", start=0, end=20,
-                               text=SOURCE[0:20]),
-                     candidate("b", retrievers=("dense-c100",), source="s.txt", start=10, end=44,
-                               text=SOURCE[10:44])])
+    first = Cluster([candidate("a", retrievers=("dense-c50", "bm25-c100"), source="s.txt", start=0, end=19,
+                               text=SOURCE[0:19]),
+                     candidate("b", retrievers=("dense-c100",), source="s.txt", start=10, end=43,
+                               text=SOURCE[10:43])])
     second = Cluster([candidate("c", retrievers=("dense-c200", "dense-c50"), source="t.txt", start=0, end=5,
                                 text="hello"),
                       candidate("d", retrievers=("dense-c200",), source="u.txt", start=3, end=8, text="world")])
-    clusters = build_context([ScoredCluster(first, 0.9), ScoredCluster(second, 0.5)])
+    clusters = build_context([ScoredCluster(first, 0.9), ScoredCluster(second, 0.5)], limit=5)
     assert [(c.rank, c.support, c.retrievers) for c in clusters] == [
         (1, 3, ["dense-c50", "bm25-c100", "dense-c100"]), (2, 2, ["dense-c200", "dense-c50"])]
     assert [(p.citation, p.source, p.start, p.end, p.text) for c in clusters for p in c.passages] == [
-        (1, "s.txt", 0, 44, SOURCE[0:44]), (2, "t.txt", 0, 5, "hello"), (3, "u.txt", 3, 8, "world")]
+        (1, "s.txt", 0, 43, SOURCE[0:43]), (2, "t.txt", 0, 5, "hello"), (3, "u.txt", 3, 8, "world")]
+
+
+def test_unsent_parts_cut_what_was_sent_on_word_boundaries():
+    whole = span(0, len(SOURCE))
+    parts = unsent_parts(whole, [(40, 57), (10, 25)])
+    assert [(p.start, p.end, p.text) for p in parts] == [
+        (0, 9, "The quick"), (26, 39, "over the lazy"), (58, len(SOURCE), SOURCE[58:])]
+    assert all(SOURCE[p.start:p.end] == p.text for p in parts)
+    assert unsent_parts(span(10, 20), [(0, 30)]) == []
+    assert unsent_parts(span(10, 19), []) == [span(10, 19)]
+
+
+def test_text_sent_by_an_earlier_cluster_is_not_sent_again():
+    def cluster(point_id, start, end):
+        return Cluster([candidate(point_id, retrievers=("r1", "r2"), source="s.txt", start=start, end=end,
+                                  text=SOURCE[start:end])])
+
+    ranked = [ScoredCluster(cluster("a", 0, 43), 0.9), ScoredCluster(cluster("inside", 10, 30), 0.8),
+              ScoredCluster(cluster("b", 20, 64), 0.7), ScoredCluster(cluster("c", 65, 67), 0.6)]
+    clusters = build_context(ranked, limit=2)
+    assert [(c.rank, c.score) for c in clusters] == [(1, 0.9), (2, 0.7)]  # "inside" adds nothing
+    assert [(p.citation, p.start, p.end) for c in clusters for p in c.passages] == [(1, 0, 43), (2, 44, 64)]
+    assert clusters[1].passages[0].text == "while the cat sleeps"

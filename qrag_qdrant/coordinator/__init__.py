@@ -90,7 +90,7 @@ class Coordinator:
             ranked = rank_clusters(apply_quorum(clusters, options.quorum), len(self.settings.retrievers),
                                    options.rrf_k, options.weight_rrf, options.weight_support)
         with _timed(timings, "context"):
-            evidence = build_context(ranked[: options.context_clusters])
+            evidence = build_context(ranked, options.context_clusters)
         return Evidence(question=question, abstained=not evidence, retrievers=len(self.settings.retrievers),
                         clusters=evidence, timings_ms=timings)
 
