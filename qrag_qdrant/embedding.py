@@ -110,6 +110,13 @@ class DenseEmbedder:
         return np.asarray(next(iter(self._query_model.query_embed(text))), dtype=np.float32)
 
 
+def model_dim(model: str) -> int:
+    """The dimension fastembed's registry gives a model, without loading it."""
+    from fastembed import TextEmbedding
+
+    return _supported_dim(TextEmbedding, model)
+
+
 def _supported_dim(text_embedding: Any, model: str) -> int:
     for description in text_embedding.list_supported_models():
         if description["model"].lower() == model.lower():

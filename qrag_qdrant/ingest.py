@@ -22,7 +22,7 @@ from typing import Protocol
 from .chunking import Chunk, chunk_words
 from .config import CollectionSpec, Settings
 from .corpus import Document, SkippedFile, open_corpus
-from .embedding import DenseEmbedder, SparseEmbedder, SparseVec
+from .embedding import DenseEmbedder, SparseEmbedder, SparseVec, model_dim
 from .store import ChunkPoint, CollectionManifest, Store
 
 POINT_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/qrag-qdrant/point-id")
@@ -146,8 +146,8 @@ class Ingestor:
         return report
 
     def _open(self, spec: CollectionSpec) -> CollectionWriter:
-        manifest = CollectionManifest.expected(self.settings.namespace, spec, self.settings.embedding.model,
-                                               self.embedder.dim)
+        model = self.settings.embedding.model
+        manifest = CollectionManifest.expected(self.settings.namespace, spec, model, model_dim(model))
         self.store.open_collection(spec.name, manifest, create=True)
         return CollectionWriter(spec, SparseEmbedder(manifest.bm25_settings), self.store.document_hashes(spec.name))
 

@@ -10,17 +10,28 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 
-from ..config import CollectionSpec, Settings
+from ..config import CollectionSpec, RetrievalSettings, Settings
 from ..context import build_context
-from ..embedding import DenseEmbedder, SparseEmbedder
+from ..embedding import DenseEmbedder, SparseEmbedder, SparseVec, model_dim
 from ..errors import NothingIngestedError, QuestionError
 from ..evidence import Evidence
 from ..store import CollectionManifest, Store, VectorQuery
 from .clustering import greedy_clusters
 from .fusion import RankedList, reciprocal_rank_fusion
 from .quorum import apply_quorum
-from .ranking import rank_clusters
+from .ranking import ScoredCluster, rank_clusters
+
+
+@dataclass(frozen=True)
+class QueryVectors:
+    """A question embedded once: one dense vector for every dense retriever, and one BM25
+    query per collection, made with that collection's recorded BM25 settings."""
+
+    question: str
+    dense: list[float]
+    sparse: dict[str, SparseVec]
 
 
 class Coordinator:
@@ -30,12 +41,15 @@ class Coordinator:
         self._embedder_factory = embedder
         self._collections: list[tuple[CollectionSpec, SparseEmbedder]] | None = None
         self._pool = ThreadPoolExecutor(max_workers=len(settings.collections), thread_name_prefix="qrag-query")
-        self._embedder: DenseEmbedder | None = None
 
-    def _open(self) -> tuple[DenseEmbedder, list[tuple[CollectionSpec, SparseEmbedder]]]:
-        """Check, once, that every collection exists and was built with our model."""
-        if self._embedder is None or self._collections is None:
-            embedder = self._embedder_factory()
+    @property
+    def collections(self) -> list[tuple[CollectionSpec, SparseEmbedder]]:
+        """Checked once: every collection exists and was built with our model and BM25 setup.
+
+        The check needs only the model's name and dimension, so a namespace built with
+        another model is refused before any model is loaded.
+        """
+        if self._collections is None:
             specs = self.settings.collections
             missing = [s.name for s in specs if s.name not in self.store.collection_names()]
             if missing:
@@ -43,14 +57,14 @@ class Coordinator:
                     f"nothing ingested in namespace {self.settings.namespace!r} for "
                     f"{', '.join(missing)}; run: qrag-qdrant ingest PATH"
                 )
+            model = self.settings.embedding.model
             collections = []
             for spec in specs:
-                expected = CollectionManifest.expected(self.settings.namespace, spec, embedder.model_name,
-                                                       embedder.dim)
+                expected = CollectionManifest.expected(self.settings.namespace, spec, model, model_dim(model))
                 self.store.open_collection(spec.name, expected, create=False)
                 collections.append((spec, SparseEmbedder(expected.bm25_settings)))
-            self._embedder, self._collections = embedder, collections
-        return self._embedder, self._collections
+            self._collections = collections
+        return self._collections
 
     def check_question(self, question: str) -> str:
         question = question.strip()
@@ -64,34 +78,50 @@ class Coordinator:
             )
         return question
 
-    def retrieve(self, question: str) -> Evidence:
+    def embed(self, question: str) -> QueryVectors:
         question = self.check_question(question)
-        embedder, collections = self._open()
+        collections = self.collections
+        dense = self._embedder_factory().query_embed(question).tolist()
+        return QueryVectors(question, dense, {spec.name: sparse.query_embed(question) for spec, sparse in collections})
+
+    def queries(self, vectors: QueryVectors, spec: CollectionSpec, top_k: int | None = None) -> list[VectorQuery]:
+        """One search per retriever of a collection; dense hits under ``min_similarity`` are dropped."""
         options = self.settings.retrieval
-        timings: dict[str, float] = {}
-        with _timed(timings, "embed"):
-            dense = embedder.query_embed(question).tolist()
-            requests = []
-            for spec, sparse_embedder in collections:
-                sparse = sparse_embedder.query_embed(question)
-                requests.append((spec, [
-                    VectorQuery(r.vector, dense, options.top_k, options.min_similarity or None) if r.kind == "dense"
-                    else VectorQuery(r.vector, sparse, options.top_k) for r in spec.retrievers]))
-        with _timed(timings, "search"):
-            results = self._pool.map(lambda item: self.store.query(item[0].name, item[1]), requests)
-            lists = [RankedList(retriever.name, spec.name, hits)
-                     for (spec, _), per_retriever in zip(requests, list(results))
-                     for retriever, hits in zip(spec.retrievers, per_retriever)]
+        limit = top_k or options.top_k
+        return [VectorQuery(r.vector, vectors.dense, limit, options.min_similarity or None) if r.kind == "dense"
+                else VectorQuery(r.vector, vectors.sparse[spec.name], limit) for r in spec.retrievers]
+
+    def search(self, vectors: QueryVectors, top_k: int | None = None) -> list[RankedList]:
+        """Every retriever's ranked list: one round trip per collection, collections concurrently."""
+        specs = [spec for spec, _ in self.collections]
+        results = self._pool.map(lambda spec: self.store.query(spec.name, self.queries(vectors, spec, top_k)), specs)
+        return [RankedList(retriever.name, spec.name, hits)
+                for spec, per_retriever in zip(specs, list(results))
+                for retriever, hits in zip(spec.retrievers, per_retriever)]
+
+    def rank(self, lists: list[RankedList], options: RetrievalSettings,
+             timings: dict[str, float] | None = None) -> list[ScoredCluster]:
+        """Fusion, clustering, quorum and ranking: the clusters that reached quorum, best first."""
+        timings = {} if timings is None else timings
         with _timed(timings, "fusion"):
             candidates = reciprocal_rank_fusion(lists, options.rrf_k)
         with _timed(timings, "clustering"):
             clusters = greedy_clusters(candidates, options.cluster_threshold)
         with _timed(timings, "quorum_ranking"):
-            ranked = rank_clusters(apply_quorum(clusters, options.quorum), len(self.settings.retrievers),
-                                   options.rrf_k, options.weight_rrf, options.weight_support)
+            return rank_clusters(apply_quorum(clusters, options.quorum), len(self.settings.retrievers),
+                                 options.rrf_k, options.weight_rrf, options.weight_support)
+
+    def retrieve(self, question: str) -> Evidence:
+        options = self.settings.retrieval
+        timings: dict[str, float] = {}
+        with _timed(timings, "embed"):
+            vectors = self.embed(question)
+        with _timed(timings, "search"):
+            lists = self.search(vectors)
+        ranked = self.rank(lists, options, timings)
         with _timed(timings, "context"):
             evidence = build_context(ranked, options.context_clusters)
-        return Evidence(question=question, abstained=not evidence, retrievers=len(self.settings.retrievers),
+        return Evidence(question=vectors.question, abstained=not evidence, retrievers=len(self.settings.retrievers),
                         clusters=evidence, timings_ms=timings)
 
     def close(self) -> None:
