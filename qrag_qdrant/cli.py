@@ -10,6 +10,7 @@ import dataclasses
 import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -206,6 +207,51 @@ def collections(
         table.add_row(info.name, str(info.points), info.model, f"{info.size}/{info.overlap}",
                       ", ".join(info.retrievers) or "(not in config)")
     out.print(table)
+
+
+@app.command("eval")
+@friendly_errors
+def evaluate(
+    dataset_dir: Annotated[Path, typer.Argument(help="data set folder: corpus/ and questions.jsonl or queries.jsonl")],
+    sweep_points: Annotated[list[str] | None, typer.Argument(
+        metavar="[NAME=V1,V2 ...]", help="with --sweep: the grid, e.g. quorum=1,2,3 rrf_k=10,60")] = None,
+    sweep: Annotated[bool, typer.Option("--sweep", help="run the quorum pipeline over the grid that follows")] = False,
+    sample: Annotated[int | None, typer.Option("--sample", min=1, help="questions to draw")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the draw")] = 0,
+    systems: Annotated[str | None, typer.Option("--systems", help="comma-separated systems [default: all]")] = None,
+    top_k: Annotated[int | None, typer.Option("--top-k", min=1, help="candidates per retriever "
+                                               "[default: retrieval.top_k for QA, 100 for relevance]")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json-out", help="write the metrics as JSON")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="write report.md and plots into this folder")] = None,
+    config: ConfigOption = None,
+    store: StoreOption = None,
+    namespace: Annotated[str | None, typer.Option("--namespace", help="[default: eval-<data set name>]")] = None,
+) -> None:
+    """Run every system on the same questions of a public data set and compare them."""
+    from .eval import Evaluation, load_dataset, parse_sweep
+    from .eval.report import systems_table, sweep_table, write_report
+
+    if sweep_points and not sweep:
+        raise typer.BadParameter(f"unexpected arguments {' '.join(sweep_points)} (did you mean --sweep?)")
+    grid = parse_sweep(sweep_points or []) if sweep else []
+    dataset = load_dataset(dataset_dir, sample=sample, seed=seed)
+    namespace = namespace or "eval-" + re.sub(r"[^a-z0-9]+", "-", dataset.name.lower()).strip("-")
+    with open_rag(config, store, namespace) as rag:
+        columns = (TextColumn("{task.description:>16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=err, transient=True) as bar:
+            rag.ingest(dataset.corpus, progress=RichIngestProgress(bar))
+        evaluation = Evaluation(rag, dataset, systems.split(",") if systems else None, top_k)
+        with Progress(*columns, console=err, transient=True) as bar:
+            task = bar.add_task("questions", total=len(dataset.questions))
+            result = evaluation.run(grid, advance=lambda: bar.advance(task))
+    out.print(systems_table(result))
+    if result.sweep:
+        out.print(sweep_table(result))
+    if json_out:
+        json_out.write_text(json.dumps(result.as_json(), indent=2) + "\n")
+    if report:
+        path = write_report(result, report, "qrag-qdrant " + " ".join(sys.argv[1:]))
+        out.print(f"report: {path}")
 
 
 def main() -> None:

@@ -24,6 +24,9 @@ from ..config import DENSE_VECTOR, SPARSE_VECTOR, CollectionSpec
 from ..embedding import Bm25Settings, SparseVec
 from ..errors import ModelMismatchError
 
+#: Qdrant's default k for its RRF fusion; the qdrant-hybrid baseline uses Qdrant as a peer would.
+QDRANT_RRF_K = 2
+
 __all__ = ["DENSE_VECTOR", "SPARSE_VECTOR", "ChunkPoint", "CollectionManifest", "Hit", "Store", "VectorQuery"]
 
 
@@ -118,6 +121,11 @@ class Store(ABC):
     @abstractmethod
     def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
         """All of a collection's searches in one round trip, results in request order."""
+
+    @abstractmethod
+    def hybrid(self, name: str, dense: Sequence[float], sparse: SparseVec, limit: int,
+               prefetch_limit: int) -> list[Hit]:
+        """Qdrant's own hybrid query: dense and bm25 prefetches fused by Qdrant's RRF (k=2)."""
 
     @abstractmethod
     def count(self, name: str) -> int: ...

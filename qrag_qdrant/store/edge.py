@@ -21,7 +21,7 @@ import qdrant_edge as edge
 from ..config import DENSE_VECTOR, SPARSE_VECTOR
 from ..embedding import SparseVec
 from ..errors import StoreError, StoreInUseError
-from .base import ChunkPoint, CollectionManifest, Hit, Store, VectorQuery
+from .base import QDRANT_RRF_K, ChunkPoint, CollectionManifest, Hit, Store, VectorQuery
 
 MANIFEST = "manifest.json"
 SHARD = "shard"
@@ -108,8 +108,16 @@ class EdgeStore(Store):
             for q in queries
         ]
         results = self._shard(name).query_batch(edge.QueryBatchRequest(requests))
-        return [[Hit(str(p.id), p.score, np.asarray(p.vector[DENSE_VECTOR], dtype=np.float32), p.payload or {})
-                 for p in points] for points in results]
+        return [[_hit(p) for p in points] for points in results]
+
+    def hybrid(self, name: str, dense: Sequence[float], sparse: SparseVec, limit: int,
+               prefetch_limit: int) -> list[Hit]:
+        request = edge.QueryRequest(
+            limit=limit,
+            prefetches=[edge.Prefetch(limit=prefetch_limit, query=edge.Query.Nearest(_edge_vector(dense), using=DENSE_VECTOR)),
+                        edge.Prefetch(limit=prefetch_limit, query=edge.Query.Nearest(_edge_vector(sparse), using=SPARSE_VECTOR))],
+            query=edge.Fusion.Rrf(k=QDRANT_RRF_K), with_vector=[DENSE_VECTOR], with_payload=True)
+        return [_hit(p) for p in self._shard(name).query(request)]
 
     def count(self, name: str) -> int:
         return self._shard(name).count(edge.CountRequest(exact=True))
@@ -127,6 +135,10 @@ class EdgeStore(Store):
         if not self._lock.closed:
             fcntl.flock(self._lock, fcntl.LOCK_UN)
             self._lock.close()
+
+
+def _hit(point: Any) -> Hit:
+    return Hit(str(point.id), point.score, np.asarray(point.vector[DENSE_VECTOR], dtype=np.float32), point.payload or {})
 
 
 def _edge_vector(vector: Sequence[float] | SparseVec) -> Any:

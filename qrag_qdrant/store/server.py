@@ -17,7 +17,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 from ..config import DENSE_VECTOR, SPARSE_VECTOR, QdrantSettings
 from ..embedding import SparseVec
 from ..errors import StoreError
-from .base import ChunkPoint, CollectionManifest, Hit, Store, VectorQuery
+from .base import QDRANT_RRF_K, ChunkPoint, CollectionManifest, Hit, Store, VectorQuery
 
 SCROLL_PAGE = 1000
 T = TypeVar("T")
@@ -112,8 +112,17 @@ class ServerStore(Store):
                                 score_threshold=q.min_score, with_vector=[DENSE_VECTOR], with_payload=True)
             for q in queries
         ])
-        return [[Hit(str(p.id), p.score, np.asarray(p.vector[DENSE_VECTOR], dtype=np.float32), p.payload or {})
-                 for p in response.points] for response in responses]
+        return [[_hit(p) for p in response.points] for response in responses]
+
+    @_server_errors
+    def hybrid(self, name: str, dense: Sequence[float], sparse: SparseVec, limit: int,
+               prefetch_limit: int) -> list[Hit]:
+        response = self.client.query_points(
+            name, limit=limit, with_payload=True, with_vectors=[DENSE_VECTOR],
+            prefetch=[models.Prefetch(query=_client_vector(dense), using=DENSE_VECTOR, limit=prefetch_limit),
+                      models.Prefetch(query=_client_vector(sparse), using=SPARSE_VECTOR, limit=prefetch_limit)],
+            query=models.RrfQuery(rrf=models.Rrf(k=QDRANT_RRF_K)))
+        return [_hit(p) for p in response.points]
 
     @_server_errors
     def count(self, name: str) -> int:
@@ -121,6 +130,11 @@ class ServerStore(Store):
 
     def close(self) -> None:
         self.client.close()
+
+
+def _hit(point: Any) -> Hit:
+    vector = point.vector[DENSE_VECTOR]  # type: ignore[index]
+    return Hit(str(point.id), point.score, np.asarray(vector, dtype=np.float32), point.payload or {})
 
 
 def _client_vector(vector: Sequence[float] | SparseVec) -> Any:

@@ -1,0 +1,120 @@
+"""Eval output: a terminal table, and a Markdown report with matplotlib plots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from ..errors import QragError
+from .runner import EvalResult
+
+QA_COLUMNS = ("answer_recall", "mrr", "context_words", "abstain_rate", "p50_ms", "p95_ms")
+RELEVANCE_COLUMNS = ("ndcg@10", "recall@100", "context_words", "abstain_rate", "p50_ms", "p95_ms")
+
+
+def columns(result: EvalResult) -> tuple[str, ...]:
+    return QA_COLUMNS if result.dataset.kind == "qa" else RELEVANCE_COLUMNS
+
+
+def cell(metric: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    if metric == "abstain_rate":
+        return "/".join(cell("rate", v) for v in value.values() if v is not None)
+    if metric.endswith("_ms") or metric == "context_words":
+        return f"{value:.1f}"
+    return f"{value:.3f}"
+
+
+def header(metric: str, kind: str) -> str:
+    return "abstain (ans/unans)" if metric == "abstain_rate" and kind == "qa" else metric
+
+
+def systems_table(result: EvalResult) -> Table:
+    kind = result.dataset.kind
+    table = Table(title=f"{result.dataset.name}: {len(result.dataset.questions)} questions")
+    table.add_column("system")
+    for metric in columns(result):
+        table.add_column(header(metric, kind), justify="right")
+    for name, metrics in result.systems.items():
+        table.add_row(name, *(cell(m, metrics[m]) for m in columns(result)))
+    return table
+
+
+def sweep_table(result: EvalResult) -> Table:
+    keys = [k for k in result.sweep[0] if k not in columns(result)]
+    table = Table(title="quorum sweep")
+    for key in (*keys, *columns(result)):
+        table.add_column(header(key, result.dataset.kind), justify="right")
+    for point in result.sweep:
+        table.add_row(*(str(point[k]) for k in keys), *(cell(m, point[m]) for m in columns(result)))
+    return table
+
+
+def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + " --- |" * len(headers)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_report(result: EvalResult, folder: Path, command: str) -> Path:
+    """report.md with the tables, and two plots beside it."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise QragError("--report needs matplotlib: pip install 'qrag-qdrant[eval]'") from None
+    folder.mkdir(parents=True, exist_ok=True)
+    kind, cols = result.dataset.kind, columns(result)
+    quality = cols[0]
+
+    figure, axes = plt.subplots(figsize=(6, 4))
+    for name, metrics in result.systems.items():
+        axes.scatter(metrics["context_words"], metrics[quality], s=40)
+        axes.annotate(name, (metrics["context_words"], metrics[quality]), fontsize=8, xytext=(4, 2),
+                      textcoords="offset points")
+    axes.set_xlabel("mean context words")
+    axes.set_ylabel(quality)
+    axes.set_title(f"{result.dataset.name}: {quality} against context size")
+    figure.tight_layout()
+    figure.savefig(folder / "recall_vs_context_words.png", dpi=120)
+    plt.close(figure)
+
+    figure, axes = plt.subplots(figsize=(6, 4))
+    supports = list(result.support)
+    axes.bar(supports, [result.support[s]["top_cluster_right"] for s in supports])
+    for index, support in enumerate(supports):
+        axes.annotate(f"n={result.support[support]['questions']:.0f}", (index, 0.02), ha="center", fontsize=8)
+    axes.set_xlabel("support of the top cluster (retrievers)")
+    axes.set_ylabel("top cluster right")
+    axes.set_ylim(0, 1)
+    axes.set_title("Is support a confidence signal?")
+    figure.tight_layout()
+    figure.savefig(folder / "recall_by_support.png", dpi=120)
+    plt.close(figure)
+
+    rows = [[name, *(cell(m, metrics[m]) for m in cols)] for name, metrics in result.systems.items()]
+    support_rows = [[s, f"{row['questions']:.0f}", f"{row['top_cluster_right']:.3f}"]
+                    for s, row in result.support.items()]
+    parts = [
+        f"# Evaluation: {result.dataset.name}", "",
+        f"{len(result.dataset.questions)} questions ({kind} data set). Command:", "",
+        f"```\n{command}\n```", "",
+        markdown_table(["system", *(header(m, kind) for m in cols)], rows), "",
+        "![recall against context words](recall_vs_context_words.png)", "",
+        "## Quorum support", "",
+        markdown_table(["top-cluster support", "questions", "top cluster right"], support_rows), "",
+        "![recall by support](recall_by_support.png)", "",
+    ]
+    if result.sweep:
+        keys = [k for k in result.sweep[0] if k not in cols]
+        parts += ["## Sweep", "", markdown_table(
+            [*keys, *(header(m, kind) for m in cols)],
+            [[str(p[k]) for k in keys] + [cell(m, p[m]) for m in cols] for p in result.sweep]), ""]
+    path = folder / "report.md"
+    path.write_text("\n".join(parts))
+    return path

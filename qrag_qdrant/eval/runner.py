@@ -1,0 +1,182 @@
+"""Runs every system on the same questions, from one embedding and one search per question.
+
+Systems, all with the same context budget (``retrieval.context_clusters`` units, 5 by default):
+- each retriever alone (``dense-c50``, ``bm25-c100``, ...): its top chunks;
+- ``qdrant-hybrid``: Qdrant's own prefetch (dense + bm25) with its RRF fusion, in the
+  100/50 collection (else the first collection with both vectors searched);
+- ``rrf-all``: RRF over all retrievers, no clustering or quorum: the top fused chunks;
+- ``quorum``: the full pipeline: the top clusters, as merged passages.
+
+Latency of every system includes the question's embedding. ``rrf-all`` and ``quorum``
+share one search of all collections, so a sweep over fusion and clustering settings
+reuses it and embeds nothing twice.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..api import QuorumRAG
+from ..config import CollectionSpec, RetrievalSettings
+from ..context import build_context
+from ..coordinator import QueryVectors
+from ..coordinator.fusion import Candidate, RankedList, reciprocal_rank_fusion
+from ..coordinator.ranking import ScoredCluster
+from ..errors import ConfigError
+from ..store import Hit
+from .dataset import Dataset, EvalQuestion
+from .metrics import SystemAnswer, qa_metrics, relevance_metrics, support_profile
+
+HYBRID = "qdrant-hybrid"
+RRF_ALL = "rrf-all"
+QUORUM = "quorum"
+#: Candidates per retriever for relevance sets, so recall@100 is measured at depth 100.
+RELEVANCE_DEPTH = 100
+SWEEPABLE = {"quorum": int, "cluster_threshold": float, "rrf_k": int, "min_similarity": float,
+             "weight_rrf": float, "weight_support": float, "top_k": int}
+
+
+@dataclass
+class QuestionSearch:
+    """One question's shared work: its vectors, the full search and the time each took."""
+
+    vectors: QueryVectors
+    lists: list[RankedList]
+    embed_ms: float
+    search_ms: float
+
+
+@dataclass
+class EvalResult:
+    dataset: Dataset
+    config: dict[str, Any]
+    systems: dict[str, dict[str, Any]]
+    support: dict[str, dict[str, float]]
+    sweep: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"dataset": self.dataset.name, "questions": len(self.dataset.questions), "config": self.config,
+                "systems": self.systems, "quorum_support": self.support, "sweep": self.sweep}
+
+
+def system_names(rag: QuorumRAG) -> list[str]:
+    return [r.name for r in rag.settings.retrievers] + [HYBRID, RRF_ALL, QUORUM]
+
+
+def parse_sweep(items: Sequence[str]) -> list[dict[str, Any]]:
+    """``["quorum=1,2", "rrf_k=10,60"]`` -> every combination, as retrieval overrides."""
+    axes: list[list[tuple[str, Any]]] = []
+    for item in items:
+        name, _, values = item.partition("=")
+        if name not in SWEEPABLE or not values:
+            raise ConfigError(f"--sweep {item!r}: use NAME=V1,V2 with NAME one of {', '.join(SWEEPABLE)}")
+        try:
+            axes.append([(name, SWEEPABLE[name](value)) for value in values.split(",")])
+        except ValueError:
+            raise ConfigError(f"--sweep {item!r}: {values!r} are not {SWEEPABLE[name].__name__} values") from None
+    return [dict(point) for point in itertools.product(*axes)] if axes else []
+
+
+class Evaluation:
+    def __init__(self, rag: QuorumRAG, dataset: Dataset, systems: Sequence[str] | None = None,
+                 top_k: int | None = None):
+        known = system_names(rag)
+        unknown = [name for name in systems or () if name not in known]
+        if unknown:
+            raise ConfigError(f"unknown systems {', '.join(unknown)}; known: {', '.join(known)}")
+        self.rag, self.dataset = rag, dataset
+        self.systems = list(systems or known)
+        self.top_k = top_k or (RELEVANCE_DEPTH if dataset.kind == "relevance" else rag.settings.retrieval.top_k)
+        self.options = rag.settings.retrieval.model_copy(update={"top_k": self.top_k})
+        self.budget = rag.settings.retrieval.context_clusters
+        self.searches: list[QuestionSearch] = []
+
+    def run(self, sweep: Sequence[dict[str, Any]] = (), advance: Callable[[], None] = lambda: None) -> EvalResult:
+        answers: dict[str, list[SystemAnswer]] = {name: [] for name in self.systems}
+        for question in self.dataset.questions:
+            search = self._search(question)
+            self.searches.append(search)
+            for name in self.systems:
+                answers[name].append(self._answer(name, search))
+            advance()
+        metrics = qa_metrics if self.dataset.kind == "qa" else relevance_metrics
+        questions = self.dataset.questions
+        support = support_profile(questions, answers[QUORUM], self.dataset.kind) if QUORUM in answers else {}
+        result = EvalResult(self.dataset, self.rag.settings.model_dump(mode="json", exclude={"config_file"}),
+                            {name: metrics(questions, per_question) for name, per_question in answers.items()},
+                            support)
+        for point in sweep:
+            options = self.options.model_copy(update=point)
+            point_answers = [self._quorum(search, options) for search in self.searches]
+            result.sweep.append({**point, **metrics(questions, point_answers)})
+        return result
+
+    def _search(self, question: EvalQuestion) -> QuestionSearch:
+        coordinator = self.rag.coordinator
+        started = time.perf_counter()
+        vectors = coordinator.embed(question.question)
+        embedded = time.perf_counter()
+        lists = coordinator.search(vectors, self.top_k) if {RRF_ALL, QUORUM} & set(self.systems) else []
+        return QuestionSearch(vectors, lists, (embedded - started) * 1000, (time.perf_counter() - embedded) * 1000)
+
+    def _answer(self, name: str, search: QuestionSearch) -> SystemAnswer:
+        if name == QUORUM:
+            return self._quorum(search, self.options)
+        started = time.perf_counter()
+        if name == RRF_ALL:
+            candidates = reciprocal_rank_fusion(search.lists, self.options.rrf_k)
+            answer = self._chunks([c.hit for c in candidates])
+            return self._timed(answer, search, started, shared_search=True)
+        if name == HYBRID:
+            spec = self._hybrid_collection()
+            hits = self.rag.store.hybrid(spec.name, search.vectors.dense, search.vectors.sparse[spec.name],
+                                         limit=max(self.top_k, self.budget), prefetch_limit=self.top_k)
+            return self._timed(self._chunks(hits), search, started)
+        spec, query = self._retriever(name, search.vectors)
+        hits = self.rag.store.query(spec.name, [query])[0]
+        return self._timed(self._chunks(hits), search, started)
+
+    def _quorum(self, search: QuestionSearch, options: RetrievalSettings) -> SystemAnswer:
+        started = time.perf_counter()
+        ranked = self.rag.coordinator.rank(search.lists, options)
+        clusters = build_context(ranked, self.budget)
+        answer = SystemAnswer(units=[[p.text for p in c.passages] for c in clusters], docs=_cluster_docs(ranked),
+                              support=clusters[0].support if clusters else None)
+        return self._timed(answer, search, started, shared_search=True)
+
+    def _chunks(self, hits: Sequence[Hit]) -> SystemAnswer:
+        return SystemAnswer(units=[[str(h.payload["text"])] for h in hits[: self.budget]],
+                            docs=_unique(str(h.payload["source"]) for h in hits))
+
+    @staticmethod
+    def _timed(answer: SystemAnswer, search: QuestionSearch, started: float,
+               shared_search: bool = False) -> SystemAnswer:
+        own = (time.perf_counter() - started) * 1000
+        answer.latency_ms = search.embed_ms + (search.search_ms if shared_search else 0.0) + own
+        return answer
+
+    def _retriever(self, name: str, vectors: QueryVectors) -> tuple[CollectionSpec, Any]:
+        for spec, _ in self.rag.coordinator.collections:
+            for retriever, query in zip(spec.retrievers, self.rag.coordinator.queries(vectors, spec, self.top_k)):
+                if retriever.name == name:
+                    return spec, query
+        raise ConfigError(f"no retriever named {name}")
+
+    def _hybrid_collection(self) -> CollectionSpec:
+        specs = [spec for spec, _ in self.rag.coordinator.collections]
+        preferred = [s for s in specs if (s.size, s.overlap) == (100, 50)]
+        return (preferred or specs)[0]
+
+
+def _cluster_docs(ranked: Sequence[ScoredCluster]) -> list[str]:
+    """Documents in cluster order; inside a cluster, in fused order of its members."""
+    members: list[Candidate] = [m for scored in ranked for m in scored.cluster.members]
+    return _unique(m.source for m in members)
+
+
+def _unique(items: Any) -> list[str]:
+    return list(dict.fromkeys(items))
