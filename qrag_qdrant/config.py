@@ -97,6 +97,7 @@ class RetrievalSettings(Section):
     weight_rrf: float = Field(0.7, ge=0.0)
     weight_support: float = Field(0.3, ge=0.0)
     context_clusters: PositiveInt = 5
+    word_budget: NonNegativeInt = Field(0, description="context words shared by the clusters; 0: whole spans")
     max_question_chars: PositiveInt = 4000
 
 

@@ -1,11 +1,15 @@
 """From ranked clusters to numbered passages: overlapping chunks of a source are merged,
-so the model never reads the same text twice within a cluster."""
+so the model never reads the same text twice, and each cluster can be held to a word
+budget centred where its members agree most."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from .chunking import WORD
 from .coordinator.fusion import Candidate
 from .coordinator.ranking import ScoredCluster
 from .evidence import EvidenceCluster, Passage
@@ -67,22 +71,58 @@ def candidate_span(candidate: Candidate) -> Span:
     return Span(candidate.source, start, end, str(candidate.hit.payload["text"]))
 
 
-def build_context(ranked: Sequence[ScoredCluster], limit: int) -> list[EvidenceCluster]:
+def agreement_window(spans: Sequence[Span], members: Sequence[Candidate], words: int) -> Span:
+    """The ``words``-word window, over all the spans, that the members cover most strongly.
+
+    Each word weighs the fused RRF of the member chunks that contain it, so the window
+    settles where the best-ranked chunks of several retrievers overlap.
+    """
+    best: tuple[float, Span] | None = None
+    for span in spans:
+        bounds = np.array([m.span() for m in WORD.finditer(span.text)]) + span.start
+        own = [m for m in members if m.source == span.source]
+        starts, ends = np.array([m.span[0] for m in own]), np.array([m.span[1] for m in own])
+        covered = (bounds[:, :1] >= starts[None, :]) & (bounds[:, :1] < ends[None, :])
+        weight = covered.astype(float) @ np.array([m.rrf for m in own])
+        width = min(words, len(bounds))
+        sums = np.convolve(weight, np.ones(width), mode="valid")
+        first = int(np.argmax(sums))
+        if best is None or sums[first] > best[0]:
+            start, end = int(bounds[first, 0]), int(bounds[first + width - 1, 1])
+            best = (float(sums[first]), Span(span.source, start, end, span.text[start - span.start:end - span.start]))
+    assert best is not None
+    return best[1]
+
+
+def build_context(ranked: Sequence[ScoredCluster], limit: int, word_budget: int = 0) -> list[EvidenceCluster]:
     """The best ``limit`` clusters that still add text, passages numbered [1], [2], ... across them.
 
     Text an earlier cluster already sent is cut from later ones, so no text is sent twice; a
     cluster with nothing new (leader clustering can leave a window beside its cluster) is skipped.
+
+    With a ``word_budget``, each cluster sends one passage, its agreement window, and the
+    budget is shared in proportion to 1/rank: the cluster at rank r of ``limit`` gets
+    ``remaining * (1/r) / sum(1/j for j in r..limit)`` words, so what one cluster leaves
+    unused goes to the ones after it. The best-agreed evidence gets the most room.
     """
     clusters: list[EvidenceCluster] = []
     sent: dict[str, list[tuple[int, int]]] = {}
-    citation = 0
+    citation, remaining = 0, word_budget
     for scored in ranked:
         if len(clusters) == limit:
             break
-        spans = [part for span in merge_spans(candidate_span(member) for member in scored.cluster.members)
+        members = scored.cluster.members
+        spans = [part for span in merge_spans(candidate_span(member) for member in members)
                  for part in unsent_parts(span, sent.get(span.source, []))]
         if not spans:
             continue
+        if word_budget:
+            rank = len(clusters) + 1
+            share = round(remaining / rank / sum(1 / j for j in range(rank, limit + 1)))
+            if share < 1:
+                break
+            spans = [agreement_window(spans, members, share)]
+            remaining -= len(spans[0].text.split())
         passages = []
         for span in spans:
             citation += 1

@@ -1,4 +1,4 @@
-from qrag_qdrant.context import Span, build_context, merge_spans, unsent_parts
+from qrag_qdrant.context import Span, agreement_window, build_context, candidate_span, merge_spans, unsent_parts
 from qrag_qdrant.coordinator.clustering import Cluster
 from qrag_qdrant.coordinator.ranking import ScoredCluster
 
@@ -65,3 +65,30 @@ def test_text_sent_by_an_earlier_cluster_is_not_sent_again():
     assert [(c.rank, c.score) for c in clusters] == [(1, 0.9), (2, 0.7)]  # "inside" adds nothing
     assert [(p.citation, p.start, p.end) for c in clusters for p in c.passages] == [(1, 0, 43), (2, 44, 64)]
     assert clusters[1].passages[0].text == "while the cat sleeps"
+
+
+def test_agreement_window_settles_where_the_best_members_overlap():
+    # three chunks over one source; words 8..12 are covered by all of them
+    members = [candidate("a", source="s.txt", start=0, end=64, text=SOURCE[0:64], rrf=0.05),
+               candidate("b", source="s.txt", start=31, end=87, text=SOURCE[31:87], rrf=0.03),
+               candidate("c", source="s.txt", start=44, end=75, text=SOURCE[44:75], rrf=0.03)]
+    merged = merge_spans(candidate_span(m) for m in members)
+    window = agreement_window(merged, members, 4)
+    assert window.text == "while the cat sleeps"  # covered by a, b and c
+    assert SOURCE[window.start:window.end] == window.text
+    assert agreement_window(merged, members, 100).text == merged[0].text  # budget above the span: all of it
+
+
+def test_word_budget_is_shared_by_one_over_rank():
+    other = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma"
+    def cluster(point_id, source, text):
+        return Cluster([candidate(point_id, retrievers=("r1", "r2"), source=source, start=0, end=len(text),
+                                  text=text)])
+
+    ranked = [ScoredCluster(cluster(f"c{i}", f"s{i}.txt", other), 1 - i / 10) for i in range(3)]
+    clusters = build_context(ranked, limit=3, word_budget=22)
+    words = [len(c.passages[0].text.split()) for c in clusters]
+    assert words == [12, 6, 4]  # 22 * (1, 1/2, 1/3) / (11/6)
+    assert all(len(c.passages) == 1 for c in clusters)
+    short = [ScoredCluster(cluster("s", "short.txt", "just three words"), 0.9), *ranked[1:]]
+    assert [len(c.passages[0].text.split()) for c in build_context(short, limit=3, word_budget=22)] == [3, 11, 8]

@@ -120,7 +120,7 @@ class Coordinator:
             lists = self.search(vectors)
         ranked = self.rank(lists, options, timings)
         with _timed(timings, "context"):
-            evidence = build_context(ranked, options.context_clusters)
+            evidence = build_context(ranked, options.context_clusters, options.word_budget)
         return Evidence(question=vectors.question, abstained=not evidence, retrievers=len(self.settings.retrievers),
                         clusters=evidence, timings_ms=timings)
 

@@ -36,8 +36,11 @@ RRF_ALL = "rrf-all"
 QUORUM = "quorum"
 #: Candidates per retriever for relevance sets, so recall@100 is measured at depth 100.
 RELEVANCE_DEPTH = 100
-SWEEPABLE = {"quorum": int, "cluster_threshold": float, "rrf_k": int, "min_similarity": float,
-             "weight_rrf": float, "weight_support": float, "top_k": int}
+#: Settings applied after the search, so a sweep over them reuses it (top_k and
+#: min_similarity shape the search itself: change them with --top-k or the config).
+SWEEPABLE = {"quorum": int, "cluster_threshold": float, "rrf_k": int,
+             "weight_rrf": float, "weight_support": float, "word_budget": int,
+             "context_clusters": int}
 
 
 @dataclass
@@ -143,7 +146,7 @@ class Evaluation:
     def _quorum(self, search: QuestionSearch, options: RetrievalSettings) -> SystemAnswer:
         started = time.perf_counter()
         ranked = self.rag.coordinator.rank(search.lists, options)
-        clusters = build_context(ranked, self.budget)
+        clusters = build_context(ranked, options.context_clusters, options.word_budget)
         answer = SystemAnswer(units=[[p.text for p in c.passages] for c in clusters], docs=_cluster_docs(ranked),
                               support=clusters[0].support if clusters else None)
         return self._timed(answer, search, started, shared_search=True)
