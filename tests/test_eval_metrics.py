@@ -72,7 +72,9 @@ def test_support_profile_tells_how_often_the_top_cluster_is_right():
     answers = [SystemAnswer([["gold"]], support=4), SystemAnswer([["no"]], support=4),
                SystemAnswer([["gold"]], support=2), SystemAnswer([["gold"]], support=3)]
     assert support_profile(questions, answers, "qa") == {
-        "2": {"questions": 1, "top_cluster_right": 1.0}, "4": {"questions": 2, "top_cluster_right": 0.5}}
+        "2": {"questions": 1, "top_cluster_right": 1.0, "unanswerable": 0},
+        "3": {"questions": 0, "top_cluster_right": None, "unanswerable": 1},
+        "4": {"questions": 2, "top_cluster_right": 0.5, "unanswerable": 0}}
 
 
 def test_sweep_grid():

@@ -94,21 +94,26 @@ def relevance_metrics(questions: Sequence[EvalQuestion], answers: Sequence[Syste
 
 def support_profile(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer],
                     kind: str) -> dict[str, dict[str, float]]:
-    """For each top-cluster support: how many questions, and how often the top cluster was right.
+    """Per top-cluster support: how many questions, how often the top cluster was right,
+    and (QA) how many unanswerable questions got that support.
 
     Right means it holds a gold answer (QA) or comes from a relevant document (relevance).
     """
-    profile: dict[str, dict[str, float]] = {}
+    rows: dict[int, dict[str, float]] = {}
     for question, answer in zip(questions, answers):
-        if answer.support is None or (kind == "qa" and not question.answerable):
+        if answer.support is None:
             continue
-        right = (holds_answer(" ".join(answer.units[0]), question.answers) if kind == "qa"
-                 else bool(answer.docs) and answer.docs[0] in question.relevant_docs)
-        row = profile.setdefault(str(answer.support), {"questions": 0, "right": 0})
+        row = rows.setdefault(answer.support, {"questions": 0, "right": 0, "unanswerable": 0})
+        if kind == "qa" and not question.answerable:
+            row["unanswerable"] += 1
+            continue
         row["questions"] += 1
-        row["right"] += right
-    return {support: {"questions": row["questions"], "top_cluster_right": row["right"] / row["questions"]}
-            for support, row in sorted(profile.items(), key=lambda item: int(item[0]))}
+        row["right"] += (holds_answer(" ".join(answer.units[0]), question.answers) if kind == "qa"
+                         else bool(answer.docs) and answer.docs[0] in question.relevant_docs)
+    return {str(support): {"questions": row["questions"],
+                           "top_cluster_right": row["right"] / row["questions"] if row["questions"] else None,
+                           **({"unanswerable": row["unanswerable"]} if kind == "qa" else {})}
+            for support, row in sorted(rows.items())}
 
 
 def _mean(values: Sequence[float]) -> float | None:

@@ -86,7 +86,7 @@ def write_report(result: EvalResult, folder: Path, command: str) -> Path:
 
     figure, axes = plt.subplots(figsize=(6, 4))
     supports = list(result.support)
-    axes.bar(supports, [result.support[s]["top_cluster_right"] for s in supports])
+    axes.bar(supports, [result.support[s]["top_cluster_right"] or 0.0 for s in supports])
     for index, support in enumerate(supports):
         axes.annotate(f"n={result.support[support]['questions']:.0f}", (index, 0.02), ha="center", fontsize=8)
     axes.set_xlabel("support of the top cluster (retrievers)")
@@ -98,8 +98,8 @@ def write_report(result: EvalResult, folder: Path, command: str) -> Path:
     plt.close(figure)
 
     rows = [[name, *(cell(m, metrics[m]) for m in cols)] for name, metrics in result.systems.items()]
-    support_rows = [[s, f"{row['questions']:.0f}", f"{row['top_cluster_right']:.3f}"]
-                    for s, row in result.support.items()]
+    support_rows = [[s, f"{row['questions']:.0f}", cell("rate", row["top_cluster_right"]),
+                     str(row.get("unanswerable", "-"))] for s, row in result.support.items()]
     parts = [
         f"# Evaluation: {result.dataset.name}", "",
         f"{len(result.dataset.questions)} questions ({kind} data set). Command:", "",
@@ -107,7 +107,8 @@ def write_report(result: EvalResult, folder: Path, command: str) -> Path:
         markdown_table(["system", *(header(m, kind) for m in cols)], rows), "",
         "![recall against context words](recall_vs_context_words.png)", "",
         "## Quorum support", "",
-        markdown_table(["top-cluster support", "questions", "top cluster right"], support_rows), "",
+        markdown_table(["top-cluster support", "questions", "top cluster right", "unanswerable questions"],
+                       support_rows), "",
         "![recall by support](recall_by_support.png)", "",
     ]
     if result.sweep:
