@@ -90,14 +90,14 @@ class CollectionSpec(BaseModel):
 
 class RetrievalSettings(Section):
     top_k: PositiveInt = 15
-    rrf_k: NonNegativeInt = 60
+    rrf_k: NonNegativeInt = 2
     cluster_threshold: float = Field(0.85, ge=0.0, le=1.0)
     quorum: PositiveInt = 2
     min_similarity: float = Field(0.2, ge=-1.0, le=1.0, description="cosine floor for dense hits")
     weight_rrf: float = Field(0.7, ge=0.0)
-    weight_support: float = Field(0.3, ge=0.0)
+    weight_support: float = Field(0.6, ge=0.0)
     context_clusters: PositiveInt = 5
-    word_budget: NonNegativeInt = Field(0, description="context words shared by the clusters; 0: whole spans")
+    word_budget: NonNegativeInt = Field(500, description="context words shared by the clusters; 0: whole spans")
     max_question_chars: PositiveInt = 4000
 
 
@@ -121,11 +121,18 @@ class QdrantSettings(Section):
     timeout: PositiveFloat = 10.0
 
 
-DEFAULT_RETRIEVERS = (
+ORIGIN_RETRIEVERS = (
     RetrieverSpec(kind="dense", size=50, overlap=25),
     RetrieverSpec(kind="dense", size=100, overlap=50),
     RetrieverSpec(kind="dense", size=200, overlap=100),
     RetrieverSpec(kind="bm25", size=100, overlap=50),
+)
+#: The origin's four plus BM25 on the 50- and 200-word chunkings (no new collection).
+DEFAULT_RETRIEVERS = (
+    *ORIGIN_RETRIEVERS[:3],
+    RetrieverSpec(kind="bm25", size=50, overlap=25),
+    ORIGIN_RETRIEVERS[3],
+    RetrieverSpec(kind="bm25", size=200, overlap=100),
 )
 
 

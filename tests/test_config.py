@@ -2,36 +2,42 @@ from pathlib import Path
 
 import pytest
 
-from qrag_qdrant.config import DEFAULT_RETRIEVERS, Settings, load_settings
+from qrag_qdrant.config import DEFAULT_RETRIEVERS, ORIGIN_RETRIEVERS, Settings, load_settings
 from qrag_qdrant.errors import ConfigError
 
 
-def test_default_toml_is_the_origin_pipeline(repo_config):
-    settings = load_settings(repo_config)
-    assert settings == Settings(config_file=repo_config)
-    assert settings.retrievers == DEFAULT_RETRIEVERS
+def test_origin_toml_is_the_origin_pipeline(repo_config):
+    settings = load_settings(repo_config.parent / "origin.toml")
+    assert settings.retrievers == ORIGIN_RETRIEVERS
     assert [(r.kind, r.size, r.overlap) for r in settings.retrievers] == [
         ("dense", 50, 25), ("dense", 100, 50), ("dense", 200, 100), ("bm25", 100, 50)]
     r = settings.retrieval
     assert (r.quorum, r.top_k, r.rrf_k, r.cluster_threshold, r.weight_rrf, r.weight_support,
-            r.context_clusters) == (2, 15, 60, 0.85, 0.7, 0.3, 5)
+            r.context_clusters, r.word_budget, r.min_similarity) == (2, 15, 60, 0.85, 0.7, 0.3, 5, 0, 0)
     assert settings.ollama.model == "mistral"
     assert settings.embedding.model == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_default_toml_is_the_tuned_pipeline_and_equals_the_builtin_defaults(repo_config):
+    settings = load_settings(repo_config)
     # the built-in defaults equal the shipped file, so a run outside the repo behaves the same
-    assert load_settings().model_dump() == settings.model_dump()
+    assert settings.model_dump() == Settings().model_dump() == load_settings().model_dump()
+    assert settings.retrievers == DEFAULT_RETRIEVERS
+    r = settings.retrieval
+    assert (r.quorum, r.top_k, r.rrf_k, r.weight_rrf, r.weight_support, r.word_budget) == (2, 15, 2, 0.7, 0.6, 500)
 
 
-def test_three_collections_serve_four_retrievers():
+def test_three_collections_serve_six_retrievers():
     collections = load_settings().collections
     assert [c.name for c in collections] == ["default-c50-o25", "default-c100-o50", "default-c200-o100"]
     assert [[r.name for r in c.retrievers] for c in collections] == [
-        ["dense-c50"], ["dense-c100", "bm25-c100"], ["dense-c200"]]
+        ["dense-c50", "bm25-c50"], ["dense-c100", "bm25-c100"], ["dense-c200", "bm25-c200"]]
 
 
 def test_adding_bm25_on_an_existing_chunking_adds_no_collection():
-    retrievers = [*({"kind": r.kind, "size": r.size, "overlap": r.overlap} for r in DEFAULT_RETRIEVERS),
-                  {"kind": "bm25", "size": 50, "overlap": 25}]
-    settings = load_settings(retrievers=retrievers)
+    retrievers = [{"kind": r.kind, "size": r.size, "overlap": r.overlap} for r in ORIGIN_RETRIEVERS]
+    assert len(load_settings(retrievers=retrievers).collections) == 3
+    settings = load_settings(retrievers=[*retrievers, {"kind": "bm25", "size": 50, "overlap": 25}])
     assert len(settings.collections) == 3
     assert [r.name for r in settings.collections[0].retrievers] == ["dense-c50", "bm25-c50"]
 
