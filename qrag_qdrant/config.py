@@ -127,12 +127,11 @@ ORIGIN_RETRIEVERS = (
     RetrieverSpec(kind="dense", size=200, overlap=100),
     RetrieverSpec(kind="bm25", size=100, overlap=50),
 )
-#: The origin's four plus BM25 on the 50- and 200-word chunkings (no new collection).
+#: The origin's four plus BM25 on the 50-word chunking (no new collection).
 DEFAULT_RETRIEVERS = (
     *ORIGIN_RETRIEVERS[:3],
     RetrieverSpec(kind="bm25", size=50, overlap=25),
     ORIGIN_RETRIEVERS[3],
-    RetrieverSpec(kind="bm25", size=200, overlap=100),
 )
 
 

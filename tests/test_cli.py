@@ -70,7 +70,7 @@ def test_query_streams_the_answer_then_the_cited_evidence(ingested):
     assert "Foragers perform the waggle dance [1]." in result.stdout
     assert result.stdout.index("Answer") < result.stdout.index("Evidence")
     assert "[1] honeybees.txt chars" in result.stdout
-    assert "/6 retrievers (" in result.stdout
+    assert "/5 retrievers (" in result.stdout
 
 
 def test_unreachable_ollama_prints_evidence_and_exits_2(ingested):
