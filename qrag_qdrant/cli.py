@@ -49,8 +49,12 @@ def friendly_errors(command: F) -> F:
             err.print(f"error: {exc}", markup=False)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
-            err.print("interrupted")
+            err.print("interrupted: the store is consistent; run the command again to resume")
             raise typer.Exit(130) from None
+        except OSError as exc:  # a full disk, a read-only folder, a permission: the system's words
+            where = f" ({exc.filename})" if exc.filename else ""
+            err.print(f"error: {exc.strerror or exc}{where}", markup=False)
+            raise typer.Exit(1) from None
         except Exception as exc:
             if os.environ.get("QRAG_DEBUG"):
                 raise

@@ -119,6 +119,8 @@ class QdrantSettings(Section):
     url: str | None = Field(None, description="Qdrant server URL; unset means the embedded store")
     api_key: SecretStr | None = None
     timeout: PositiveFloat = 10.0
+    retries: NonNegativeInt = Field(3, description="retries of a call that failed to reach the server")
+    backoff: float = Field(0.5, ge=0.0, description="seconds before the first retry; doubles each time")
 
 
 ORIGIN_RETRIEVERS = (

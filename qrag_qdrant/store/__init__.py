@@ -16,4 +16,4 @@ def open_store(settings: Settings) -> Store:
         return ServerStore.connect(settings.qdrant)
     from .edge import EdgeStore
 
-    return EdgeStore(settings.store)
+    return EdgeStore(settings.store, settings.namespace)

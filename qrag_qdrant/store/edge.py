@@ -1,8 +1,10 @@
 """The embedded default: Qdrant Edge in-process, one shard directory per collection.
 
 Layout: ``<store>/<collection>/shard/`` (Qdrant's files) and
-``<store>/<collection>/manifest.json``. The whole store folder is locked by one
-process at a time, as Edge itself allows.
+``<store>/<collection>/manifest.json``. Edge lets one process open a shard, so each
+namespace is locked by one process at a time (``<store>/.lock-<namespace>``): two teams
+can ingest into one store folder at once, while a second process on the same namespace
+fails fast instead of waiting or corrupting anything.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import qdrant_edge as edge
 from ..config import DENSE_VECTOR, SPARSE_VECTOR
 from ..embedding import SparseVec
 from ..errors import StoreError, StoreInUseError
-from .base import QDRANT_RRF_K, ChunkPoint, CollectionManifest, Hit, Store, VectorQuery
+from .base import QDRANT_RRF_K, ChunkPoint, CollectionManifest, Hit, Store, VectorQuery, collection_pattern
 
 MANIFEST = "manifest.json"
 SHARD = "shard"
@@ -32,12 +34,13 @@ SCROLL_PAGE = 1000
 class EdgeStore(Store):
     models = edge
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, namespace: str = "default"):
         self.root = Path(root)
+        self.namespace = namespace
         self._shards: dict[str, edge.EdgeShard] = {}
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            self._lock = open(self.root / LOCK, "a+")
+            self._lock = open(self.root / f"{LOCK}-{namespace}", "a+")
         except OSError as exc:
             raise StoreError(f"cannot open store {self.root}: {exc.strerror or exc}") from None
         try:
@@ -45,8 +48,8 @@ class EdgeStore(Store):
         except BlockingIOError:
             self._lock.close()
             raise StoreInUseError(
-                f"store is in use by another process: {self.root} (wait for it to finish, "
-                "or use another --store)"
+                f"store is in use by another process: namespace {namespace!r} of {self.root} "
+                "(wait for it to finish, or use another --store or --namespace)"
             ) from None
 
     def collection_names(self) -> list[str]:
@@ -72,6 +75,8 @@ class EdgeStore(Store):
         return CollectionManifest.model_validate(json.loads(path.read_text()))
 
     def _shard(self, name: str) -> edge.EdgeShard:
+        if not collection_pattern(self.namespace).match(name):
+            raise StoreError(f"collection {name} is not in namespace {self.namespace!r}")
         if name not in self._shards:
             try:
                 self._shards[name] = edge.EdgeShard.load(str(self.root / name / SHARD))

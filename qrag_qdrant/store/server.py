@@ -6,6 +6,7 @@ with the collection in snapshots.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import wraps
 from typing import Any, TypeVar
@@ -24,20 +25,28 @@ T = TypeVar("T")
 
 
 def _server_errors(method: Callable[..., T]) -> Callable[..., T]:
-    """Turn transport and HTTP failures into a StoreError that names the cause, never the key."""
+    """Retry calls that did not reach the server, with exponential backoff; then raise one
+    StoreError that names the cause and the server, never the key. HTTP errors (a wrong
+    key, a bad request) are answers, not outages, and are not retried."""
 
     @wraps(method)
     def wrapper(self: ServerStore, *args: Any, **kwargs: Any) -> T:
-        try:
-            return method(self, *args, **kwargs)
-        except UnexpectedResponse as exc:
-            if exc.status_code in (401, 403):
-                raise StoreError(f"Qdrant at {self.location} refused the API key or token "
-                                 f"(HTTP {exc.status_code}): check QRAG_QDRANT_API_KEY") from None
-            raise StoreError(f"Qdrant at {self.location} answered HTTP {exc.status_code}: "
-                             f"{exc.content.decode(errors='replace')[:300]}") from None
-        except (ResponseHandlingException, ConnectionError, TimeoutError) as exc:
-            raise StoreError(f"cannot reach Qdrant at {self.location}: {exc}") from None
+        attempt = 0
+        while True:
+            try:
+                return method(self, *args, **kwargs)
+            except UnexpectedResponse as exc:
+                if exc.status_code in (401, 403):
+                    raise StoreError(f"Qdrant at {self.location} refused the API key or token "
+                                     f"(HTTP {exc.status_code}): check QRAG_QDRANT_API_KEY") from None
+                raise StoreError(f"Qdrant at {self.location} answered HTTP {exc.status_code}: "
+                                 f"{exc.content.decode(errors='replace')[:300]}") from None
+            except (ResponseHandlingException, ConnectionError, TimeoutError) as exc:
+                if attempt == self.retries:
+                    raise StoreError(f"cannot reach Qdrant at {self.location} after {attempt + 1} attempts: "
+                                     f"{exc}") from None
+                time.sleep(self.backoff * 2**attempt)
+                attempt += 1
 
     return wrapper
 
@@ -45,15 +54,16 @@ def _server_errors(method: Callable[..., T]) -> Callable[..., T]:
 class ServerStore(Store):
     models = models
 
-    def __init__(self, client: QdrantClient, location: str):
+    def __init__(self, client: QdrantClient, location: str, retries: int = 0, backoff: float = 0.5):
         self.client = client
         self.location = location
+        self.retries, self.backoff = retries, backoff
 
     @classmethod
     def connect(cls, settings: QdrantSettings) -> ServerStore:
         api_key = settings.api_key.get_secret_value() if settings.api_key else None
-        client = QdrantClient(url=settings.url, api_key=api_key, timeout=int(settings.timeout))
-        return cls(client, location=str(settings.url))
+        client = QdrantClient(url=settings.url, api_key=api_key, timeout=max(1, round(settings.timeout)))
+        return cls(client, location=str(settings.url), retries=settings.retries, backoff=settings.backoff)
 
     @_server_errors
     def collection_names(self) -> list[str]:
