@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -38,9 +39,14 @@ NamespaceOption = Annotated[str | None, typer.Option("--namespace", help="team n
 JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON object instead of text")]
 
 
+def one_line_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    err.print(f"warning: {message}", markup=False)
+
+
 def friendly_errors(command: F) -> F:
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        warnings.showwarning = one_line_warning  # libraries' warnings, without file and line
         try:
             return command(*args, **kwargs)
         except (typer.Exit, click.exceptions.Exit, click.ClickException):

@@ -62,7 +62,9 @@ class ServerStore(Store):
     @classmethod
     def connect(cls, settings: QdrantSettings) -> ServerStore:
         api_key = settings.api_key.get_secret_value() if settings.api_key else None
-        client = QdrantClient(url=settings.url, api_key=api_key, timeout=max(1, round(settings.timeout)))
+        # no version probe: against a hung server it is one more timeout before the real call
+        client = QdrantClient(url=settings.url, api_key=api_key, timeout=max(1, round(settings.timeout)),
+                              check_compatibility=False)
         return cls(client, location=str(settings.url), retries=settings.retries, backoff=settings.backoff)
 
     @_server_errors

@@ -1,0 +1,278 @@
+"""Faults and bad input: real subprocesses killed mid-ingest, concurrent teams, servers that
+fail, files that cannot be read. Each case asserts the behaviour, not just the absence of a crash."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from qdrant_client import QdrantClient
+from typer.testing import CliRunner
+
+from qrag_qdrant import QuorumRAG
+from qrag_qdrant.cli import app
+from qrag_qdrant.config import load_settings
+from qrag_qdrant.errors import StoreError
+from qrag_qdrant.store.edge import EdgeStore
+from qrag_qdrant.store.server import ServerStore
+
+from .sample_corpus import DOCUMENTS
+from .test_cli import assert_clean_error, run
+
+CLI = [sys.executable, "-c", "from qrag_qdrant.cli import main; main()"]
+
+
+def snapshot(store: Path, namespace: str = "default") -> dict[str, list[tuple]]:
+    """Every point of every collection of a namespace: (id, source, chunk, hash)."""
+    with EdgeStore(store, namespace) as edge:
+        return {name: sorted((p["source"], p["chunk_index"], p["doc_hash"]) for p in
+                             edge.scroll_payloads(name, ["source", "chunk_index", "doc_hash"]))
+                for name in edge.list_collections(namespace)}
+
+
+@pytest.fixture
+def big_corpus(tmp_path: Path) -> Path:
+    """The sample corpus eight times over, so an ingest lasts long enough to be interrupted."""
+    root = tmp_path / "big"
+    for copy in range(8):
+        for name, text in DOCUMENTS.items():
+            path = root / f"copy{copy}" / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    return root
+
+
+@pytest.fixture
+def clean(tmp_path: Path, big_corpus: Path, embedder) -> dict[str, list[tuple]]:
+    store = tmp_path / "clean"
+    with QuorumRAG(load_settings(store=store), store=EdgeStore(store), embedder=embedder) as rag:
+        rag.ingest(big_corpus)
+    return snapshot(store)
+
+
+def test_sigkill_at_random_points_then_rerun_equals_a_clean_ingest(tmp_path, big_corpus, clean):
+    store = tmp_path / "killed"
+    rng = random.Random(5)
+    for _ in range(3):
+        process = subprocess.Popen([*CLI, "ingest", str(big_corpus), "--store", str(store)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(2.0, 9.0))
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    finished = subprocess.run([*CLI, "ingest", str(big_corpus), "--store", str(store), "--json"],
+                              capture_output=True, text=True)
+    assert finished.returncode == 0, finished.stderr
+    assert snapshot(store) == clean  # same points, same count, no duplicates, no orphans
+
+
+def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path, big_corpus, clean):
+    store = tmp_path / "interrupted"
+    process = subprocess.Popen([*CLI, "ingest", str(big_corpus), "--store", str(store)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(7.0)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    if process.returncode == 0:
+        pytest.skip("the ingest finished before the interrupt arrived")
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    resumed = subprocess.run([*CLI, "ingest", str(big_corpus), "--store", str(store), "--json"],
+                             capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    report = json.loads(resumed.stdout)
+    total_chunks = sum(len(points) for points in clean.values())
+    assert report["embedded_chunks"] < total_chunks  # what was stored before the interrupt is not redone
+    assert snapshot(store) == clean
+
+
+def test_two_namespaces_ingest_into_one_store_at_the_same_time(tmp_path, corpus):
+    store = tmp_path / "shared"
+    processes = [subprocess.Popen([*CLI, "ingest", str(corpus), "--store", str(store), "--namespace", team],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                 for team in ("team-a", "team-b")]
+    for process in processes:
+        assert process.wait(timeout=120) == 0, process.stderr.read()
+    a, b = snapshot(store, "team-a"), snapshot(store, "team-b")
+    assert sorted(a) == ["team-a-c100-o50", "team-a-c200-o100", "team-a-c50-o25"]
+    assert list(a.values()) == [b[name.replace("team-a", "team-b")] for name in a]
+
+
+def test_a_second_process_on_the_same_namespace_fails_fast(tmp_path, corpus):
+    store = tmp_path / "held"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import time; from qrag_qdrant.store.edge import EdgeStore; "
+         f"s = EdgeStore({str(store)!r}, 'team-a'); print('ready', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        started = time.monotonic()
+        blocked = run("ingest", str(corpus), "--store", str(store), "--namespace", "team-a")
+        assert time.monotonic() - started < 10
+        assert_clean_error(blocked, 1, "store is in use by another process: namespace 'team-a'")
+        assert run("ingest", str(corpus), "--store", str(store), "--namespace", "team-b").exit_code == 0
+    finally:
+        holder.kill()
+        holder.wait()
+    assert "team-a-c50-o25" not in os.listdir(store)  # the refused ingest wrote nothing
+
+
+def test_full_disk_is_one_line_and_the_rerun_completes(tmp_path, corpus, monkeypatch, embedder):
+    store = tmp_path / "store"
+    calls = {"n": 0}
+    real_upsert = EdgeStore.upsert
+
+    def upsert_until_full(self, name, points):
+        calls["n"] += 1
+        if calls["n"] > 3:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(store))
+        return real_upsert(self, name, points)
+
+    monkeypatch.setattr(EdgeStore, "upsert", upsert_until_full)
+    assert_clean_error(run("ingest", str(corpus), "--store", str(store)), 1, "No space left on device")
+    monkeypatch.setattr(EdgeStore, "upsert", real_upsert)
+    assert run("ingest", str(corpus), "--store", str(store)).exit_code == 0
+    reference = tmp_path / "reference"
+    with QuorumRAG(load_settings(store=reference), store=EdgeStore(reference), embedder=embedder) as rag:
+        rag.ingest(corpus)
+    assert snapshot(store) == snapshot(reference)
+
+
+@pytest.mark.parametrize(("name", "content", "outcome"), [
+    ("crlf.txt", b"Windows line endings\r\nstill split into words\r\n", "ingested"),
+    ("zero.txt", b"", "empty"),
+    ("one-word.md", b"Lighthouse", "ingested"),
+])
+def test_odd_but_valid_files(corpus, name, content, outcome):
+    (corpus / name).write_bytes(content)
+    report = json.loads(run("ingest", str(corpus), "--json").stdout)
+    skipped = {s["source"]: s["reason"] for s in report["skipped"]}
+    if outcome == "ingested":
+        assert name not in skipped and report["documents"] == len(DOCUMENTS) + 1
+    else:
+        assert skipped == {name: outcome}
+
+
+def test_symlink_loops_do_not_hang(corpus):
+    (corpus / "loop").symlink_to(corpus, target_is_directory=True)
+    (corpus / "food" / "back").symlink_to(corpus / "food", target_is_directory=True)
+    result = run("ingest", str(corpus), "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["documents"] == len(DOCUMENTS)
+
+
+def test_unreadable_files_are_skipped_and_listed(corpus, monkeypatch):
+    real_read = Path.read_bytes
+
+    def read(path: Path) -> bytes:
+        if path.name == "lighthouses.txt":
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_read(path)
+
+    monkeypatch.setattr(Path, "read_bytes", read)
+    report = json.loads(run("ingest", str(corpus), "--json").stdout)
+    assert report["skipped"] == [{"source": "lighthouses.txt", "reason": "unreadable: Permission denied"}]
+    assert report["documents"] == len(DOCUMENTS) - 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_files_for_real(corpus):
+    (corpus / "lighthouses.txt").chmod(0)
+    report = json.loads(run("ingest", str(corpus), "--json").stdout)
+    assert report["skipped"] == [{"source": "lighthouses.txt", "reason": "unreadable: Permission denied"}]
+
+
+def test_unknown_embedding_model(corpus):
+    result = run("ingest", str(corpus), env={"QRAG_EMBEDDING_MODEL": "acme/no-such-model"})
+    assert_clean_error(result, 1, "unknown embedding model 'acme/no-such-model'")
+    assert not Path(".qrag").exists() or not list(Path(".qrag").glob("default-*"))
+
+
+def test_a_namespace_built_by_another_model_is_refused_before_loading_anything(corpus):
+    assert run("ingest", str(corpus)).exit_code == 0
+    result = run("query", "How do bees dance?", env={"QRAG_EMBEDDING_MODEL": "BAAI/bge-small-en-v1.5"})
+    assert_clean_error(result, 1, "was built with model 'sentence-transformers/all-MiniLM-L6-v2'")
+
+
+def test_a_100_kb_question_is_refused_clearly(corpus):
+    assert run("ingest", str(corpus)).exit_code == 0
+    assert_clean_error(run("query", "why?" * 25_000), 1, "100000 characters long", "max_question_chars")
+
+
+def hung_server() -> tuple[socket.socket, list[int]]:
+    """A TCP server on loopback that accepts and never answers: a hung Qdrant."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    accepted: list[int] = []
+
+    def accept() -> None:
+        connections = []
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            accepted.append(1)
+            connections.append(connection)
+
+    threading.Thread(target=accept, daemon=True).start()
+    return server, accepted
+
+
+def test_a_hung_qdrant_times_out_after_bounded_retries():
+    server, accepted = hung_server()
+    url = f"http://127.0.0.1:{server.getsockname()[1]}"
+    store = ServerStore(QdrantClient(url=url, timeout=1), location=url, retries=2, backoff=0.05)
+    started = time.monotonic()
+    with pytest.raises(StoreError, match=r"cannot reach Qdrant at http://127.0.0.1:\d+ after 3 attempts"):
+        store.collection_names()
+    assert time.monotonic() - started < 15
+    assert len(accepted) >= 3
+    server.close()
+
+
+def test_an_unreachable_qdrant_is_one_line_from_the_cli():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = run("collections", env={"QRAG_QDRANT_URL": f"http://127.0.0.1:{port}", "QRAG_QDRANT_BACKOFF": "0.01"})
+    assert_clean_error(result, 1, f"cannot reach Qdrant at http://127.0.0.1:{port} after 4 attempts")
+
+
+def test_a_wrong_api_key_is_named_as_an_auth_problem_without_the_key():
+    requests: list[str] = []
+
+    class Refuse(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            requests.append(self.headers.get("api-key", ""))
+            body = b'{"status": {"error": "Unauthorized"}}'
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        result = run("collections", env={"QRAG_QDRANT_URL": url, "QRAG_QDRANT_API_KEY": "sup3r-s3cret-key"})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert_clean_error(result, 1, "refused the API key or token (HTTP 401)", "QRAG_QDRANT_API_KEY")
+    assert "sup3r-s3cret-key" not in result.stdout + result.stderr
+    assert requests == ["sup3r-s3cret-key"]  # sent once: an auth error is an answer, not retried
