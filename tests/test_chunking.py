@@ -1,6 +1,10 @@
+import random
+import re
+import tracemalloc
+
 import pytest
 
-from qrag_qdrant.chunking import chunk_words
+from qrag_qdrant.chunking import chunk_words, iter_chunks
 
 
 def words(n: int) -> str:
@@ -44,3 +48,42 @@ def test_unicode_words_and_whitespace():
 def test_overlap_must_be_below_size():
     with pytest.raises(ValueError):
         chunk_words("a b c", 2, 2)
+
+
+def reference_windows(text: str, size: int, overlap: int) -> list[tuple[int, int, int, int]]:
+    """The definition, on the whole text at once."""
+    words = [m.span() for m in re.finditer(r"\S+", text)]
+    windows, start = [], 0
+    while start < len(words):
+        end = min(start + size, len(words))
+        windows.append((start, end, words[start][0], words[end - 1][1]))
+        if end == len(words):
+            break
+        start += size - overlap
+    return windows
+
+
+def test_streamed_blocks_give_the_same_chunks_wherever_the_text_is_cut():
+    rng = random.Random(1)
+    for _ in range(1000):
+        tokens = ["".join(rng.choice("abé") for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(0, 60))]
+        separators = [rng.choice([" ", "  ", "\n", "\r\n", "\t "]) for _ in range(len(tokens) + 1)]
+        text = separators[0] + "".join(t + s for t, s in zip(tokens, separators[1:]))
+        size = rng.randint(1, 8)
+        overlap = rng.randint(0, size - 1)
+        cuts = sorted(rng.sample(range(len(text) + 1), min(len(text) + 1, rng.randint(0, 6))))
+        blocks = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+        chunks = list(iter_chunks(blocks, size, overlap))
+        assert [(c.word_start, c.word_end, c.start, c.end) for c in chunks] == reference_windows(text, size, overlap)
+        assert all(text[c.start:c.end] == c.text for c in chunks)
+        assert [c.index for c in chunks] == list(range(len(chunks)))
+
+
+def test_a_large_text_streams_in_bounded_memory():
+    block = " ".join(f"{i:030d}" for i in range(10_000)) + " "  # 310 KB
+    tracemalloc.start()
+    count = sum(1 for _ in iter_chunks((block for _ in range(40)), 200, 100))  # 12.4 MB of text in all
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert count == 40 * 10_000 // 100 - 1
+    assert peak < 40 * len(block) / 3  # what one block holds, not what the file holds
