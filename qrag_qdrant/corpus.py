@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 from collections.abc import Iterator
@@ -12,15 +13,27 @@ from .errors import CorpusError
 
 SUPPORTED_SUFFIXES = (".txt", ".md")
 BINARY_SNIFF_BYTES = 8192
+BLOCK_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
 class Document:
-    """A decoded file; ``source`` is relative to the ingested root, never absolute."""
+    """A valid UTF-8 file; ``source`` is relative to the ingested root, never absolute.
+
+    The text is not held: ``blocks()`` decodes it again, block by block, so a file of any
+    size is read in bounded memory.
+    """
 
     source: str
-    text: str
+    path: Path
     content_hash: str
+
+    def blocks(self) -> Iterator[str]:
+        decoder = codecs.getincrementaldecoder("utf-8-sig")()
+        with self.path.open("rb") as file:
+            while data := file.read(BLOCK_BYTES):
+                yield decoder.decode(data)
+        yield decoder.decode(b"", final=True)
 
 
 @dataclass(frozen=True)
@@ -41,31 +54,39 @@ class Corpus:
         return path.relative_to(self.root).as_posix()
 
     def documents(self) -> Iterator[Document]:
-        """Decoded documents; files that cannot be used are appended to ``skipped``."""
+        """Valid documents; files that cannot be used are appended to ``skipped``."""
         for path in self.files:
             source = self.source_of(path)
             try:
-                data = path.read_bytes()
+                digest, reason = _inspect(path)
             except OSError as exc:
                 self.skipped.append(SkippedFile(source, f"unreadable: {exc.strerror or exc}"))
                 continue
-            reason = _unusable(data)
             if reason:
                 self.skipped.append(SkippedFile(source, reason))
                 continue
-            yield Document(source, data.decode("utf-8-sig"), hashlib.sha256(data).hexdigest())
+            yield Document(source, path, digest)
 
 
-def _unusable(data: bytes) -> str | None:
-    if b"\0" in data[:BINARY_SNIFF_BYTES]:
-        return "binary file"
+def _inspect(path: Path) -> tuple[str, str | None]:
+    """One streaming pass: the content hash, and why the file cannot be used, if it cannot."""
+    digest, decoder = hashlib.sha256(), codecs.getincrementaldecoder("utf-8-sig")()
+    blank, offset = True, 0
+    with path.open("rb") as file:
+        while data := file.read(BLOCK_BYTES):
+            if offset == 0 and b"\0" in data[:BINARY_SNIFF_BYTES]:
+                return digest.hexdigest(), "binary file"
+            digest.update(data)
+            try:
+                blank = not decoder.decode(data).strip() and blank
+            except UnicodeDecodeError as exc:
+                return digest.hexdigest(), f"not valid UTF-8 (byte {offset + exc.start})"
+            offset += len(data)
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        return f"not valid UTF-8 (byte {exc.start})"
-    if not text.strip():
-        return "empty"
-    return None
+        blank = not decoder.decode(b"", final=True).strip() and blank
+    except UnicodeDecodeError:
+        return digest.hexdigest(), f"not valid UTF-8 (truncated at byte {offset})"
+    return digest.hexdigest(), "empty" if blank else None
 
 
 def open_corpus(path: Path) -> Corpus:

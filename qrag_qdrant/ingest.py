@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from .chunking import Chunk, chunk_words
+from .chunking import Chunk, iter_chunks
 from .config import CollectionSpec, Settings
 from .corpus import Document, SkippedFile, open_corpus
 from .embedding import DenseEmbedder, SparseEmbedder, SparseVec, model_dim
@@ -64,33 +64,27 @@ class IngestReport:
 
 
 @dataclass
-class PendingDocument:
-    document: Document
-    chunks: list[Chunk]
-    sparse: list[SparseVec]
-
-
-@dataclass
 class CollectionWriter:
-    """One collection's buffer of chunked documents waiting for dense embeddings."""
+    """One collection's chunks waiting for dense embeddings, and the documents they finish.
+
+    A document's chunk 0 is held back until the document has ended and all its other chunks
+    have gone to the writer, so a large file can be flushed in pieces and still be marked
+    complete only when it is.
+    """
 
     spec: CollectionSpec
     sparse: SparseEmbedder
     stored_hashes: dict[str, str]
-    pending: list[PendingDocument] = field(default_factory=list)
+    pending: list[tuple[Document, Chunk]] = field(default_factory=list)
+    first_chunks: dict[str, ChunkPoint] = field(default_factory=dict)
+    finished: list[Document] = field(default_factory=list)
     written: bool = False
-
-    @property
-    def pending_chunks(self) -> int:
-        return sum(len(p.chunks) for p in self.pending)
 
     def is_current(self, document: Document) -> bool:
         return self.stored_hashes.get(document.source) == document.content_hash
 
-    def add(self, document: Document) -> int:
-        chunks = chunk_words(document.text, self.spec.size, self.spec.overlap)
-        self.pending.append(PendingDocument(document, chunks, self.sparse.embed([c.text for c in chunks])))
-        return len(chunks)
+    def chunks(self, document: Document) -> Iterator[Chunk]:
+        return iter_chunks(document.blocks(), self.spec.size, self.spec.overlap)
 
 
 class Ingestor:
@@ -123,9 +117,12 @@ class Ingestor:
                 if not stale:
                     report.unchanged += 1
                 for writer in stale:
-                    progress.chunks_queued(writer.add(document))
-                    if writer.pending_chunks >= FLUSH_CHUNKS:
-                        report.embedded_chunks += self._flush(writer, pool, in_flight, progress)
+                    for chunk in writer.chunks(document):
+                        writer.pending.append((document, chunk))
+                        progress.chunks_queued(1)
+                        if len(writer.pending) >= FLUSH_CHUNKS:
+                            report.embedded_chunks += self._flush(writer, pool, in_flight, progress)
+                    writer.finished.append(document)
                 progress.file_done()
             for writer in writers:
                 report.embedded_chunks += self._flush(writer, pool, in_flight, progress)
@@ -153,24 +150,33 @@ class Ingestor:
 
     def _flush(self, writer: CollectionWriter, pool: ThreadPoolExecutor, in_flight: list[Future[None]],
                progress: IngestProgress) -> int:
-        """Embed the buffered documents and hand them to the writer thread."""
-        if not writer.pending:
+        """Embed the buffered chunks and hand them, with the documents they finish, to the writer thread."""
+        pending, finished = writer.pending, writer.finished
+        writer.pending, writer.finished = [], []
+        if not pending and not finished:
             return 0
-        pending, writer.pending, writer.written = writer.pending, [], True
-        dense = self.embedder.embed([chunk.text for p in pending for chunk in p.chunks])
-        progress.chunks_embedded(len(dense))
-        name, rows = writer.spec.name, iter(dense)
-        documents = [(p.document, [self._point(name, p.document, chunk, next(rows), sparse)
-                                   for chunk, sparse in zip(p.chunks, p.sparse)]) for p in pending]
+        writer.written = True
+        dense = self.embedder.embed([chunk.text for _, chunk in pending])
+        sparse = writer.sparse.embed([chunk.text for _, chunk in pending])
+        progress.chunks_embedded(len(pending))
+        rest = []
+        for (document, chunk), vector, bm25 in zip(pending, dense, sparse):
+            point = self._point(writer.spec.name, document, chunk, vector, bm25)
+            if chunk.index == 0:
+                writer.first_chunks[document.source] = point
+            else:
+                rest.append(point)
+        firsts = [writer.first_chunks.pop(document.source) for document in finished]
+        hashes = {document.source: document.content_hash for document in finished}
         while len(in_flight) >= WRITES_IN_FLIGHT:
             in_flight.pop(0).result()
-        in_flight.append(pool.submit(self._write, name, documents))
-        return len(dense)
+        in_flight.append(pool.submit(self._write, writer.spec.name, rest, hashes, firsts))
+        return len(pending)
 
-    def _write(self, name: str, documents: list[tuple[Document, list[ChunkPoint]]]) -> None:
-        self.store.upsert(name, [point for _, points in documents for point in points[1:]])
-        self.store.delete_stale(name, {doc.source: doc.content_hash for doc, _ in documents})
-        self.store.upsert(name, [points[0] for _, points in documents])
+    def _write(self, name: str, rest: list[ChunkPoint], finished: dict[str, str], firsts: list[ChunkPoint]) -> None:
+        self.store.upsert(name, rest)
+        self.store.delete_stale(name, finished)
+        self.store.upsert(name, firsts)
 
     @staticmethod
     def _point(collection: str, document: Document, chunk: Chunk, dense: object, sparse: SparseVec) -> ChunkPoint:
