@@ -120,6 +120,8 @@ def test_a_second_process_on_the_same_namespace_fails_fast(tmp_path, corpus):
         blocked = run("ingest", str(corpus), "--store", str(store), "--namespace", "team-a")
         assert time.monotonic() - started < 10
         assert_clean_error(blocked, 1, "store is in use by another process: namespace 'team-a'")
+        query = run("query", "How do bees dance?", "--store", str(store), "--namespace", "team-a")
+        assert_clean_error(query, 1, "store is in use by another process")  # never a half-written view
         assert run("ingest", str(corpus), "--store", str(store), "--namespace", "team-b").exit_code == 0
     finally:
         holder.kill()
@@ -331,3 +333,21 @@ def test_a_50_mb_file_streams_without_blowing_memory(tmp_path):
     # holding the file, its chunks and their points at once took 2.2 GB here; streaming takes ~0.6 GB,
     # most of it Qdrant's own indexes of what was written
     assert growth_mb < 1024
+
+
+def test_a_read_only_store_is_a_clear_error_and_stays_unchanged(tmp_path, corpus):
+    store = tmp_path / "store"
+    assert run("ingest", str(corpus), "--store", str(store)).exit_code == 0
+    before = snapshot(store)
+    files_before = sorted((p.relative_to(store), p.stat().st_mtime_ns) for p in store.rglob("*") if p.is_file())
+    mounted = subprocess.run(["mount", "--bind", "-o", "ro", str(store), str(store)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot make a read-only mount here: {mounted.stderr.strip()}")
+    try:
+        for args in (("query", "How do bees dance?"), ("ingest", str(corpus))):
+            assert_clean_error(run(*args, "--store", str(store)), 1, "Read-only file system",
+                               "copy the store to a writable folder")
+    finally:
+        subprocess.run(["umount", str(store)], check=True)
+    assert sorted((p.relative_to(store), p.stat().st_mtime_ns) for p in store.rglob("*") if p.is_file()) == files_before
+    assert snapshot(store) == before

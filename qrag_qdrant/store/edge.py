@@ -9,6 +9,7 @@ fails fast instead of waiting or corrupting anything.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -42,7 +43,9 @@ class EdgeStore(Store):
             self.root.mkdir(parents=True, exist_ok=True)
             self._lock = open(self.root / f"{LOCK}-{namespace}", "a+")
         except OSError as exc:
-            raise StoreError(f"cannot open store {self.root}: {exc.strerror or exc}") from None
+            hint = (" (Qdrant Edge writes its log even to answer queries: copy the store to a writable "
+                    "folder)" if exc.errno in (errno.EROFS, errno.EACCES) else "")
+            raise StoreError(f"cannot open store {self.root}: {exc.strerror or exc}{hint}") from None
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
