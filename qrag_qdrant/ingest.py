@@ -3,16 +3,18 @@
 The store itself is the embedding cache: a document whose stored hash equals its
 current hash is not chunked or embedded again.
 
-Write order per document keeps a crash harmless: its chunks 1..n are upserted, then the
-points of its older versions are deleted, and chunk 0 — the completeness marker that
-``Store.document_hashes`` reads — comes last. A document cut off half-way has no
-current chunk 0, so the next run writes it again, over the same deterministic ids.
+Point ids include the content hash, so a new version of a file is written beside the old
+one. Write order per document: chunks 1..n, then chunk 0 (the completeness marker that
+``Store.document_hashes`` reads, stamped with this run's version), then the deletion of the
+old version. A reader sees the newest version that has its marker (``Store.current_versions``),
+so during a rewrite it sees the old file or the new one, never a mix. A crash leaves either
+an unmarked new version, which the next run writes again over the same ids, or two marked
+versions, whose older one the next run deletes.
 """
 
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -24,17 +26,12 @@ from .config import CollectionSpec, Settings
 from .corpus import Document, SkippedFile, open_corpus
 from .embedding import DenseEmbedder, SparseEmbedder, SparseVec, model_dim
 from .store import ChunkPoint, CollectionManifest, Store
+from .store.base import point_id
 
-POINT_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/qrag-qdrant/point-id")
 #: Chunks gathered per collection before they are embedded together and handed to the writer.
 FLUSH_CHUNKS = 256
 #: Write jobs that may wait for the store while the embedder goes on.
 WRITES_IN_FLIGHT = 2
-
-
-def point_id(collection: str, source: str, chunk_index: int) -> str:
-    """uuid5 of (collection, source, chunk index); the collection name holds the namespace."""
-    return str(uuid.uuid5(POINT_ID_NAMESPACE, f"{collection}\x1f{source}\x1f{chunk_index}"))
 
 
 class IngestProgress(Protocol):
@@ -74,14 +71,14 @@ class CollectionWriter:
 
     spec: CollectionSpec
     sparse: SparseEmbedder
-    stored_hashes: dict[str, str]
+    stored_hashes: dict[str, set[str]]
     pending: list[tuple[Document, Chunk]] = field(default_factory=list)
     first_chunks: dict[str, ChunkPoint] = field(default_factory=dict)
     finished: list[Document] = field(default_factory=list)
     written: bool = False
 
     def is_current(self, document: Document) -> bool:
-        return self.stored_hashes.get(document.source) == document.content_hash
+        return self.stored_hashes.get(document.source) == {document.content_hash}
 
     def chunks(self, document: Document) -> Iterator[Chunk]:
         return iter_chunks(document.blocks(), self.spec.size, self.spec.overlap)
@@ -93,6 +90,7 @@ class Ingestor:
         self.store = store
         self._embedder_factory = embedder
         self._embedder: DenseEmbedder | None = None
+        self.version = 0
 
     @property
     def embedder(self) -> DenseEmbedder:
@@ -103,6 +101,7 @@ class Ingestor:
     def run(self, path: Path, prune: bool = False, progress: IngestProgress | None = None) -> IngestReport:
         progress = progress or NoProgress()
         started = time.perf_counter()
+        self.version = time.time_ns()  # newer runs' versions of a file win over older ones
         corpus = open_corpus(path)
         report = IngestReport(root=str(path))
         progress.files_found(len(corpus.files))
@@ -175,13 +174,13 @@ class Ingestor:
 
     def _write(self, name: str, rest: list[ChunkPoint], finished: dict[str, str], firsts: list[ChunkPoint]) -> None:
         self.store.upsert(name, rest)
-        self.store.delete_stale(name, finished)
         self.store.upsert(name, firsts)
+        self.store.delete_stale(name, finished)
 
-    @staticmethod
-    def _point(collection: str, document: Document, chunk: Chunk, dense: object, sparse: SparseVec) -> ChunkPoint:
+    def _point(self, collection: str, document: Document, chunk: Chunk, dense: object,
+               sparse: SparseVec) -> ChunkPoint:
         return ChunkPoint(
-            id=point_id(collection, document.source, chunk.index),
+            id=point_id(collection, document.source, chunk.index, document.content_hash),
             dense=dense,  # type: ignore[arg-type]
             sparse=sparse,
             payload={
@@ -193,5 +192,6 @@ class Ingestor:
                 "start": chunk.start,
                 "end": chunk.end,
                 "text": chunk.text,
+                "version": self.version,
             },
         )

@@ -7,8 +7,8 @@ import pytest
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config import load_settings
 from qrag_qdrant.errors import ModelMismatchError, NothingIngestedError
-from qrag_qdrant.ingest import point_id
 from qrag_qdrant.store import VectorQuery
+from qrag_qdrant.store.base import point_id
 
 from .backends import BACKENDS, store_factory, unique_namespace
 from .sample_corpus import DOCUMENTS
@@ -137,7 +137,7 @@ def test_point_ids_are_deterministic(open_rag, corpus):
     hits = rag.store.query(name, [VectorQuery("dense", rag.embedder().query_embed("volcano").tolist(), 3)])[0]
     assert len(hits) == 3
     for hit in hits:
-        assert hit.id == point_id(name, hit.payload["source"], hit.payload["chunk_index"])
+        assert hit.id == point_id(name, hit.payload["source"], hit.payload["chunk_index"], hit.payload["doc_hash"])
 
 
 def test_abstains_when_no_evidence_reaches_quorum(open_rag, corpus):
@@ -174,3 +174,44 @@ def test_collections_lists_the_namespace(open_rag, corpus):
     by_size = {i.size: i for i in infos}
     assert by_size[100].retrievers == ["dense-c100", "bm25-c100"]
     assert all(i.points > 0 and i.model.endswith("all-MiniLM-L6-v2") for i in infos)
+
+
+GO_TEXT = " ".join(f"Go is a board game where players place stones to surround territory, round {i}."
+                   for i in range(40))
+
+
+def chess_passages(rag, question):
+    return [p.text for p in rag.retrieve(question).passages if p.source == "games/chess.txt"]
+
+
+def test_a_query_during_a_rewrite_sees_the_old_file_or_the_new_one_never_both(open_rag, corpus, monkeypatch):
+    rag = open_rag()
+    rag.ingest(corpus)
+    (corpus / "games" / "chess.txt").write_text(GO_TEXT)
+    real_upsert, real_delete_stale = rag.store.upsert, rag.store.delete_stale
+
+    def stop_before_the_marker(name, points):
+        if any(p.payload["chunk_index"] == 0 for p in points):
+            raise RuntimeError("writer stopped before the new version's marker")
+        real_upsert(name, points)
+
+    # 1. the new version's chunks are written, its marker is not: readers still see the old file
+    monkeypatch.setattr(rag.store, "upsert", stop_before_the_marker)
+    with pytest.raises(RuntimeError):
+        rag.ingest(corpus)
+    assert any("Kasparov" in text for text in chess_passages(rag, "Who did Deep Blue defeat in 1997?"))
+    assert not any("stones" in text for text in chess_passages(rag, "What do Go players place on the board?"))
+
+    # 2. the new version is marked, the old one not yet deleted: readers see only the new file
+    monkeypatch.setattr(rag.store, "upsert", real_upsert)
+    monkeypatch.setattr(rag.store, "delete_stale", lambda name, current: None)
+    rag.ingest(corpus)
+    name = rag.settings.collections[0].name
+    assert len({row[2] for row in stored(rag, name) if row[0] == "games/chess.txt"}) == 2  # both versions stored
+    assert any("stones" in text for text in chess_passages(rag, "What do Go players place on the board?"))
+    assert not any("Kasparov" in text for text in chess_passages(rag, "Who did Deep Blue defeat in 1997?"))
+
+    # 3. the next run deletes the old version
+    monkeypatch.setattr(rag.store, "delete_stale", real_delete_stale)
+    rag.ingest(corpus)
+    assert len({row[2] for row in stored(rag, name) if row[0] == "games/chess.txt"}) == 1

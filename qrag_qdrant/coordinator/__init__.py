@@ -17,7 +17,7 @@ from ..context import build_context
 from ..embedding import DenseEmbedder, SparseEmbedder, SparseVec, model_dim
 from ..errors import NothingIngestedError, QuestionError
 from ..evidence import Evidence
-from ..store import CollectionManifest, Store, VectorQuery
+from ..store import CollectionManifest, Hit, Store, VectorQuery
 from .clustering import greedy_clusters
 from .fusion import RankedList, reciprocal_rank_fusion
 from .quorum import apply_quorum
@@ -92,12 +92,21 @@ class Coordinator:
                 else VectorQuery(r.vector, vectors.sparse[spec.name], limit) for r in spec.retrievers]
 
     def search(self, vectors: QueryVectors, top_k: int | None = None) -> list[RankedList]:
-        """Every retriever's ranked list: one round trip per collection, collections concurrently."""
+        """Every retriever's ranked list: one search round trip per collection, collections concurrently."""
         specs = [spec for spec, _ in self.collections]
-        results = self._pool.map(lambda spec: self.store.query(spec.name, self.queries(vectors, spec, top_k)), specs)
+        results = self._pool.map(lambda spec: self._search_collection(spec, vectors, top_k), specs)
         return [RankedList(retriever.name, spec.name, hits)
                 for spec, per_retriever in zip(specs, list(results))
                 for retriever, hits in zip(spec.retrievers, per_retriever)]
+
+    def _search_collection(self, spec: CollectionSpec, vectors: QueryVectors, top_k: int | None) -> list[list[Hit]]:
+        """One collection's retrievers, keeping only hits of each file's newest complete version:
+        a query during a rewrite sees the old file or the new one, never both (one more lookup)."""
+        results = self.store.query(spec.name, self.queries(vectors, spec, top_k))
+        sources = {hit.payload["source"] for hits in results for hit in hits}
+        current = self.store.current_versions(spec.name, sources)
+        return [[hit for hit in hits if current.get(hit.payload["source"]) == hit.payload["doc_hash"]]
+                for hits in results]
 
     def rank(self, lists: list[RankedList], options: RetrievalSettings,
              timings: dict[str, float] | None = None) -> list[ScoredCluster]:

@@ -11,6 +11,7 @@ document counts as stored only when its chunk 0 carries its current hash.
 from __future__ import annotations
 
 import re
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -88,6 +89,16 @@ class Hit:
     payload: dict[str, Any]
 
 
+POINT_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/qrag-qdrant/point-id")
+
+
+def point_id(collection: str, source: str, chunk_index: int, doc_hash: str) -> str:
+    """uuid5 of (collection, source, chunk index, content hash). The collection name holds the
+    namespace; the hash keeps a file's new version from overwriting the old one while it is
+    written, so a reader sees one version or the other."""
+    return str(uuid.uuid5(POINT_ID_NAMESPACE, f"{collection}\x1f{source}\x1f{chunk_index}\x1f{doc_hash}"))
+
+
 def collection_pattern(namespace: str) -> re.Pattern[str]:
     return re.compile(rf"^{re.escape(namespace)}-c\d+-o\d+$")
 
@@ -157,10 +168,29 @@ class Store(ABC):
             )
         return True
 
-    def document_hashes(self, name: str) -> dict[str, str]:
-        """source -> content hash of every completely stored document."""
-        first_chunks = self.models.Filter(must=[self._match("chunk_index", 0)])
-        return {p["source"]: p["doc_hash"] for p in self.scroll_payloads(name, ["source", "doc_hash"], first_chunks)}
+    def document_hashes(self, name: str) -> dict[str, set[str]]:
+        """source -> content hashes of its completely stored versions (two only after a crash
+        between a new version's marker and the old version's deletion)."""
+        hashes: dict[str, set[str]] = {}
+        for p in self.scroll_payloads(name, ["source", "doc_hash"], self._first_chunks()):
+            hashes.setdefault(p["source"], set()).add(p["doc_hash"])
+        return hashes
+
+    def current_versions(self, name: str, sources: Iterable[str]) -> dict[str, str]:
+        """source -> hash of its newest complete version: what a reader may see of it."""
+        sources = sorted(set(sources))
+        newest: dict[str, tuple[int, str]] = {}
+        if sources:
+            m = self.models
+            selector = self._first_chunks(m.FieldCondition(key="source", match=m.MatchAny(any=sources)))
+            for p in self.scroll_payloads(name, ["source", "doc_hash", "version"], selector):
+                version = p.get("version", 0)  # points written before versions were stamped
+                if (version, p["doc_hash"]) > newest.get(p["source"], (-1, "")):
+                    newest[p["source"]] = (version, p["doc_hash"])
+        return {source: digest for source, (_, digest) in newest.items()}
+
+    def _first_chunks(self, *conditions: Any) -> Any:
+        return self.models.Filter(must=[self._match("chunk_index", 0), *conditions])
 
     def sources(self, name: str) -> set[str]:
         """Every source with any point, complete or not."""
