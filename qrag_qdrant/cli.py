@@ -83,6 +83,12 @@ def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
 
+def progress_bar() -> Progress:
+    """A transient bar on stderr, so --json output on stdout stays clean."""
+    return Progress(TextColumn("{task.description:>16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=err, transient=True)
+
+
 class RichIngestProgress:
     """Files read, chunks found and chunks embedded, on stderr."""
 
@@ -118,8 +124,7 @@ def ingest(
 ) -> None:
     """Chunk, embed and store every document once per retriever config."""
     with open_rag(config, store, namespace) as rag:
-        columns = (TextColumn("{task.description:>16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=err, transient=True) as bar:
+        with progress_bar() as bar:
             report = rag.ingest(path, prune=prune, progress=RichIngestProgress(bar))
     if as_json:
         print_json(dataclasses.asdict(report))
@@ -247,11 +252,10 @@ def evaluate(
     dataset = load_dataset(dataset_dir, sample=sample, seed=seed)
     namespace = namespace or "eval-" + re.sub(r"[^a-z0-9]+", "-", dataset.name.lower()).strip("-")
     with open_rag(config, store, namespace) as rag:
-        columns = (TextColumn("{task.description:>16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=err, transient=True) as bar:
+        with progress_bar() as bar:
             rag.ingest(dataset.corpus, progress=RichIngestProgress(bar))
         evaluation = Evaluation(rag, dataset, systems.split(",") if systems else None, top_k)
-        with Progress(*columns, console=err, transient=True) as bar:
+        with progress_bar() as bar:
             task = bar.add_task("questions", total=len(dataset.questions))
             result = evaluation.run(grid, advance=lambda: bar.advance(task))
     out.print(systems_table(result))

@@ -3,32 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from qrag_qdrant.cli import app
-
+from .cli_helpers import assert_clean_error, namespace_held_elsewhere, run
 from .ollama_standin import ollama_standin
 from .sample_corpus import DOCUMENTS
 
 QUESTION = "How does a honeybee forager tell her sisters the direction and distance of flowers?"
-
-
-def run(*args: str, env: dict[str, str] | None = None):
-    return CliRunner().invoke(app, list(args), env=env)
-
-
-def assert_clean_error(result, code: int, *fragments: str) -> None:
-    assert result.exit_code == code, (result.stdout, result.stderr)
-    assert "Traceback" not in result.stdout + result.stderr
-    error_lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(error_lines) == 1, result.stderr
-    for fragment in fragments:
-        assert fragment in result.stderr
 
 
 @pytest.fixture
@@ -154,14 +137,6 @@ def test_a_single_file_can_be_ingested(corpus):
 
 def test_store_held_by_another_process_is_a_clear_error(tmp_path):
     store = tmp_path / "held"
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from qrag_qdrant.store.edge import EdgeStore; "
-         f"s = EdgeStore({str(store)!r}); print('ready', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "ready"
+    with namespace_held_elsewhere(store):
         assert_clean_error(run("collections", "--store", str(store)), 1, "store is in use by another process")
-    finally:
-        holder.kill()
-        holder.wait()
     assert run("collections", "--store", str(store)).exit_code == 0  # free again once the holder is gone

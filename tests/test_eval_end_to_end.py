@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
 
-from qrag_qdrant.cli import app
 
+from .cli_helpers import run
 from .sample_corpus import DOCUMENTS
 
 QA = [
@@ -45,8 +44,8 @@ def tiny_qa(tmp_path):
 def test_eval_qa_compares_every_system_on_the_same_questions(tiny_qa, tmp_path):
     out = tmp_path / "result.json"
     report = tmp_path / "report"
-    result = CliRunner().invoke(app, ["eval", str(tiny_qa), "--json-out", str(out), "--report", str(report),
-                                      "--sweep", "quorum=1,2", "cluster_threshold=0.85"])
+    result = run("eval", str(tiny_qa), "--json-out", str(out), "--report", str(report),
+                 "--sweep", "quorum=1,2", "cluster_threshold=0.85")
     assert result.exit_code == 0, result.stderr
     data = json.loads(out.read_text())
     assert data["dataset"] == "tiny-qa" and data["questions"] == 5
@@ -67,7 +66,7 @@ def test_eval_qa_compares_every_system_on_the_same_questions(tiny_qa, tmp_path):
     assert "| quorum |" in (report / "report.md").read_text()
     assert "quorum" in result.stdout  # the terminal table
 
-    again = CliRunner().invoke(app, ["eval", str(tiny_qa), "--systems", "quorum,bm25-c100", "--json-out", str(out)])
+    again = run("eval", str(tiny_qa), "--systems", "quorum,bm25-c100", "--json-out", str(out))
     assert again.exit_code == 0
     assert list(json.loads(out.read_text())["systems"]) == ["quorum", "bm25-c100"]
 
@@ -75,7 +74,7 @@ def test_eval_qa_compares_every_system_on_the_same_questions(tiny_qa, tmp_path):
 def test_eval_relevance_set(tmp_path):
     dataset = write_dataset(tmp_path, "tiny-rel", RELEVANCE)
     out = tmp_path / "result.json"
-    result = CliRunner().invoke(app, ["eval", str(dataset), "--json-out", str(out)])
+    result = run("eval", str(dataset), "--json-out", str(out))
     assert result.exit_code == 0, result.stderr
     systems = json.loads(out.read_text())["systems"]
     assert set(systems["quorum"]) == {"ndcg@10", "recall@100", "context_words", "abstain_rate", "p50_ms", "p95_ms"}
@@ -88,5 +87,5 @@ def test_eval_relevance_set(tmp_path):
     (["quorum=1"], "did you mean --sweep"),
 ])
 def test_eval_bad_options(tiny_qa, args, message):
-    result = CliRunner().invoke(app, ["eval", str(tiny_qa), *args])
+    result = run("eval", str(tiny_qa), *args)
     assert result.exit_code != 0 and message in result.stderr + result.stdout

@@ -18,17 +18,15 @@ from pathlib import Path
 
 import pytest
 from qdrant_client import QdrantClient
-from typer.testing import CliRunner
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.cli import app
 from qrag_qdrant.config import load_settings
 from qrag_qdrant.errors import StoreError
 from qrag_qdrant.store.edge import EdgeStore
 from qrag_qdrant.store.server import ServerStore
 
 from .sample_corpus import DOCUMENTS
-from .test_cli import assert_clean_error, run
+from .cli_helpers import assert_clean_error, namespace_held_elsewhere, run
 
 CLI = [sys.executable, "-c", "from qrag_qdrant.cli import main; main()"]
 
@@ -110,12 +108,7 @@ def test_two_namespaces_ingest_into_one_store_at_the_same_time(tmp_path, corpus)
 
 def test_a_second_process_on_the_same_namespace_fails_fast(tmp_path, corpus):
     store = tmp_path / "held"
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import time; from qrag_qdrant.store.edge import EdgeStore; "
-         f"s = EdgeStore({str(store)!r}, 'team-a'); print('ready', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "ready"
+    with namespace_held_elsewhere(store, "team-a"):
         started = time.monotonic()
         blocked = run("ingest", str(corpus), "--store", str(store), "--namespace", "team-a")
         assert time.monotonic() - started < 10
@@ -123,9 +116,6 @@ def test_a_second_process_on_the_same_namespace_fails_fast(tmp_path, corpus):
         query = run("query", "How do bees dance?", "--store", str(store), "--namespace", "team-a")
         assert_clean_error(query, 1, "store is in use by another process")  # never a half-written view
         assert run("ingest", str(corpus), "--store", str(store), "--namespace", "team-b").exit_code == 0
-    finally:
-        holder.kill()
-        holder.wait()
     assert "team-a-c50-o25" not in os.listdir(store)  # the refused ingest wrote nothing
 
 
