@@ -11,6 +11,7 @@ import functools
 import json
 import os
 import re
+import signal
 import sys
 import warnings
 from collections.abc import Callable
@@ -269,4 +270,5 @@ def evaluate(
 
 
 def main() -> None:
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `qrag-qdrant ... | head` ends quietly, like other tools
     app()
