@@ -38,9 +38,9 @@ def main() -> None:
         for question in dataset.questions:
             if not question.answerable:
                 continue
-            search = evaluation._search(question)
+            search = evaluation.search_question(question)
             for name in right:
-                right[name].append(first_answer_rank(evaluation._answer(name, search), question.answers) is not None)
+                right[name].append(first_answer_rank(evaluation.answer(name, search), question.answers) is not None)
     only_first = sum(a and not b for a, b in zip(right[first], right[second]))
     only_second = sum(b and not a for a, b in zip(right[first], right[second]))
     chi2 = (abs(only_first - only_second) - 1) ** 2 / max(only_first + only_second, 1)

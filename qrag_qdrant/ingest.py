@@ -165,7 +165,8 @@ class Ingestor:
                 writer.first_chunks[document.source] = point
             else:
                 rest.append(point)
-        firsts = [writer.first_chunks.pop(document.source) for document in finished]
+        # a file emptied between its check and its chunking has no chunk 0: it stays unmarked
+        firsts = [point for document in finished if (point := writer.first_chunks.pop(document.source, None))]
         hashes = {document.source: document.content_hash for document in finished}
         while len(in_flight) >= WRITES_IN_FLIGHT:
             in_flight.pop(0).result()

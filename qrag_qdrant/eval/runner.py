@@ -101,10 +101,10 @@ class Evaluation:
     def run(self, sweep: Sequence[dict[str, Any]] = (), advance: Callable[[], None] = lambda: None) -> EvalResult:
         answers: dict[str, list[SystemAnswer]] = {name: [] for name in self.systems}
         for question in self.dataset.questions:
-            search = self._search(question)
+            search = self.search_question(question)
             self.searches.append(search)
             for name in self.systems:
-                answers[name].append(self._answer(name, search))
+                answers[name].append(self.answer(name, search))
             advance()
         metrics = qa_metrics if self.dataset.kind == "qa" else relevance_metrics
         questions = self.dataset.questions
@@ -118,7 +118,7 @@ class Evaluation:
             result.sweep.append({**point, **metrics(questions, point_answers)})
         return result
 
-    def _search(self, question: EvalQuestion) -> QuestionSearch:
+    def search_question(self, question: EvalQuestion) -> QuestionSearch:
         coordinator = self.rag.coordinator
         started = time.perf_counter()
         vectors = coordinator.embed(question.question)
@@ -126,7 +126,7 @@ class Evaluation:
         lists = coordinator.search(vectors, self.top_k) if {RRF_ALL, QUORUM} & set(self.systems) else []
         return QuestionSearch(vectors, lists, (embedded - started) * 1000, (time.perf_counter() - embedded) * 1000)
 
-    def _answer(self, name: str, search: QuestionSearch) -> SystemAnswer:
+    def answer(self, name: str, search: QuestionSearch) -> SystemAnswer:
         if name == QUORUM:
             return self._quorum(search, self.options)
         started = time.perf_counter()
