@@ -89,7 +89,8 @@ class QuorumRAG:
         infos = []
         for name in self.store.list_collections(self.settings.namespace):
             manifest = self.store.manifest(name)
-            assert manifest is not None
+            if manifest is None:  # dropped since it was listed
+                continue
             spec = by_name.get(name)
             infos.append(CollectionInfo(
                 name=name, points=self.store.count(name), model=manifest.model, size=manifest.size,

@@ -50,8 +50,8 @@ class Coordinator:
         another model is refused before any model is loaded.
         """
         if self._collections is None:
-            specs = self.settings.collections
-            missing = [s.name for s in specs if s.name not in self.store.collection_names()]
+            specs, existing = self.settings.collections, set(self.store.collection_names())
+            missing = [s.name for s in specs if s.name not in existing]
             if missing:
                 raise NothingIngestedError(
                     f"nothing ingested in namespace {self.settings.namespace!r} for "
