@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
@@ -31,8 +30,7 @@ def main() -> None:
 
     first, second = args.systems.split(",")
     dataset = load_dataset(args.dataset, sample=args.sample, seed=args.seed)
-    namespace = "eval-" + re.sub(r"[^a-z0-9]+", "-", dataset.name.lower()).strip("-")
-    with QuorumRAG.from_config(args.config, store=args.store, namespace=namespace) as rag:
+    with QuorumRAG.from_config(args.config, store=args.store, namespace=dataset.namespace) as rag:
         evaluation = Evaluation(rag, dataset, [first, second])
         right: dict[str, list[bool]] = {first: [], second: []}
         for question in dataset.questions:

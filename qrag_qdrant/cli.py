@@ -10,7 +10,6 @@ import dataclasses
 import functools
 import json
 import os
-import re
 import signal
 import sys
 import warnings
@@ -251,7 +250,7 @@ def evaluate(
         raise typer.BadParameter(f"unexpected arguments {' '.join(sweep_points)} (did you mean --sweep?)")
     grid = parse_sweep(sweep_points or []) if sweep else []
     dataset = load_dataset(dataset_dir, sample=sample, seed=seed)
-    namespace = namespace or "eval-" + re.sub(r"[^a-z0-9]+", "-", dataset.name.lower()).strip("-")
+    namespace = namespace or dataset.namespace
     with open_rag(config, store, namespace) as rag:
         with progress_bar() as bar:
             rag.ingest(dataset.corpus, progress=RichIngestProgress(bar))

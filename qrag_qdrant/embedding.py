@@ -77,7 +77,7 @@ class DenseEmbedder:
 
         logger.disable("fastembed")  # its hub retries log errors we turn into one message
         self.model_name = settings.model
-        self.dim = _supported_dim(TextEmbedding, settings.model)
+        self.dim = model_dim(settings.model)
         self.batch_size = settings.batch_size
         model_dir = settings.path or _offline_model_dir(settings.model)
         # lazy_load: a session starts on its first use, so an unchanged re-ingest never pays for one
@@ -114,11 +114,7 @@ def model_dim(model: str) -> int:
     """The dimension fastembed's registry gives a model, without loading it."""
     from fastembed import TextEmbedding
 
-    return _supported_dim(TextEmbedding, model)
-
-
-def _supported_dim(text_embedding: Any, model: str) -> int:
-    for description in text_embedding.list_supported_models():
+    for description in TextEmbedding.list_supported_models():
         if description["model"].lower() == model.lower():
             return int(description["dim"])
     raise EmbeddingError(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -43,6 +44,11 @@ class Dataset:
     @property
     def corpus(self) -> Path:
         return self.root / "corpus"
+
+    @property
+    def namespace(self) -> str:
+        """The data set's own namespace, e.g. ``eval-squad-dev``."""
+        return "eval-" + re.sub(r"[^a-z0-9]+", "-", self.name.lower()).strip("-")
 
 
 def load_dataset(root: Path, sample: int | None = None, seed: int = 0) -> Dataset:

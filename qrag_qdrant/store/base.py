@@ -4,8 +4,8 @@ A collection holds one chunking of a namespace's corpus: a ``dense`` vector and 
 ``bm25`` sparse vector (IDF modifier) per chunk, and the chunk's payload. Its manifest
 records the embedding model and BM25 setup, so vectors are never silently mixed.
 
-Completeness marker: a document's chunk 0 is written last (see ``ingest``), so a
-document counts as stored only when its chunk 0 carries its current hash.
+Completeness marker: a document's chunk 0 is written after its other chunks (see
+``ingest``), so a version of a document counts as stored only when its chunk 0 exists.
 """
 
 from __future__ import annotations
@@ -87,6 +87,12 @@ class Hit:
     score: float
     dense: np.ndarray
     payload: dict[str, Any]
+
+    @classmethod
+    def of(cls, point: Any) -> Hit:
+        """From a scored point of either engine, queried with the dense vector and payload."""
+        return cls(str(point.id), point.score, np.asarray(point.vector[DENSE_VECTOR], dtype=np.float32),
+                   point.payload or {})
 
 
 POINT_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/qrag-qdrant/point-id")

@@ -18,7 +18,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import qdrant_edge as edge
 
 from ..config import DENSE_VECTOR, SPARSE_VECTOR
@@ -116,7 +115,7 @@ class EdgeStore(Store):
             for q in queries
         ]
         results = self._shard(name).query_batch(edge.QueryBatchRequest(requests))
-        return [[_hit(p) for p in points] for points in results]
+        return [[Hit.of(p) for p in points] for points in results]
 
     def hybrid(self, name: str, dense: Sequence[float], sparse: SparseVec, limit: int,
                prefetch_limit: int) -> list[Hit]:
@@ -125,7 +124,7 @@ class EdgeStore(Store):
             prefetches=[edge.Prefetch(limit=prefetch_limit, query=edge.Query.Nearest(_edge_vector(dense), using=DENSE_VECTOR)),
                         edge.Prefetch(limit=prefetch_limit, query=edge.Query.Nearest(_edge_vector(sparse), using=SPARSE_VECTOR))],
             query=edge.Fusion.Rrf(k=QDRANT_RRF_K), with_vector=[DENSE_VECTOR], with_payload=True)
-        return [_hit(p) for p in self._shard(name).query(request)]
+        return [Hit.of(p) for p in self._shard(name).query(request)]
 
     def count(self, name: str) -> int:
         return self._shard(name).count(edge.CountRequest(exact=True))
@@ -143,10 +142,6 @@ class EdgeStore(Store):
         if not self._lock.closed:
             fcntl.flock(self._lock, fcntl.LOCK_UN)
             self._lock.close()
-
-
-def _hit(point: Any) -> Hit:
-    return Hit(str(point.id), point.score, np.asarray(point.vector[DENSE_VECTOR], dtype=np.float32), point.payload or {})
 
 
 def _edge_vector(vector: Sequence[float] | SparseVec) -> Any:

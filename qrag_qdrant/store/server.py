@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import wraps
 from typing import Any, TypeVar
 
-import numpy as np
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
@@ -124,7 +123,7 @@ class ServerStore(Store):
                                 score_threshold=q.min_score, with_vector=[DENSE_VECTOR], with_payload=True)
             for q in queries
         ])
-        return [[_hit(p) for p in response.points] for response in responses]
+        return [[Hit.of(p) for p in response.points] for response in responses]
 
     @_server_errors
     def hybrid(self, name: str, dense: Sequence[float], sparse: SparseVec, limit: int,
@@ -134,7 +133,7 @@ class ServerStore(Store):
             prefetch=[models.Prefetch(query=_client_vector(dense), using=DENSE_VECTOR, limit=prefetch_limit),
                       models.Prefetch(query=_client_vector(sparse), using=SPARSE_VECTOR, limit=prefetch_limit)],
             query=models.RrfQuery(rrf=models.Rrf(k=QDRANT_RRF_K)))
-        return [_hit(p) for p in response.points]
+        return [Hit.of(p) for p in response.points]
 
     @_server_errors
     def count(self, name: str) -> int:
@@ -142,11 +141,6 @@ class ServerStore(Store):
 
     def close(self) -> None:
         self.client.close()
-
-
-def _hit(point: Any) -> Hit:
-    vector = point.vector[DENSE_VECTOR]  # type: ignore[index]
-    return Hit(str(point.id), point.score, np.asarray(vector, dtype=np.float32), point.payload or {})
 
 
 def _client_vector(vector: Sequence[float] | SparseVec) -> Any:
