@@ -41,7 +41,8 @@ def main() -> None:
                 right[name].append(first_answer_rank(evaluation.answer(name, search), question.answers) is not None)
     only_first = sum(a and not b for a, b in zip(right[first], right[second]))
     only_second = sum(b and not a for a, b in zip(right[first], right[second]))
-    chi2 = (abs(only_first - only_second) - 1) ** 2 / max(only_first + only_second, 1)
+    discordant = only_first + only_second
+    chi2 = max(abs(only_first - only_second) - 1, 0) ** 2 / discordant if discordant else 0.0
     print(f"{first}: {sum(right[first])}/{len(right[first])} right, {second}: {sum(right[second])}/{len(right[second])}")
     print(f"only {first}: {only_first}, only {second}: {only_second}, McNemar chi2 {chi2:.2f}, "
           f"p {math.erfc(math.sqrt(chi2 / 2)):.4f}")
