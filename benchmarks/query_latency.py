@@ -1,10 +1,17 @@
-"""Retrieval latency of the quorum pipeline (no LLM) on an ingested store.
+"""Retrieval latency (no LLM) of the quorum pipeline against Qdrant's own hybrid query, same run.
 
-    python benchmarks/query_latency.py --store .qrag \
-        --questions ../shared/data/squad-dev/questions.jsonl --n 50 --seed 0 --json-out latency.json
+    python benchmarks/query_latency.py --store /tmp/scale --namespace scale-50k \
+        --questions ../shared/data/squad-dev/questions.jsonl --n 200 --json-out latency-50k.json
 
-Prints p50/p95 of the whole retrieval and of each stage, after a warm-up, and how often the
-top cluster holds a gold answer string (when the questions have ``answers``).
+For each question, in alternating order so both see the same machine load:
+- quorum: ``retrieve`` (embed once, one batched round trip per collection, fusion,
+  clustering, quorum, ranking, context);
+- single hybrid: what a plain hybrid RAG does: embed the question (dense and BM25), one
+  Qdrant query on one collection (dense and bm25 prefetches fused by Qdrant's RRF), the
+  top chunks' text.
+
+Prints p50/p95 of both, their ratio, each quorum stage's p50, how often the top cluster holds
+a gold answer, and the process's peak RSS (the query process's memory at this store size).
 """
 
 from __future__ import annotations
@@ -12,53 +19,87 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import statistics
 import time
 from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
+from qrag_qdrant.embedding import SparseEmbedder
 
 
-def percentile(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1] if len(values) > 1 else values[0]
+def percentile(values: list[float], q: int) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"p50_ms": round(percentile(values, 50), 2), "p95_ms": round(percentile(values, 95), 2)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", type=Path, default=Path(".qrag"))
     parser.add_argument("--namespace", default="default")
+    parser.add_argument("--config", type=Path)
     parser.add_argument("--questions", type=Path, required=True, help="JSONL with a 'question' field")
-    parser.add_argument("--n", type=int, default=50)
+    parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
 
     rows = [json.loads(line) for line in args.questions.read_text().splitlines() if line.strip()]
     sample = random.Random(args.seed).sample(rows, min(args.n + args.warmup, len(rows)))
-    warmup, measured = sample[: args.warmup], sample[args.warmup:]
-    with QuorumRAG.from_config(store=args.store, namespace=args.namespace) as rag:
-        for row in warmup:
-            rag.retrieve(row["question"])
-        totals, stages, hits, abstained = [], {}, 0, 0
-        for row in measured:
-            started = time.perf_counter()
-            evidence = rag.retrieve(row["question"])
-            totals.append((time.perf_counter() - started) * 1000)
-            for stage, ms in evidence.timings_ms.items():
-                stages.setdefault(stage, []).append(ms)
-            abstained += evidence.abstained
-            if evidence.clusters and row.get("answers"):
-                top = " ".join(p.text for p in evidence.clusters[0].passages)
-                hits += any(answer in top for answer in row["answers"])
+    with QuorumRAG.from_config(args.config, store=args.store, namespace=args.namespace) as rag:
+        options = rag.settings.retrieval
+        collections = [spec for spec, _ in rag.coordinator.collections]
+        hybrid_spec = next((s for s in collections if (s.size, s.overlap) == (100, 50)), collections[0])
+        manifest = rag.store.manifest(hybrid_spec.name)
+        hybrid_bm25 = SparseEmbedder(manifest.bm25_settings)
+        embedder = rag.embedder()
 
+        def single_hybrid(question: str) -> list[str]:
+            hits = rag.store.hybrid(hybrid_spec.name, embedder.query_embed(question).tolist(),
+                                    hybrid_bm25.query_embed(question), limit=options.context_clusters,
+                                    prefetch_limit=options.top_k)
+            return [str(hit.payload["text"]) for hit in hits]
+
+        quorum_ms, hybrid_ms, stages, hits, abstained = [], [], {}, 0, 0
+        for n, row in enumerate(sample):
+            order = ("quorum", "hybrid") if n % 2 == 0 else ("hybrid", "quorum")
+            for system in order:
+                started = time.perf_counter()
+                if system == "quorum":
+                    evidence = rag.retrieve(row["question"])
+                else:
+                    single_hybrid(row["question"])
+                elapsed = (time.perf_counter() - started) * 1000
+                if n < args.warmup:
+                    continue
+                if system == "hybrid":
+                    hybrid_ms.append(elapsed)
+                    continue
+                quorum_ms.append(elapsed)
+                for stage, ms in evidence.timings_ms.items():
+                    stages.setdefault(stage, []).append(ms)
+                abstained += evidence.abstained
+                if evidence.clusters and row.get("answers"):
+                    top = " ".join(p.text for p in evidence.clusters[0].passages)
+                    hits += any(answer in top for answer in row["answers"])
+        points = {spec.name: rag.store.count(spec.name) for spec in collections}
+
+    quorum, hybrid = summary(quorum_ms), summary(hybrid_ms)
     result = {
-        "questions": len(measured),
-        "p50_ms": round(percentile(totals, 50), 2),
-        "p95_ms": round(percentile(totals, 95), 2),
-        "stages_p50_ms": {stage: round(percentile(values, 50), 3) for stage, values in stages.items()},
+        "namespace": args.namespace,
+        "points_per_collection": points,
+        "questions": len(quorum_ms),
+        "quorum": quorum,
+        "single_hybrid": {**hybrid, "collection": hybrid_spec.name},
+        "ratio_quorum_p50_to_hybrid_p50": round(quorum["p50_ms"] / hybrid["p50_ms"], 3),
+        "quorum_stages_p50_ms": {stage: round(percentile(values, 50), 3) for stage, values in stages.items()},
         "abstained": abstained,
-        "top_cluster_holds_answer": round(hits / len(measured), 3),
+        "top_cluster_holds_answer": round(hits / len(quorum_ms), 3),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
     print(json.dumps(result, indent=2))
     if args.json_out:

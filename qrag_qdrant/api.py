@@ -11,15 +11,19 @@ from pydantic import BaseModel
 from .config import Settings, load_settings
 from .coordinator import Coordinator
 from .embedding import DenseEmbedder
-from .errors import GenerationError
+from .errors import GenerationError, StoreError
 from .evidence import Answer, Evidence
 from .generation import OllamaGenerator
 from .ingest import IngestProgress, IngestReport, Ingestor
 from .store import Store, open_store
+from .tokens import is_collection_scoped
 
 
 class CollectionInfo(BaseModel):
     name: str
+    namespace: str
+    #: the versioned collection the alias ``name`` serves (``name`` itself for an unversioned one)
+    collection: str
     points: int
     model: str
     size: int
@@ -56,8 +60,10 @@ class QuorumRAG:
             self._coordinator = Coordinator(self.settings, self.store, self.embedder)
         return self._coordinator
 
-    def ingest(self, path: str | Path, prune: bool = False, progress: IngestProgress | None = None) -> IngestReport:
-        return Ingestor(self.settings, self.store, self.embedder).run(Path(path), prune=prune, progress=progress)
+    def ingest(self, path: str | Path, prune: bool = False, rebuild: bool = False,
+               progress: IngestProgress | None = None) -> IngestReport:
+        return Ingestor(self.settings, self.store, self.embedder).run(Path(path), prune=prune, rebuild=rebuild,
+                                                                      progress=progress)
 
     def retrieve(self, question: str) -> Evidence:
         return self.coordinator.retrieve(question)
@@ -84,17 +90,24 @@ class QuorumRAG:
         result.answer = "".join(parts) if parts else None
         return result
 
-    def collections(self) -> list[CollectionInfo]:
+    def collections(self, all_namespaces: bool = False) -> list[CollectionInfo]:
+        """What readers of this namespace (or, for an admin, of every namespace) see."""
+        key = self.settings.qdrant.api_key
+        if all_namespaces and self.settings.qdrant.url and is_collection_scoped(key and key.get_secret_value()):
+            raise StoreError("listing every namespace needs the server's API key: this token reaches only "
+                             "the collections it names")
         by_name = {spec.name: spec for spec in self.settings.collections}
         infos = []
-        for name in self.store.list_collections(self.settings.namespace):
-            manifest = self.store.manifest(name)
+        served = self.store.list_collections(None if all_namespaces else self.settings.namespace)
+        for name, collection in served.items():
+            manifest = self.store.manifest(collection)
             if manifest is None:  # dropped since it was listed
                 continue
             spec = by_name.get(name)
             infos.append(CollectionInfo(
-                name=name, points=self.store.count(name), model=manifest.model, size=manifest.size,
-                overlap=manifest.overlap, retrievers=[r.name for r in spec.retrievers] if spec else []))
+                name=name, namespace=manifest.namespace, collection=collection, points=self.store.count(collection),
+                model=manifest.model, size=manifest.size, overlap=manifest.overlap,
+                retrievers=[r.name for r in spec.retrievers] if spec else []))
         return infos
 
     def close(self) -> None:

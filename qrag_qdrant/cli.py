@@ -1,4 +1,4 @@
-"""The ``qrag-qdrant`` command line: ingest, query, collections.
+"""The ``qrag-qdrant`` command line: ingest, query, collections, eval, token.
 
 Every expected failure is one line on stderr and a non-zero exit, never a traceback
 (set QRAG_DEBUG=1 to see one for an unexpected error).
@@ -24,8 +24,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .api import QuorumRAG
-from .errors import QragError
+from .config import load_settings
+from .errors import ConfigError, QragError
 from .evidence import Answer, Evidence
+from .tokens import mint_token, parse_ttl
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Quorum RAG on Qdrant: answers only from evidence several retrievers agree on.")
@@ -37,6 +39,8 @@ ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML config
 StoreOption = Annotated[Path | None, typer.Option("--store", help="embedded store folder (QRAG_STORE) [default: .qrag]")]
 NamespaceOption = Annotated[str | None, typer.Option("--namespace", help="team namespace (QRAG_NAMESPACE)")]
 JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON object instead of text")]
+#: Qdrant's advice: about this many collections per cluster at most.
+COLLECTIONS_ADVISED = 1000
 
 
 def one_line_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
@@ -117,6 +121,9 @@ class RichIngestProgress:
 def ingest(
     path: Annotated[Path, typer.Argument(help="folder (searched recursively) or file of .txt/.md")],
     prune: Annotated[bool, typer.Option("--prune", help="remove the chunks of files that are gone")] = False,
+    rebuild: Annotated[bool, typer.Option(
+        "--rebuild", help="build fresh collections from PATH, then switch the namespace to them at once "
+                          "(queries see the old index until then; needs the server's API key)")] = False,
     config: ConfigOption = None,
     store: StoreOption = None,
     namespace: NamespaceOption = None,
@@ -125,7 +132,7 @@ def ingest(
     """Chunk, embed and store every document once per retriever config."""
     with open_rag(config, store, namespace) as rag:
         with progress_bar() as bar:
-            report = rag.ingest(path, prune=prune, progress=RichIngestProgress(bar))
+            report = rag.ingest(path, prune=prune, rebuild=rebuild, progress=RichIngestProgress(bar))
     if as_json:
         print_json(dataclasses.asdict(report))
         return
@@ -133,7 +140,9 @@ def ingest(
               f"({report.unchanged} unchanged, {report.embedded_chunks} chunks embedded"
               + (f", {report.pruned_sources} removed files pruned)" if prune else ")"))
     for name, count in report.chunks.items():
-        out.print(f"  {name}: {count} chunks")
+        out.print(f"  {name} -> {report.collections.get(name, name)}: {count} chunks")
+    if report.dropped:
+        out.print(f"Dropped {plural(len(report.dropped), 'collection')}: {', '.join(report.dropped)}", markup=False)
     if report.skipped:
         out.print(f"Skipped {plural(len(report.skipped), 'file')}:")
         for skipped in report.skipped:
@@ -203,6 +212,7 @@ def print_evidence(evidence: Evidence, quorum: int) -> None:
 @app.command()
 @friendly_errors
 def collections(
+    all_namespaces: Annotated[bool, typer.Option("--all", help="every namespace (needs the server's API key)")] = False,
     config: ConfigOption = None,
     store: StoreOption = None,
     namespace: NamespaceOption = None,
@@ -210,18 +220,47 @@ def collections(
 ) -> None:
     """List the namespace's collections with point counts, model and retrievers."""
     with open_rag(config, store, namespace) as rag:
-        infos = rag.collections()
+        infos = rag.collections(all_namespaces)
         namespace = rag.settings.namespace
+    where = "every namespace" if all_namespaces else f"namespace {namespace!r}"
     if as_json:
-        print_json({"namespace": namespace, "count": len(infos), "collections": [i.model_dump() for i in infos]})
+        print_json({"namespace": None if all_namespaces else namespace, "count": len(infos),
+                    "namespaces": len({i.namespace for i in infos}), "collections": [i.model_dump() for i in infos]})
         return
-    table = Table(title=f"{len(infos)} collections in namespace {namespace!r}")
-    for column in ("collection", "points", "model", "chunk", "retrievers"):
+    table = Table(title=f"{plural(len(infos), 'collection')} in {where}")
+    for column in ("alias", "collection", "points", "model", "chunk", "retrievers"):
         table.add_column(column)
     for info in infos:
-        table.add_row(info.name, str(info.points), info.model, f"{info.size}/{info.overlap}",
+        table.add_row(info.name, info.collection, str(info.points), info.model, f"{info.size}/{info.overlap}",
                       ", ".join(info.retrievers) or "(not in config)")
     out.print(table)
+    if len(infos) > COLLECTIONS_ADVISED // 2:
+        err.print(f"note: Qdrant advises at most about {COLLECTIONS_ADVISED} collections per cluster; "
+                  "see docs/design.md for the one-collection-per-config alternative")
+
+
+@app.command()
+@friendly_errors
+def token(
+    read_only: Annotated[bool, typer.Option("--read-only", help="search only, no writes")] = False,
+    ttl: Annotated[str, typer.Option("--ttl", help="lifetime: 90m, 12h, 30d, 2w")] = "30d",
+    config: ConfigOption = None,
+    namespace: NamespaceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Mint a JWT for the namespace's collections, signed with the server's API key (QRAG_QDRANT_API_KEY).
+
+    The server must run with JWT RBAC on (QDRANT__SERVICE__JWT_RBAC=true).
+    """
+    settings = load_settings(config, namespace=namespace)
+    if settings.qdrant.api_key is None:
+        raise ConfigError("set QRAG_QDRANT_API_KEY to the server's API key: tokens are signed with it")
+    minted = mint_token(settings.qdrant.api_key.get_secret_value(), [spec.name for spec in settings.collections],
+                        read_only, parse_ttl(ttl))
+    if as_json:
+        print_json({"namespace": settings.namespace, "token": minted.token, **minted.claims})
+        return
+    sys.stdout.write(minted.token + "\n")
 
 
 @app.command("eval")

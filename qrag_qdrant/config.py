@@ -38,7 +38,7 @@ from .errors import ConfigError
 DEFAULT_CONFIG_FILE = Path("configs/default.toml")
 NAMESPACE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_]*(-[a-z0-9_]+)*$")
 #: A namespace must not look like a collection suffix, or ``team`` could list ``team-c100-o50``'s data.
-RESERVED_NAMESPACE_SUFFIX = re.compile(r"-c\d+(-o\d+)?$")
+RESERVED_NAMESPACE_SUFFIX = re.compile(r"-c\d+(-o\d+)?(-v\d+)?$")
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
 
@@ -117,10 +117,19 @@ class OllamaSettings(Section):
 
 class QdrantSettings(Section):
     url: str | None = Field(None, description="Qdrant server URL; unset means the embedded store")
-    api_key: SecretStr | None = None
+    api_key: SecretStr | None = Field(None, description="the server's API key, its read-only key, or a JWT")
     timeout: PositiveFloat = 10.0
-    retries: NonNegativeInt = Field(3, description="retries of a call that failed to reach the server")
+    retries: NonNegativeInt = Field(3, description="retries of a call that failed to reach the server or "
+                                    "that too few replicas acknowledged")
     backoff: float = Field(0.5, ge=0.0, description="seconds before the first retry; doubles each time")
+    bm25_source: Literal["client", "server"] = Field(
+        "client", description="who computes BM25 vectors of a NEW collection: qdrant_edge.Bm25 here, or the "
+        "server's qdrant/bm25 (Qdrant >= 1.15.3); an existing collection keeps the source it was built with")
+    # Distributed mode: how new collections are laid out, and how many replicas a read asks.
+    shard_number: PositiveInt = 1
+    replication_factor: PositiveInt = 1
+    write_consistency_factor: PositiveInt = 1
+    read_consistency: PositiveInt | Literal["majority", "quorum", "all"] = 1
 
 
 ORIGIN_RETRIEVERS = (

@@ -42,6 +42,16 @@ class Bm25Settings:
         return {"avg_len": self.avg_len, "k": self.k, "b": self.b, "language": self.language}
 
 
+@dataclass(frozen=True)
+class Bm25Document:
+    """Text whose BM25 vector the Qdrant server computes (``qdrant/bm25`` with these settings)."""
+
+    text: str
+    settings: Bm25Settings
+
+    MODEL = "qdrant/bm25"
+
+
 class SparseEmbedder:
     """Qdrant's own BM25 (``qdrant_edge.Bm25``), the same as the server's ``qdrant/bm25``."""
 
@@ -57,6 +67,24 @@ class SparseEmbedder:
 
     def query_embed(self, text: str) -> SparseVec:
         return _sparse(self._model.embed_query(text))
+
+
+class ServerBm25:
+    """BM25 left to the Qdrant server (>= 1.15.3): the text travels, the server embeds it."""
+
+    def __init__(self, settings: Bm25Settings):
+        self.settings = settings
+
+    def embed(self, texts: list[str]) -> list[Bm25Document]:
+        return [Bm25Document(text, self.settings) for text in texts]
+
+    def query_embed(self, text: str) -> Bm25Document:
+        return Bm25Document(text, self.settings)
+
+
+Bm25Embedder = SparseEmbedder | ServerBm25
+#: Who computes a collection's BM25 vectors; recorded in its manifest, used at ingest and query.
+BM25_SOURCES: dict[str, type[Bm25Embedder]] = {"client": SparseEmbedder, "server": ServerBm25}
 
 
 def _sparse(vector: Any) -> SparseVec:

@@ -10,6 +10,11 @@ old version. A reader sees the newest version that has its marker (``Store.curre
 so during a rewrite it sees the old file or the new one, never a mix. A crash leaves either
 an unmarked new version, which the next run writes again over the same ids, or two marked
 versions, whose older one the next run deletes.
+
+A rebuild (``rebuild=True``) writes every document into fresh versioned collections, then
+moves the namespace's aliases to them in one step and drops the old ones: readers see the
+old complete index until the switch. A crashed rebuild leaves collections no alias points
+at; every run starts by dropping those.
 """
 
 from __future__ import annotations
@@ -24,9 +29,9 @@ from typing import Protocol
 from .chunking import Chunk, iter_chunks
 from .config import CollectionSpec, Settings
 from .corpus import Document, SkippedFile, open_corpus
-from .embedding import DenseEmbedder, SparseEmbedder, SparseVec, model_dim
+from .embedding import Bm25Embedder, DenseEmbedder, model_dim
 from .store import ChunkPoint, CollectionManifest, Store
-from .store.base import point_id
+from .store.base import Sparse, point_id
 
 #: Chunks gathered per collection before they are embedded together and handed to the writer.
 FLUSH_CHUNKS = 256
@@ -57,6 +62,11 @@ class IngestReport:
     chunks: dict[str, int] = field(default_factory=dict)
     pruned_sources: int = 0
     skipped: list[SkippedFile] = field(default_factory=list)
+    #: alias -> the collection it serves after this run
+    collections: dict[str, str] = field(default_factory=dict)
+    rebuilt: bool = False
+    #: collections dropped: the ones a rebuild replaced, and a crashed rebuild's leftovers
+    dropped: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -70,7 +80,9 @@ class CollectionWriter:
     """
 
     spec: CollectionSpec
-    sparse: SparseEmbedder
+    #: where the points go: the alias, or during a rebuild the fresh collection
+    target: str
+    sparse: Bm25Embedder
     stored_hashes: dict[str, set[str]]
     pending: list[tuple[Document, Chunk]] = field(default_factory=list)
     first_chunks: dict[str, ChunkPoint] = field(default_factory=dict)
@@ -98,14 +110,16 @@ class Ingestor:
             self._embedder = self._embedder_factory()
         return self._embedder
 
-    def run(self, path: Path, prune: bool = False, progress: IngestProgress | None = None) -> IngestReport:
+    def run(self, path: Path, prune: bool = False, rebuild: bool = False,
+            progress: IngestProgress | None = None) -> IngestReport:
         progress = progress or NoProgress()
         started = time.perf_counter()
         self.version = time.time_ns()  # newer runs' versions of a file win over older ones
         corpus = open_corpus(path)
-        report = IngestReport(root=str(path))
+        report = IngestReport(root=str(path), rebuilt=rebuild)
+        report.dropped = self.store.drop_unserved(self.settings.namespace)
         progress.files_found(len(corpus.files))
-        writers = [self._open(spec) for spec in self.settings.collections]
+        writers = [self._open(spec, rebuild) for spec in self.settings.collections]
         sources: set[str] = set()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="qrag-writer") as pool:
             in_flight: list[Future[None]] = []
@@ -129,23 +143,42 @@ class Ingestor:
                 future.result()
         report.skipped = corpus.skipped
         for writer in writers:
-            name = writer.spec.name
-            if prune:
-                gone = self.store.sources(name) - sources
-                self.store.delete_sources(name, gone)
+            if prune and not rebuild:
+                gone = self.store.sources(writer.target) - sources
+                self.store.delete_sources(writer.target, gone)
                 report.pruned_sources = max(report.pruned_sources, len(gone))
                 writer.written |= bool(gone)
-            if writer.written:
-                self.store.finish_bulk(name)
-            report.chunks[name] = self.store.count(name)
+            if writer.written or rebuild:
+                self.store.finish_bulk(writer.target)
+            report.chunks[writer.spec.name] = self.store.count(writer.target)
+        if rebuild:
+            report.dropped += self._switch({writer.spec.name: writer.target for writer in writers})
+        report.collections = {alias: collection for alias, collection
+                              in self.store.list_collections(self.settings.namespace).items()
+                              if alias in report.chunks}
         report.seconds = time.perf_counter() - started
         return report
 
-    def _open(self, spec: CollectionSpec) -> CollectionWriter:
+    def _open(self, spec: CollectionSpec, rebuild: bool) -> CollectionWriter:
         model = self.settings.embedding.model
-        manifest = CollectionManifest.expected(self.settings.namespace, spec, model, model_dim(model))
-        self.store.open_collection(spec.name, manifest, create=True)
-        return CollectionWriter(spec, SparseEmbedder(manifest.bm25_settings), self.store.document_hashes(spec.name))
+        manifest = CollectionManifest.expected(self.settings.namespace, spec, model, model_dim(model),
+                                               self.settings.qdrant.bm25_source)
+        if rebuild:
+            target = self.store.next_version(spec.name)
+            self.store.create_collection(target, manifest)
+            return CollectionWriter(spec, target, manifest.bm25_embedder(), {})
+        stored = self.store.open_collection(spec.name, manifest, create=True)
+        assert stored is not None
+        return CollectionWriter(spec, spec.name, stored.bm25_embedder(), self.store.document_hashes(spec.name))
+
+    def _switch(self, targets: dict[str, str]) -> list[str]:
+        """Move the aliases to the rebuilt collections at once, then drop what they served."""
+        before = self.store.list_collections(self.settings.namespace)
+        self.store.switch_aliases(targets)
+        replaced = [before[alias] for alias in targets if alias in before and before[alias] != targets[alias]]
+        for name in replaced:
+            self.store.drop_collection(name)
+        return replaced
 
     def _flush(self, writer: CollectionWriter, pool: ThreadPoolExecutor, in_flight: list[Future[None]],
                progress: IngestProgress) -> int:
@@ -170,7 +203,7 @@ class Ingestor:
         hashes = {document.source: document.content_hash for document in finished}
         while len(in_flight) >= WRITES_IN_FLIGHT:
             in_flight.pop(0).result()
-        in_flight.append(pool.submit(self._write, writer.spec.name, rest, hashes, firsts))
+        in_flight.append(pool.submit(self._write, writer.target, rest, hashes, firsts))
         return len(pending)
 
     def _write(self, name: str, rest: list[ChunkPoint], finished: dict[str, str], firsts: list[ChunkPoint]) -> None:
@@ -179,7 +212,7 @@ class Ingestor:
         self.store.delete_stale(name, finished)
 
     def _point(self, collection: str, document: Document, chunk: Chunk, dense: object,
-               sparse: SparseVec) -> ChunkPoint:
+               sparse: Sparse) -> ChunkPoint:
         return ChunkPoint(
             id=point_id(collection, document.source, chunk.index, document.content_hash),
             dense=dense,  # type: ignore[arg-type]

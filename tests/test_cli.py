@@ -30,7 +30,7 @@ def test_ingest_summary_then_unchanged_reingest(corpus):
     again = run("ingest", str(corpus))
     assert again.exit_code == 0
     assert f"{len(DOCUMENTS)} unchanged, 0 chunks embedded" in again.stdout
-    assert "default-c100-o50:" in again.stdout and Path(".qrag").is_dir()
+    assert "default-c100-o50 -> default-c100-o50-v1: 23 chunks" in again.stdout and Path(".qrag").is_dir()
 
 
 def test_query_json_is_one_object_with_the_documented_fields(ingested):

@@ -20,7 +20,7 @@ import pytest
 from qdrant_client import QdrantClient
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config import QdrantSettings, load_settings
 from qrag_qdrant.errors import StoreError
 from qrag_qdrant.store.edge import EdgeStore
 from qrag_qdrant.store.server import ServerStore
@@ -224,7 +224,8 @@ def hung_server() -> tuple[socket.socket, list[int]]:
 def test_a_hung_qdrant_times_out_after_bounded_retries():
     server, accepted = hung_server()
     url = f"http://127.0.0.1:{server.getsockname()[1]}"
-    store = ServerStore(QdrantClient(url=url, timeout=1), location=url, retries=2, backoff=0.05)
+    store = ServerStore(QdrantClient(url=url, timeout=1), location=url,
+                        settings=QdrantSettings(retries=2, backoff=0.05))
     started = time.monotonic()
     with pytest.raises(StoreError, match=r"cannot reach Qdrant at http://127.0.0.1:\d+ after 3 attempts"):
         store.collection_names()

@@ -4,6 +4,11 @@ A collection holds one chunking of a namespace's corpus: a ``dense`` vector and 
 ``bm25`` sparse vector (IDF modifier) per chunk, and the chunk's payload. Its manifest
 records the embedding model and BM25 setup, so vectors are never silently mixed.
 
+Names: readers and incremental writers use the stable alias ``<namespace>-c<size>-o<overlap>``;
+it points at a versioned collection ``<alias>-v<N>``. A rebuild fills ``<alias>-v<N+1>`` and
+then moves every alias of the namespace at once, so a reader sees the old complete index or
+the new one. Versioned collections no alias points at are a crashed rebuild's leftovers.
+
 Completeness marker: a document's chunk 0 is written after its other chunks (see
 ``ingest``), so a version of a document counts as stored only when its chunk 0 exists.
 """
@@ -16,13 +21,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel
 
 from ..config import DENSE_VECTOR, SPARSE_VECTOR, CollectionSpec
-from ..embedding import Bm25Settings, SparseVec
+from ..embedding import BM25_SOURCES, Bm25Document, Bm25Embedder, Bm25Settings, SparseVec
 from ..errors import ModelMismatchError
 
 #: Qdrant's default k for its RRF fusion; the qdrant-hybrid baseline uses Qdrant as a peer would.
@@ -41,17 +46,24 @@ class CollectionManifest(BaseModel):
     model: str
     dim: int
     bm25: dict[str, Any]
+    #: who computes the BM25 vectors, a key of ``embedding.BM25_SOURCES``; fixed at creation
+    bm25_source: Literal["client", "server"] = "client"
 
     @classmethod
-    def expected(cls, namespace: str, spec: CollectionSpec, model: str, dim: int) -> CollectionManifest:
+    def expected(cls, namespace: str, spec: CollectionSpec, model: str, dim: int,
+                 bm25_source: Literal["client", "server"] = "client") -> CollectionManifest:
         """What a collection for ``spec`` must hold; BM25's avg_len is the chunk length."""
         bm25 = Bm25Settings(avg_len=float(spec.size))
         return cls(namespace=namespace, size=spec.size, overlap=spec.overlap, model=model, dim=dim,
-                   bm25=bm25.as_dict())
+                   bm25=bm25.as_dict(), bm25_source=bm25_source)
 
     @property
     def bm25_settings(self) -> Bm25Settings:
         return Bm25Settings(**self.bm25)
+
+    def bm25_embedder(self) -> Bm25Embedder:
+        """The BM25 this collection was built with, for its ingest and its queries alike."""
+        return BM25_SOURCES[self.bm25_source](self.bm25_settings)
 
     def mismatch(self, other: CollectionManifest) -> str | None:
         for field in ("model", "dim", "bm25", "size", "overlap"):
@@ -60,12 +72,23 @@ class CollectionManifest(BaseModel):
         return None
 
 
+#: A BM25 vector, or the text the server turns into one.
+Sparse = SparseVec | Bm25Document
+
+
 @dataclass(frozen=True)
 class ChunkPoint:
     id: str
     dense: Sequence[float]
-    sparse: SparseVec
+    sparse: Sparse
     payload: dict[str, Any]
+
+    @classmethod
+    def of(cls, record: Any) -> ChunkPoint:
+        """From a record of either engine, read with its vectors and payload."""
+        sparse = record.vector[SPARSE_VECTOR]
+        return cls(str(record.id), record.vector[DENSE_VECTOR], SparseVec(list(sparse.indices), list(sparse.values)),
+                   record.payload or {})
 
 
 @dataclass(frozen=True)
@@ -74,7 +97,7 @@ class VectorQuery:
     below ``min_score`` are not returned."""
 
     vector_name: str
-    vector: Sequence[float] | SparseVec
+    vector: Sequence[float] | Sparse
     limit: int
     min_score: float | None = None
 
@@ -90,9 +113,10 @@ class Hit:
 
     @classmethod
     def of(cls, point: Any) -> Hit:
-        """From a scored point of either engine, queried with the dense vector and payload."""
-        return cls(str(point.id), point.score, np.asarray(point.vector[DENSE_VECTOR], dtype=np.float32),
-                   point.payload or {})
+        """From a scored point of either engine, queried with its payload and, for
+        clustering, its dense vector (empty when not asked for)."""
+        dense = point.vector[DENSE_VECTOR] if point.vector else ()
+        return cls(str(point.id), point.score, np.asarray(dense, dtype=np.float32), point.payload or {})
 
 
 POINT_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/qrag-qdrant/point-id")
@@ -106,7 +130,17 @@ def point_id(collection: str, source: str, chunk_index: int, doc_hash: str) -> s
 
 
 def collection_pattern(namespace: str) -> re.Pattern[str]:
-    return re.compile(rf"^{re.escape(namespace)}-c\d+-o\d+$")
+    """A namespace's aliases and collections; the namespace rules keep prefixes from colliding."""
+    return re.compile(rf"^{re.escape(namespace)}-c\d+-o\d+(-v\d+)?$")
+
+
+VERSIONED = re.compile(r"^(?P<alias>.+-c\d+-o\d+)-v(?P<version>\d+)$")
+
+
+def namespace_of(name: str) -> str | None:
+    """The namespace of an alias or collection name, None for a name qrag-qdrant did not make."""
+    match = re.match(r"^(?P<namespace>.+)-c\d+-o\d+(-v\d+)?$", name)
+    return match["namespace"] if match else None
 
 
 class Store(ABC):
@@ -114,6 +148,8 @@ class Store(ABC):
 
     #: ``qdrant_edge`` or ``qdrant_client.models``: both spell filters the same way.
     models: ModuleType
+    #: whether searches of several collections gain from running at once (network round trips)
+    concurrent_queries = False
 
     @abstractmethod
     def collection_names(self) -> list[str]: ...
@@ -122,8 +158,19 @@ class Store(ABC):
     def create_collection(self, name: str, manifest: CollectionManifest) -> None: ...
 
     @abstractmethod
+    def drop_collection(self, name: str) -> None: ...
+
+    @abstractmethod
+    def aliases(self) -> dict[str, str] | None:
+        """alias -> collection; None when this key may not list aliases."""
+
+    @abstractmethod
+    def switch_aliases(self, targets: dict[str, str]) -> None:
+        """Point every alias of ``targets`` at its collection in one atomic step."""
+
+    @abstractmethod
     def manifest(self, name: str) -> CollectionManifest | None:
-        """None when the collection does not exist."""
+        """``name`` is an alias or a collection; None when neither exists."""
 
     @abstractmethod
     def upsert(self, name: str, points: Sequence[ChunkPoint]) -> None: ...
@@ -136,13 +183,18 @@ class Store(ABC):
     def scroll_payloads(self, name: str, fields: list[str], selector: Any | None = None) -> Iterable[dict[str, Any]]: ...
 
     @abstractmethod
+    def scroll_points(self, name: str) -> Iterable[ChunkPoint]:
+        """Every point with its vectors and payload, e.g. to copy a collection."""
+
+    @abstractmethod
     def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
         """All of a collection's searches in one round trip, results in request order."""
 
     @abstractmethod
     def hybrid(self, name: str, dense: Sequence[float], sparse: SparseVec, limit: int,
                prefetch_limit: int) -> list[Hit]:
-        """Qdrant's own hybrid query: dense and bm25 prefetches fused by Qdrant's RRF (k=2)."""
+        """Qdrant's own hybrid query: dense and bm25 prefetches fused by Qdrant's RRF (k=2).
+        A baseline, so it fetches what a plain hybrid RAG needs: payloads, no vectors."""
 
     @abstractmethod
     def count(self, name: str) -> int: ...
@@ -155,24 +207,52 @@ class Store(ABC):
 
     # Shared semantics built on the primitives above.
 
-    def list_collections(self, namespace: str) -> list[str]:
-        pattern = collection_pattern(namespace)
-        return sorted(name for name in self.collection_names() if pattern.match(name))
+    def list_collections(self, namespace: str | None = None) -> dict[str, str]:
+        """What a reader sees: alias (or an unversioned collection) -> the collection it
+        reads, for one namespace or, with ``None``, for all of them."""
+        aliases = self.aliases() or {}
+        served = {name: name for name in self.collection_names() if not VERSIONED.match(name)} | aliases
+        return {name: served[name] for name in sorted(served)
+                if namespace_of(name) is not None and (namespace is None or collection_pattern(namespace).match(name))}
 
-    def open_collection(self, name: str, manifest: CollectionManifest, create: bool) -> bool:
-        """Check a collection was built like ``manifest``; create it if asked. True if it exists."""
+    def open_collection(self, name: str, manifest: CollectionManifest, create: bool) -> CollectionManifest | None:
+        """Check the collection behind alias ``name`` was built like ``manifest`` (the BM25 source
+        aside: the stored one wins) and return its stored manifest. When it does not exist and
+        ``create`` is set, create ``<name>-v<N>`` and point the alias at it."""
         stored = self.manifest(name)
         if stored is None:
-            if create:
-                self.create_collection(name, manifest)
-            return create
+            if not create:
+                return None
+            collection = self.next_version(name)
+            self.create_collection(collection, manifest)
+            self.switch_aliases({name: collection})
+            return manifest
         problem = stored.mismatch(manifest)
         if problem:
             raise ModelMismatchError(
                 f"collection {name} was built with {problem}; re-ingest into a new namespace or "
                 "store, or use the config it was built with"
             )
-        return True
+        return stored
+
+    def next_version(self, alias: str) -> str:
+        """``<alias>-v<N>``, N one more than any collection of that alias has."""
+        versions = [int(m["version"]) for name in self.collection_names()
+                    if (m := VERSIONED.match(name)) and m["alias"] == alias]
+        return f"{alias}-v{max(versions, default=0) + 1}"
+
+    def drop_unserved(self, namespace: str) -> list[str]:
+        """Drop the namespace's versioned collections no alias points at: a crashed rebuild's
+        half-built ones. Skipped when this key may not list aliases."""
+        aliases = self.aliases()
+        if aliases is None:
+            return []
+        pattern, served = collection_pattern(namespace), set(aliases.values())
+        dropped = [name for name in self.collection_names()
+                   if pattern.match(name) and VERSIONED.match(name) and name not in served]
+        for name in dropped:
+            self.drop_collection(name)
+        return dropped
 
     def document_hashes(self, name: str) -> dict[str, set[str]]:
         """source -> content hashes of its completely stored versions (two only after a crash

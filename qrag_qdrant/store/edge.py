@@ -5,6 +5,10 @@ Layout: ``<store>/<collection>/shard/`` (Qdrant's files) and
 namespace is locked by one process at a time (``<store>/.lock-<namespace>``): two teams
 can ingest into one store folder at once, while a second process on the same namespace
 fails fast instead of waiting or corrupting anything.
+
+Aliases: ``<store>/.aliases-<namespace>.json`` maps each alias to its collection folder.
+Moving aliases writes a new file and renames it over the old one, so a rebuild's folders
+replace the old ones in one atomic step (the embedded form of Qdrant's alias switch).
 """
 
 from __future__ import annotations
@@ -21,13 +25,24 @@ from typing import Any
 import qdrant_edge as edge
 
 from ..config import DENSE_VECTOR, SPARSE_VECTOR
-from ..embedding import SparseVec
+from ..embedding import Bm25Document, SparseVec
 from ..errors import StoreError, StoreInUseError
-from .base import QDRANT_RRF_K, ChunkPoint, CollectionManifest, Hit, Store, VectorQuery, collection_pattern
+from .base import (
+    QDRANT_RRF_K,
+    ChunkPoint,
+    CollectionManifest,
+    Hit,
+    Sparse,
+    Store,
+    VectorQuery,
+    collection_pattern,
+    namespace_of,
+)
 
 MANIFEST = "manifest.json"
 SHARD = "shard"
 LOCK = ".lock"
+ALIASES = ".aliases"
 SCROLL_PAGE = 1000
 
 
@@ -53,11 +68,44 @@ class EdgeStore(Store):
                 f"store is in use by another process: namespace {namespace!r} of {self.root} "
                 "(wait for it to finish, or use another --store or --namespace)"
             ) from None
+        self._aliases_file = self.root / f"{ALIASES}-{namespace}.json"
+        self._aliases: dict[str, str] = (json.loads(self._aliases_file.read_text())
+                                         if self._aliases_file.is_file() else {})
 
     def collection_names(self) -> list[str]:
         return [p.name for p in self.root.iterdir() if (p / MANIFEST).is_file()]
 
+    def aliases(self) -> dict[str, str]:
+        """This namespace's aliases, and every other namespace's as last written."""
+        aliases = {}
+        for path in sorted(self.root.glob(f"{ALIASES}-*.json")):
+            aliases |= self._aliases if path == self._aliases_file else json.loads(path.read_text())
+        return aliases
+
+    def switch_aliases(self, targets: dict[str, str]) -> None:
+        for alias, collection in targets.items():
+            self._own(alias)
+            if not (self.root / collection / MANIFEST).is_file():
+                raise StoreError(f"cannot point alias {alias} at {collection}: no such collection")
+        aliases = {**self._aliases, **targets}
+        _write_atomically(self._aliases_file, json.dumps(aliases, indent=2, sort_keys=True))
+        self._aliases = aliases
+
+    def drop_collection(self, name: str) -> None:
+        self._own(name)
+        if name in self._aliases.values():
+            raise StoreError(f"collection {name} is still served by an alias")
+        shard = self._shards.pop(name, None)
+        if shard is not None:
+            shard.close()
+        # the manifest goes first: a crash mid-delete leaves a folder that is no collection
+        (self.root / name / MANIFEST).unlink(missing_ok=True)
+        shutil.rmtree(self.root / name, ignore_errors=True)
+
     def create_collection(self, name: str, manifest: CollectionManifest) -> None:
+        self._own(name)
+        if manifest.bm25_source != "client":
+            raise StoreError("the embedded store computes BM25 itself: qdrant.bm25_source must be 'client'")
         folder = self.root / name
         shutil.rmtree(folder, ignore_errors=True)  # a folder without manifest is a crashed create
         config = edge.EdgeConfig(
@@ -71,14 +119,19 @@ class EdgeStore(Store):
         _write_atomically(folder / MANIFEST, manifest.model_dump_json(indent=2))
 
     def manifest(self, name: str) -> CollectionManifest | None:
-        path = self.root / name / MANIFEST
+        path = self.root / self._aliases.get(name, name) / MANIFEST
         if not path.is_file():
             return None
         return CollectionManifest.model_validate(json.loads(path.read_text()))
 
-    def _shard(self, name: str) -> edge.EdgeShard:
+    def _own(self, name: str) -> None:
         if not collection_pattern(self.namespace).match(name):
             raise StoreError(f"collection {name} is not in namespace {self.namespace!r}")
+
+    def _shard(self, name: str) -> edge.EdgeShard:
+        """The shard behind an alias or collection name, opened once."""
+        self._own(name)
+        name = self._aliases.get(name, name)
         if name not in self._shards:
             try:
                 self._shards[name] = edge.EdgeShard.load(str(self.root / name / SHARD))
@@ -89,8 +142,8 @@ class EdgeStore(Store):
     def upsert(self, name: str, points: Sequence[ChunkPoint]) -> None:
         if points:
             self._shard(name).update(edge.UpdateOperation.upsert_points([
-                edge.Point(p.id, {DENSE_VECTOR: list(map(float, p.dense)),
-                                  SPARSE_VECTOR: edge.SparseVector(p.sparse.indices, p.sparse.values)}, p.payload)
+                edge.Point(p.id, {DENSE_VECTOR: list(map(float, p.dense)), SPARSE_VECTOR: _edge_vector(p.sparse)},
+                           p.payload)
                 for p in points
             ]))
 
@@ -105,6 +158,16 @@ class EdgeStore(Store):
                 with_payload=edge.PayloadSelector.Include(fields), with_vector=False))
             for record in records:
                 yield record.payload or {}
+            if offset is None:
+                return
+
+    def scroll_points(self, name: str) -> Iterable[ChunkPoint]:
+        shard, offset = self._shard(name), None
+        while True:
+            records, offset = shard.scroll(edge.ScrollRequest(offset=offset, limit=SCROLL_PAGE, with_payload=True,
+                                                              with_vector=True))
+            for record in records:
+                yield ChunkPoint.of(record)
             if offset is None:
                 return
 
@@ -123,10 +186,14 @@ class EdgeStore(Store):
             limit=limit,
             prefetches=[edge.Prefetch(limit=prefetch_limit, query=edge.Query.Nearest(_edge_vector(dense), using=DENSE_VECTOR)),
                         edge.Prefetch(limit=prefetch_limit, query=edge.Query.Nearest(_edge_vector(sparse), using=SPARSE_VECTOR))],
-            query=edge.Fusion.Rrf(k=QDRANT_RRF_K), with_vector=[DENSE_VECTOR], with_payload=True)
+            query=edge.Fusion.Rrf(k=QDRANT_RRF_K), with_vector=False, with_payload=True)
         return [Hit.of(p) for p in self._shard(name).query(request)]
 
     def count(self, name: str) -> int:
+        other = namespace_of(name)
+        if other is not None and other != self.namespace:  # listing every namespace: lock that one briefly
+            with EdgeStore(self.root, other) as store:
+                return store.count(name)
         return self._shard(name).count(edge.CountRequest(exact=True))
 
     def finish_bulk(self, name: str) -> None:
@@ -144,9 +211,11 @@ class EdgeStore(Store):
             self._lock.close()
 
 
-def _edge_vector(vector: Sequence[float] | SparseVec) -> Any:
+def _edge_vector(vector: Sequence[float] | Sparse) -> Any:
     if isinstance(vector, SparseVec):
         return edge.SparseVector(vector.indices, vector.values)
+    if isinstance(vector, Bm25Document):
+        raise StoreError("this collection's BM25 is computed by a Qdrant server; the embedded store cannot")
     return list(map(float, vector))
 
 

@@ -1,7 +1,9 @@
 """Collections on a Qdrant server through qdrant-client (also runs on its local mode in tests).
 
 The manifest lives in the collection's own ``metadata`` (Qdrant >= 1.16), so it travels
-with the collection in snapshots.
+with the collection in snapshots. Aliases are Qdrant's own; Qdrant moves a set of them
+atomically. New collections get the configured shards and replicas; reads ask the
+configured number of replicas (``read_consistency``).
 """
 
 from __future__ import annotations
@@ -15,18 +17,24 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from ..config import DENSE_VECTOR, SPARSE_VECTOR, QdrantSettings
-from ..embedding import SparseVec
-from ..errors import StoreError
-from .base import QDRANT_RRF_K, ChunkPoint, CollectionManifest, Hit, Store, VectorQuery
+from ..embedding import Bm25Document, SparseVec
+from ..errors import ConfigError, StoreError
+from .base import QDRANT_RRF_K, ChunkPoint, CollectionManifest, Hit, Sparse, Store, VectorQuery
 
 SCROLL_PAGE = 1000
+#: The first server whose ``qdrant/bm25`` takes k, b, avg_len and language.
+SERVER_BM25_SINCE = (1, 15, 3)
+#: Server-side failures worth another try: in a cluster, a write that too few replicas
+#: acknowledged, or a replica moving; the writes are idempotent (same ids, same filters).
+RETRIED_STATUS = {500, 502, 503, 504}
 T = TypeVar("T")
 
 
 def _server_errors(method: Callable[..., T]) -> Callable[..., T]:
-    """Retry calls that did not reach the server, with exponential backoff; then raise one
-    StoreError that names the cause and the server, never the key. HTTP errors (a wrong
-    key, a bad request) are answers, not outages, and are not retried."""
+    """Retry calls that did not reach the server, or that it failed on its side (5xx), with
+    exponential backoff; then raise one StoreError that names the cause and the server,
+    never the key. Other HTTP errors (a wrong key, a bad request) are answers, not outages,
+    and are not retried."""
 
     @wraps(method)
     def wrapper(self: ServerStore, *args: Any, **kwargs: Any) -> T:
@@ -35,28 +43,39 @@ def _server_errors(method: Callable[..., T]) -> Callable[..., T]:
             try:
                 return method(self, *args, **kwargs)
             except UnexpectedResponse as exc:
-                if exc.status_code in (401, 403):
+                detail = exc.content.decode(errors="replace")[:300]
+                if exc.status_code == 401:
                     raise StoreError(f"Qdrant at {self.location} refused the API key or token "
-                                     f"(HTTP {exc.status_code}): check QRAG_QDRANT_API_KEY") from None
-                raise StoreError(f"Qdrant at {self.location} answered HTTP {exc.status_code}: "
-                                 f"{exc.content.decode(errors='replace')[:300]}") from None
+                                     "(HTTP 401): check QRAG_QDRANT_API_KEY") from None
+                if exc.status_code == 403:
+                    raise StoreError(f"Qdrant at {self.location} refused this {method.__name__.replace('_', ' ')}"
+                                     f" (HTTP 403): the key or token does not allow it ({detail})") from None
+                if exc.status_code not in RETRIED_STATUS:
+                    raise StoreError(f"Qdrant at {self.location} answered HTTP {exc.status_code}: {detail}") from None
+                if attempt == self.retries:
+                    raise StoreError(f"Qdrant at {self.location} failed the {method.__name__.replace('_', ' ')} "
+                                     f"after {attempt + 1} attempts: HTTP {exc.status_code}: {detail}") from None
             except (ResponseHandlingException, ConnectionError, TimeoutError) as exc:
                 if attempt == self.retries:
                     raise StoreError(f"cannot reach Qdrant at {self.location} after {attempt + 1} attempts: "
                                      f"{exc}") from None
-                time.sleep(self.backoff * 2**attempt)
-                attempt += 1
+            time.sleep(self.backoff * 2**attempt)
+            attempt += 1
 
     return wrapper
 
 
 class ServerStore(Store):
     models = models
+    concurrent_queries = True
 
-    def __init__(self, client: QdrantClient, location: str, retries: int = 0, backoff: float = 0.5):
+    def __init__(self, client: QdrantClient, location: str, settings: QdrantSettings | None = None):
         self.client = client
         self.location = location
-        self.retries, self.backoff = retries, backoff
+        self.settings = settings or QdrantSettings()
+        self.retries, self.backoff = self.settings.retries, self.settings.backoff
+        consistency = self.settings.read_consistency
+        self._consistency = consistency if isinstance(consistency, int) else models.ReadConsistencyType(consistency)
 
     @classmethod
     def connect(cls, settings: QdrantSettings) -> ServerStore:
@@ -64,7 +83,7 @@ class ServerStore(Store):
         # no version probe: against a hung server it is one more timeout before the real call
         client = QdrantClient(url=settings.url, api_key=api_key, timeout=max(1, round(settings.timeout)),
                               check_compatibility=False)
-        return cls(client, location=str(settings.url), retries=settings.retries, backoff=settings.backoff)
+        return cls(client, location=str(settings.url), settings=settings)
 
     @_server_errors
     def collection_names(self) -> list[str]:
@@ -72,20 +91,60 @@ class ServerStore(Store):
 
     @_server_errors
     def create_collection(self, name: str, manifest: CollectionManifest) -> None:
+        if manifest.bm25_source == "server":
+            self._check_server_bm25()
+        layout = self.settings
         self.client.create_collection(
             name,
             vectors_config={DENSE_VECTOR: models.VectorParams(size=manifest.dim, distance=models.Distance.COSINE)},
             sparse_vectors_config={SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            shard_number=layout.shard_number, replication_factor=layout.replication_factor,
+            write_consistency_factor=layout.write_consistency_factor,
             metadata=manifest.model_dump(),
         )
-        self.client.create_payload_index(name, "source", models.PayloadSchemaType.KEYWORD)
-        self.client.create_payload_index(name, "chunk_index", models.PayloadSchemaType.INTEGER)
+        self.client.create_payload_index(name, "source", models.PayloadSchemaType.KEYWORD, wait=True)
+        self.client.create_payload_index(name, "chunk_index", models.PayloadSchemaType.INTEGER, wait=True)
+
+    def _check_server_bm25(self) -> None:
+        version = self.client.info().version
+        if tuple(int(part) for part in version.split("-")[0].split(".")[:3]) < SERVER_BM25_SINCE:
+            raise ConfigError(f"Qdrant {version} at {self.location} cannot compute BM25 (needs >= 1.15.3); "
+                              "set qdrant.bm25_source = 'client'")
+
+    @_server_errors
+    def drop_collection(self, name: str) -> None:
+        self.client.delete_collection(name)
+
+    @_server_errors
+    def aliases(self) -> dict[str, str] | None:
+        try:
+            return {a.alias_name: a.collection_name for a in self.client.get_aliases().aliases}
+        except UnexpectedResponse as exc:
+            if exc.status_code == 403:  # a collection-scoped token
+                return None
+            raise
+
+    @_server_errors
+    def switch_aliases(self, targets: dict[str, str]) -> None:
+        current = self.aliases() or {}
+        self.client.update_collection_aliases(change_aliases_operations=[
+            *(models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=alias))
+              for alias in targets if alias in current),
+            *(models.CreateAliasOperation(create_alias=models.CreateAlias(alias_name=alias, collection_name=name))
+              for alias, name in targets.items()),
+        ])
 
     @_server_errors
     def manifest(self, name: str) -> CollectionManifest | None:
-        if not self.client.collection_exists(name):
+        try:
+            info = self.client.get_collection(name)  # an alias resolves to its collection
+        except UnexpectedResponse as exc:
+            if exc.status_code == 404:
+                return None
+            raise
+        except ValueError:  # qdrant-client's local mode
             return None
-        metadata = self.client.get_collection(name).config.metadata
+        metadata = info.config.metadata
         if not metadata:
             raise StoreError(f"collection {name} exists but was not made by qrag-qdrant (no manifest)")
         return CollectionManifest.model_validate(metadata)
@@ -95,9 +154,7 @@ class ServerStore(Store):
         if points:
             self.client.upsert(name, wait=True, points=[
                 models.PointStruct(id=p.id, payload=p.payload, vector={
-                    DENSE_VECTOR: list(map(float, p.dense)),
-                    SPARSE_VECTOR: models.SparseVector(indices=p.sparse.indices, values=p.sparse.values),
-                })
+                    DENSE_VECTOR: list(map(float, p.dense)), SPARSE_VECTOR: _client_vector(p.sparse)})
                 for p in points
             ])
 
@@ -111,10 +168,21 @@ class ServerStore(Store):
         payloads: list[dict[str, Any]] = []
         while True:
             records, offset = self.client.scroll(name, scroll_filter=selector, limit=SCROLL_PAGE, offset=offset,
-                                                 with_payload=fields, with_vectors=False)
+                                                 with_payload=fields, with_vectors=False,
+                                                 consistency=self._consistency)
             payloads.extend(record.payload or {} for record in records)
             if offset is None:
                 return payloads
+
+    @_server_errors
+    def scroll_points(self, name: str) -> Iterable[ChunkPoint]:
+        offset, points = None, []
+        while True:
+            records, offset = self.client.scroll(name, limit=SCROLL_PAGE, offset=offset, with_payload=True,
+                                                 with_vectors=True, consistency=self._consistency)
+            points.extend(ChunkPoint.of(record) for record in records)
+            if offset is None:
+                return points
 
     @_server_errors
     def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
@@ -122,14 +190,14 @@ class ServerStore(Store):
             models.QueryRequest(query=_client_vector(q.vector), using=q.vector_name, limit=q.limit,
                                 score_threshold=q.min_score, with_vector=[DENSE_VECTOR], with_payload=True)
             for q in queries
-        ])
+        ], consistency=self._consistency)
         return [[Hit.of(p) for p in response.points] for response in responses]
 
     @_server_errors
-    def hybrid(self, name: str, dense: Sequence[float], sparse: SparseVec, limit: int,
+    def hybrid(self, name: str, dense: Sequence[float], sparse: Sparse, limit: int,
                prefetch_limit: int) -> list[Hit]:
         response = self.client.query_points(
-            name, limit=limit, with_payload=True, with_vectors=[DENSE_VECTOR],
+            name, limit=limit, with_payload=True, with_vectors=False, consistency=self._consistency,
             prefetch=[models.Prefetch(query=_client_vector(dense), using=DENSE_VECTOR, limit=prefetch_limit),
                       models.Prefetch(query=_client_vector(sparse), using=SPARSE_VECTOR, limit=prefetch_limit)],
             query=models.RrfQuery(rrf=models.Rrf(k=QDRANT_RRF_K)))
@@ -143,7 +211,9 @@ class ServerStore(Store):
         self.client.close()
 
 
-def _client_vector(vector: Sequence[float] | SparseVec) -> Any:
+def _client_vector(vector: Sequence[float] | Sparse) -> Any:
     if isinstance(vector, SparseVec):
         return models.SparseVector(indices=vector.indices, values=vector.values)
+    if isinstance(vector, Bm25Document):
+        return models.Document(text=vector.text, model=Bm25Document.MODEL, options=vector.settings.as_dict())
     return list(map(float, vector))

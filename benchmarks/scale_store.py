@@ -1,0 +1,106 @@
+"""Build a namespace of about N chunks per collection from already-ingested real chunks.
+
+    python benchmarks/scale_store.py --source /tmp/ev:eval-squad-dev --source /tmp/ev:eval-scifact \
+        --store /tmp/scale --size 200000 --json-out scale-200k.json
+
+Embedding 200k chunks three times over would take hours at the embedder's ~70 chunks/s, so
+the larger corpora reuse vectors: each collection first takes the real chunks of the sources
+(in the order given), in order, and when they run out it takes them again as copy 1,
+2, ...: the same text and BM25 vector under another ``source`` (``copy<r>/<source>``) and
+point id, with the dense vector jittered by Gaussian noise and renormalised (cosine about
+0.9 to the original). Exact copies would give the dense index N identical points per chunk,
+which is not what a larger corpus looks like to HNSW; the BM25 posting lists grow as they
+would for a larger corpus in the same language.
+
+Writes the namespace ``scale-<N/1000>k`` and prints seconds, points, disk size and the
+peak RSS of this process (the store's write and index build, no embedding).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from qrag_qdrant.config import CollectionSpec, collection_name, load_settings
+from qrag_qdrant.embedding import model_dim
+from qrag_qdrant.store import ChunkPoint, CollectionManifest
+from qrag_qdrant.store.base import point_id
+from qrag_qdrant.store.edge import EdgeStore
+
+BATCH = 1000
+JITTER = 0.5  # noise norm ~0.5 against a unit vector: cosine ~0.9 to the original
+
+
+def source_points(sources: list[tuple[Path, str]], spec: CollectionSpec) -> list[ChunkPoint]:
+    points = []
+    for root, namespace in sources:
+        with EdgeStore(root, namespace) as store:
+            points.extend(store.scroll_points(collection_name(namespace, spec.size, spec.overlap)))
+    return points
+
+
+def scaled(points: list[ChunkPoint], target: int, collection: str, seed: int) -> Iterator[ChunkPoint]:
+    rng = np.random.default_rng(seed)
+    for n in range(target):
+        copy, point = divmod(n, len(points))
+        original = points[point]
+        if copy == 0:
+            source, dense = original.payload["source"], original.dense
+        else:
+            source = f"copy{copy}/{original.payload['source']}"
+            noisy = np.asarray(original.dense) + rng.normal(0, JITTER / np.sqrt(len(original.dense)),
+                                                            len(original.dense))
+            dense = (noisy / np.linalg.norm(noisy)).tolist()
+        payload = {**original.payload, "source": source}
+        yield ChunkPoint(point_id(collection, source, payload["chunk_index"], payload["doc_hash"]), dense,
+                         original.sparse, payload)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--source", action="append", required=True, help="STORE:NAMESPACE of real chunks")
+    parser.add_argument("--store", type=Path, required=True)
+    parser.add_argument("--size", type=int, required=True, help="points per collection")
+    parser.add_argument("--config", type=Path)
+    parser.add_argument("--json-out", type=Path)
+    args = parser.parse_args()
+
+    sources = [(Path(root), namespace) for root, namespace in (s.rsplit(":", 1) for s in args.source)]
+    namespace = f"scale-{args.size // 1000}k"
+    settings = load_settings(args.config, namespace=namespace, store=args.store)
+    model = settings.embedding.model
+    started, result = time.perf_counter(), {"namespace": namespace, "points_per_collection": args.size}
+    with EdgeStore(args.store, namespace) as store:
+        for seed, spec in enumerate(settings.collections):
+            real = source_points(sources, spec)
+            store.open_collection(spec.name, CollectionManifest.expected(namespace, spec, model, model_dim(model)),
+                                  create=True)
+            batch: list[ChunkPoint] = []
+            for point in scaled(real, args.size, spec.name, seed):
+                batch.append(point)
+                if len(batch) == BATCH:
+                    store.upsert(spec.name, batch)
+                    batch = []
+            store.upsert(spec.name, batch)
+            written = time.perf_counter()
+            store.finish_bulk(spec.name)
+            result[spec.name] = {"real_chunks": len(real), "copies": -(-args.size // len(real)) - 1,
+                                 "points": store.count(spec.name),
+                                 "index_build_s": round(time.perf_counter() - written, 1)}
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    result["disk_mb"] = round(sum(f.stat().st_blocks * 512 for spec in settings.collections
+                                  for f in (args.store / spec.name).rglob("*") if f.is_file()) / 2**20)
+    result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    print(json.dumps(result, indent=2))
+    if args.json_out:
+        args.json_out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
