@@ -93,9 +93,10 @@ def main() -> None:
             result[spec.name] = {"real_chunks": len(real), "copies": -(-args.size // len(real)) - 1,
                                  "points": store.count(spec.name),
                                  "index_build_s": round(time.perf_counter() - written, 1)}
+        folders = [args.store / name for name in store.list_collections(namespace).values()]
     result["seconds"] = round(time.perf_counter() - started, 1)
-    result["disk_mb"] = round(sum(f.stat().st_blocks * 512 for spec in settings.collections
-                                  for f in (args.store / spec.name).rglob("*") if f.is_file()) / 2**20)
+    result["disk_mb"] = round(sum(f.stat().st_blocks * 512 for folder in folders
+                                  for f in folder.rglob("*") if f.is_file()) / 2**20)
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     print(json.dumps(result, indent=2))
     if args.json_out:

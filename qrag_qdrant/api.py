@@ -105,7 +105,7 @@ class QuorumRAG:
                 continue
             spec = by_name.get(name)
             infos.append(CollectionInfo(
-                name=name, namespace=manifest.namespace, collection=collection, points=self.store.count(collection),
+                name=name, namespace=manifest.namespace, collection=collection, points=self.store.count_in_any_namespace(collection),
                 model=manifest.model, size=manifest.size, overlap=manifest.overlap,
                 retrievers=[r.name for r in spec.retrievers] if spec else []))
         return infos

@@ -12,7 +12,7 @@ import pytest
 from qrag_qdrant.config import Settings, load_settings
 from qrag_qdrant.embedding import DenseEmbedder
 
-from .backends import qdrant_server_url
+from .backends import BACKENDS, RagOpener, qdrant_server_url
 from .sample_corpus import DOCUMENTS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,3 +66,18 @@ def corpus(tmp_path: Path) -> Path:
 @pytest.fixture
 def repo_config() -> Iterator[Path]:
     yield REPO / "configs" / "default.toml"
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each integration test runs on Edge, on qdrant-client's local mode and, when one is
+    available, on a real server."""
+    return request.param
+
+
+@pytest.fixture
+def open_rag(backend: str, tmp_path: Path, request: pytest.FixtureRequest, embedder: DenseEmbedder) -> Iterator[RagOpener]:
+    """Opens QuorumRAG on the test's store, by namespace; closes everything it opened."""
+    opener = RagOpener(backend, tmp_path, request, embedder)
+    yield opener
+    opener.close()

@@ -4,39 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
 from qrag_qdrant.errors import ModelMismatchError, NothingIngestedError
 from qrag_qdrant.store import VectorQuery
 from qrag_qdrant.store.base import point_id
 
-from .backends import BACKENDS, store_factory, unique_namespace
 from .sample_corpus import DOCUMENTS
 
 BEES_QUESTION = "How does a honeybee forager tell her sisters the direction and distance of flowers?"
 UNANSWERABLE = "What is the capital of Mongolia?"
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request):
-    return request.param
-
-
-@pytest.fixture
-def open_rag(backend, tmp_path, request, embedder):
-    """Opens QuorumRAG on the test's store; closes everything it opened."""
-    factory = store_factory(backend, tmp_path, request)
-    namespace = unique_namespace() if backend == "server" else "default"
-    opened = []
-
-    def make(**overrides):
-        rag = QuorumRAG(load_settings(namespace=namespace, **overrides), store=factory(), embedder=embedder)
-        opened.append(rag)
-        return rag
-
-    yield make
-    for rag in opened:
-        rag.close()
 
 
 def stored(rag, collection):

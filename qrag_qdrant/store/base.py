@@ -15,6 +15,7 @@ Completeness marker: a document's chunk 0 is written after its other chunks (see
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import uuid
 from abc import ABC, abstractmethod
@@ -115,8 +116,24 @@ class Hit:
     def of(cls, point: Any) -> Hit:
         """From a scored point of either engine, queried with its payload and, for
         clustering, its dense vector (empty when not asked for)."""
-        dense = point.vector[DENSE_VECTOR] if point.vector else ()
+        vectors = point.vector  # the binding builds it anew on each access
+        dense = vectors[DENSE_VECTOR] if vectors else ()
         return cls(str(point.id), point.score, np.asarray(dense, dtype=np.float32), point.payload or {})
+
+    @classmethod
+    def all_of(cls, results: Iterable[Iterable[Any]]) -> list[list[Hit]]:
+        """Hits of several searches; a point found by several of them is converted once."""
+        seen: dict[Any, Hit] = {}
+        hits = []
+        for points in results:
+            batch = []
+            for point in points:
+                hit = seen.get(point.id)
+                if hit is None:
+                    hit = seen[point.id] = cls.of(point)
+                batch.append(hit if hit.score == point.score else dataclasses.replace(hit, score=point.score))
+            hits.append(batch)
+        return hits
 
 
 POINT_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/qrag-qdrant/point-id")
@@ -198,6 +215,10 @@ class Store(ABC):
 
     @abstractmethod
     def count(self, name: str) -> int: ...
+
+    def count_in_any_namespace(self, name: str) -> int:
+        """``count`` for a listing of every namespace (the server checks the key)."""
+        return self.count(name)
 
     def finish_bulk(self, name: str) -> None:
         """Called after a bulk write, e.g. to build indexes."""

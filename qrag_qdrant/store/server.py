@@ -191,7 +191,7 @@ class ServerStore(Store):
                                 score_threshold=q.min_score, with_vector=[DENSE_VECTOR], with_payload=True)
             for q in queries
         ], consistency=self._consistency)
-        return [[Hit.of(p) for p in response.points] for response in responses]
+        return Hit.all_of(response.points for response in responses)
 
     @_server_errors
     def hybrid(self, name: str, dense: Sequence[float], sparse: Sparse, limit: int,
