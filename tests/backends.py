@@ -56,7 +56,12 @@ def store_factory(backend: str, tmp_path: Path, request: pytest.FixtureRequest) 
     if backend == "client-local":
         return lambda namespace=None: ServerStore(QdrantClient(path=str(tmp_path / "local-store")), location="local")
     url = request.getfixturevalue("server_url")
-    return lambda namespace=None: ServerStore(QdrantClient(url=url), location=url)
+    return lambda namespace=None: ServerStore(QdrantClient(url=url, api_key=server_api_key()), location=url)
+
+
+def server_api_key() -> str | None:
+    """The test server's admin key, for a server that requires one (deploy/ turns auth on)."""
+    return os.environ.get("QRAG_TEST_QDRANT_API_KEY")
 
 
 def unique_namespace() -> str:

@@ -19,6 +19,7 @@ from qrag_qdrant.store import ChunkPoint
 from qrag_qdrant.store.server import ServerStore
 from qrag_qdrant.tokens import mint_token
 
+from .backends import server_api_key, unique_namespace
 from .cli_helpers import assert_clean_error, run
 
 ADMIN_KEY = "test-admin-key-0123456789abcdef0123456789"
@@ -132,13 +133,35 @@ def test_a_refused_write_is_not_retried_and_names_the_key(flaky_store):
 
 @pytest.mark.server
 def test_collections_get_the_configured_shards_and_reads_ask_a_majority(server_url, corpus, embedder):
-    from .backends import unique_namespace
-
-    settings = load_settings(namespace=unique_namespace(),
-                             qdrant={"url": server_url, "read_consistency": "majority", "shard_number": 2})
+    settings = load_settings(namespace=unique_namespace(), qdrant={
+        "url": server_url, "api_key": server_api_key(), "read_consistency": "majority", "shard_number": 2})
     with QuorumRAG(settings, embedder=embedder) as rag:
         report = rag.ingest(corpus)
         for collection in report.collections.values():
             params = rag.store.client.get_collection(collection).config.params
             assert (params.shard_number, params.replication_factor) == (2, 1)
         assert not rag.retrieve("How do honeybees tell the direction of flowers?").abstained
+
+
+@pytest.mark.server
+def test_a_namespace_token_reads_its_namespace_only_and_writes_nothing_when_read_only(server_url, corpus, embedder):
+    """Needs a server with JWT RBAC on and its admin key in QRAG_TEST_QDRANT_API_KEY."""
+    admin_key = server_api_key()
+    if not admin_key:
+        pytest.skip("QRAG_TEST_QDRANT_API_KEY unset: the test server has no JWT RBAC to check")
+    team_a, team_b = unique_namespace(), unique_namespace()
+    for namespace in (team_a, team_b):
+        with QuorumRAG(load_settings(namespace=namespace, qdrant={"url": server_url, "api_key": admin_key}),
+                       embedder=embedder) as rag:
+            rag.ingest(corpus)
+    aliases = [spec.name for spec in load_settings(namespace=team_a).collections]
+    token = mint_token(admin_key, aliases, read_only=True, ttl_seconds=600).token
+    with QuorumRAG(load_settings(namespace=team_a, qdrant={"url": server_url, "api_key": token}),
+                   embedder=embedder) as rag:
+        assert not rag.retrieve("How do honeybees tell the direction of flowers?").abstained
+        with pytest.raises(StoreError, match="HTTP 403"):
+            rag.store.delete_sources(aliases[0], ["honeybees.txt"])
+        with pytest.raises(StoreError, match="HTTP 403"):
+            rag.store.count(f"{team_b}-c50-o25")
+        with pytest.raises(StoreError, match="listing every namespace"):
+            rag.collections(all_namespaces=True)

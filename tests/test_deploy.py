@@ -1,0 +1,89 @@
+"""deploy/ checked as far as a machine without Docker allows: the compose files parse, every
+file they reference exists, images are pinned, auth and health checks are on, the cluster's
+nodes join the first, and the cluster config loads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from qrag_qdrant.config import load_settings
+
+DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+COMPOSE_FILES = [DEPLOY / "docker-compose.yml", DEPLOY / "cluster" / "docker-compose.yml"]
+
+
+def compose(path: Path) -> dict:
+    return yaml.safe_load(path.read_text())
+
+
+def qdrant_services(path: Path) -> dict[str, dict]:
+    return {name: service for name, service in compose(path)["services"].items()
+            if service["image"].startswith("qdrant/qdrant")}
+
+
+@pytest.mark.parametrize("path", COMPOSE_FILES, ids=lambda p: str(p.relative_to(DEPLOY)))
+def test_compose_file_parses_and_its_qdrant_is_pinned_secured_and_checked(path):
+    services = qdrant_services(path)
+    assert services
+    for name, service in services.items():
+        tag = service["image"].split(":")[1]
+        assert tag.startswith("v1.") and tag >= "v1.16", f"{name}: pin Qdrant >= 1.16 (collection metadata)"
+        assert service["environment"]["QDRANT__SERVICE__JWT_RBAC"] == "true"
+        assert "readyz" in " ".join(service["healthcheck"]["test"])
+        assert any(volume.endswith(":/qdrant/storage") for volume in service["volumes"])
+        assert service["restart"] == "unless-stopped"
+
+
+@pytest.mark.parametrize("path", COMPOSE_FILES, ids=lambda p: str(p.relative_to(DEPLOY)))
+def test_every_file_a_compose_file_references_exists(path):
+    """env files hold real keys and are git-ignored: their committed template must exist."""
+    document = compose(path)
+    for name, service in document["services"].items():
+        env_files = service.get("env_file", [])
+        for env_file in [env_files] if isinstance(env_files, str) else env_files:
+            target = (path.parent / env_file).resolve()
+            template = target.with_name(target.name + ".example")
+            assert template.is_file(), f"{name}: {env_file} has no committed template {template.name}"
+            assert target.name in (target.parent / ".gitignore").read_text().split()
+            keys = dict(line.split("=", 1) for line in template.read_text().splitlines()
+                        if line and not line.startswith("#"))
+            assert {"QDRANT__SERVICE__API_KEY", "QDRANT__SERVICE__READ_ONLY_API_KEY"} <= keys.keys()
+        for volume in service.get("volumes", []):
+            source = volume.split(":")[0]
+            assert source in document["volumes"] or (path.parent / source).exists(), f"{name}: {volume}"
+
+
+def test_the_single_server_has_ollama_with_a_model_volume_and_pull_instructions():
+    services = compose(DEPLOY / "docker-compose.yml")["services"]
+    assert any(volume.endswith(":/root/.ollama") for volume in services["ollama"]["volumes"])
+    assert "ollama pull mistral" in (DEPLOY / "README.md").read_text()
+
+
+def test_the_cluster_has_three_nodes_that_join_the_first():
+    services = qdrant_services(DEPLOY / "cluster" / "docker-compose.yml")
+    assert len(services) == 3
+    commands = {name: service["command"] for name, service in services.items()}
+    uris = {name: command[command.index("--uri") + 1] for name, command in commands.items()}
+    assert len(set(uris.values())) == 3 and all(uri.endswith(":6335") for uri in uris.values())
+    founders = [name for name, command in commands.items() if "--bootstrap" not in command]
+    assert len(founders) == 1
+    for name, command in commands.items():
+        if name != founders[0]:
+            assert command[command.index("--bootstrap") + 1] == uris[founders[0]]
+            assert services[name]["depends_on"][founders[0]]["condition"] == "service_healthy"
+        assert services[name]["environment"]["QDRANT__CLUSTER__ENABLED"] == "true"
+    storages = {v for service in services.values() for v in service["volumes"] if v.endswith(":/qdrant/storage")}
+    assert len(storages) == 3  # each node its own storage
+
+
+def test_the_cluster_config_creates_three_shards_with_two_replicas(monkeypatch):
+    monkeypatch.setenv("QRAG_QDRANT_API_KEY", "from-the-environment")
+    settings = load_settings(DEPLOY / "cluster" / "qrag-cluster.toml")
+    qdrant = settings.qdrant
+    assert (qdrant.shard_number, qdrant.replication_factor, qdrant.read_consistency) == (3, 2, "majority")
+    assert qdrant.write_consistency_factor <= qdrant.replication_factor
+    assert qdrant.api_key.get_secret_value() == "from-the-environment"  # keys never in the file
+    assert settings.retrievers == load_settings().retrievers  # the rest keeps the defaults
