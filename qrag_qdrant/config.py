@@ -94,6 +94,8 @@ class RetrievalSettings(Section):
     cluster_threshold: float = Field(0.85, ge=0.0, le=1.0)
     quorum: PositiveInt = 2
     min_similarity: float = Field(0.2, ge=-1.0, le=1.0, description="cosine floor for dense hits")
+    hnsw_ef: PositiveInt | None = Field(128, description="HNSW search breadth of dense retrievers; None: "
+                                        "the engine's default (benchmarks/hnsw_recall.py)")
     weight_rrf: float = Field(0.7, ge=0.0)
     weight_support: float = Field(0.6, ge=0.0)
     context_clusters: PositiveInt = 5

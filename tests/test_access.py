@@ -165,3 +165,23 @@ def test_a_namespace_token_reads_its_namespace_only_and_writes_nothing_when_read
             rag.store.count(f"{team_b}-c50-o25")
         with pytest.raises(StoreError, match="listing every namespace"):
             rag.collections(all_namespaces=True)
+
+
+def test_the_embedded_store_refuses_server_side_bm25_in_one_line(tmp_path, corpus):
+    result = run("ingest", str(corpus), "--store", str(tmp_path / "s"), env={"QRAG_QDRANT_BM25_SOURCE": "server"})
+    assert_clean_error(result, 1, "qdrant.bm25_source must be 'client'")
+
+
+@pytest.mark.server
+def test_server_side_bm25_is_recorded_and_used_for_the_collections_life(server_url, corpus, embedder):
+    qdrant = {"url": server_url, "api_key": server_api_key()}
+    namespace = unique_namespace()
+    with QuorumRAG(load_settings(namespace=namespace, qdrant={**qdrant, "bm25_source": "server"}),
+                   embedder=embedder) as rag:
+        rag.ingest(corpus)
+        assert {rag.store.manifest(s.name).bm25_source for s in rag.settings.collections} == {"server"}
+    # a later run configured for client BM25 still uses the recorded server source
+    with QuorumRAG(load_settings(namespace=namespace, qdrant=qdrant), embedder=embedder) as rag:
+        evidence = rag.retrieve("waggle dance direction of flowers")
+        assert evidence.clusters[0].passages[0].source == "honeybees.txt"
+        assert "bm25-c50" in evidence.clusters[0].retrievers

@@ -93,8 +93,9 @@ class Coordinator:
         """One search per retriever of a collection; dense hits under ``min_similarity`` are dropped."""
         options = self.settings.retrieval
         limit = top_k or options.top_k
-        return [VectorQuery(r.vector, vectors.dense, limit, options.min_similarity or None) if r.kind == "dense"
-                else VectorQuery(r.vector, vectors.sparse[spec.name], limit) for r in spec.retrievers]
+        return [VectorQuery(r.vector, vectors.dense, limit, options.min_similarity or None, options.hnsw_ef)
+                if r.kind == "dense" else VectorQuery(r.vector, vectors.sparse[spec.name], limit)
+                for r in spec.retrievers]
 
     def search(self, vectors: QueryVectors, top_k: int | None = None) -> list[RankedList]:
         """Every retriever's ranked list: one search round trip per collection. On a server the

@@ -95,12 +95,15 @@ class ChunkPoint:
 @dataclass(frozen=True)
 class VectorQuery:
     """One retriever's search: ``vector_name`` is ``dense`` or ``bm25``; hits scoring
-    below ``min_score`` are not returned."""
+    below ``min_score`` are not returned. ``hnsw_ef`` widens the HNSW search (None: the
+    engine's default, ef_construct); ``exact`` scans every vector instead."""
 
     vector_name: str
     vector: Sequence[float] | Sparse
     limit: int
     min_score: float | None = None
+    hnsw_ef: int | None = None
+    exact: bool = False
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,9 @@ class Hit:
 
     @classmethod
     def all_of(cls, results: Iterable[Iterable[Any]]) -> list[list[Hit]]:
-        """Hits of several searches; a point found by several of them is converted once."""
+        """Hits of several searches; a point found by several of them is converted once.
+        Equal scores are ordered by id: the engines order ties each their own way (BM25 ties
+        are common), and ranks must not depend on the engine."""
         seen: dict[Any, Hit] = {}
         hits = []
         for points in results:
@@ -132,7 +137,7 @@ class Hit:
                 if hit is None:
                     hit = seen[point.id] = cls.of(point)
                 batch.append(hit if hit.score == point.score else dataclasses.replace(hit, score=point.score))
-            hits.append(batch)
+            hits.append(sorted(batch, key=lambda hit: (-hit.score, hit.id)))
         return hits
 
 

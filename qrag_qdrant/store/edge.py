@@ -209,7 +209,9 @@ class EdgeStore(Store):
     def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
         requests = [
             edge.QueryRequest(limit=q.limit, query=edge.Query.Nearest(_edge_vector(q.vector), using=q.vector_name),
-                              score_threshold=q.min_score, with_vector=[DENSE_VECTOR], with_payload=True)
+                              score_threshold=q.min_score, with_vector=[DENSE_VECTOR], with_payload=True,
+                              params=edge.SearchParams(hnsw_ef=q.hnsw_ef, exact=q.exact)
+                              if q.hnsw_ef or q.exact else None)
             for q in queries
         ]
         return Hit.all_of(self._shard(name).query_batch(edge.QueryBatchRequest(requests)))

@@ -188,7 +188,9 @@ class ServerStore(Store):
     def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
         responses = self.client.query_batch_points(name, requests=[
             models.QueryRequest(query=_client_vector(q.vector), using=q.vector_name, limit=q.limit,
-                                score_threshold=q.min_score, with_vector=[DENSE_VECTOR], with_payload=True)
+                                score_threshold=q.min_score, with_vector=[DENSE_VECTOR], with_payload=True,
+                                params=models.SearchParams(hnsw_ef=q.hnsw_ef, exact=q.exact)
+                                if q.hnsw_ef or q.exact else None)
             for q in queries
         ], consistency=self._consistency)
         return Hit.all_of(response.points for response in responses)
