@@ -27,6 +27,8 @@ SERVER_BM25_SINCE = (1, 15, 3)
 #: Server-side failures worth another try: in a cluster, a write that too few replicas
 #: acknowledged, or a replica moving; the writes are idempotent (same ids, same filters).
 RETRIED_STATUS = {500, 502, 503, 504}
+#: What a collection-scoped token may not do (Qdrant wants global access for it).
+ADMIN_ONLY = {"create_collection", "drop_collection", "switch_aliases"}
 T = TypeVar("T")
 
 
@@ -48,8 +50,10 @@ def _server_errors(method: Callable[..., T]) -> Callable[..., T]:
                     raise StoreError(f"Qdrant at {self.location} refused the API key or token "
                                      "(HTTP 401): check QRAG_QDRANT_API_KEY") from None
                 if exc.status_code == 403:
+                    hint = "; a namespace's first ingest and --rebuild need the server's API key" if (
+                        method.__name__ in ADMIN_ONLY) else ""
                     raise StoreError(f"Qdrant at {self.location} refused this {method.__name__.replace('_', ' ')}"
-                                     f" (HTTP 403): the key or token does not allow it ({detail})") from None
+                                     f" (HTTP 403): the key or token does not allow it ({detail}){hint}") from None
                 if exc.status_code not in RETRIED_STATUS:
                     raise StoreError(f"Qdrant at {self.location} answered HTTP {exc.status_code}: {detail}") from None
                 if attempt == self.retries:
