@@ -33,6 +33,15 @@ def test_ingest_summary_then_unchanged_reingest(corpus):
     assert "default-c100-o50 -> default-c100-o50-v1: 23 chunks" in again.stdout and Path(".qrag").is_dir()
 
 
+def test_rebuild_reports_the_switch_and_what_it_dropped(ingested):
+    result = run("ingest", str(ingested), "--rebuild")
+    assert result.exit_code == 0, result.stderr
+    assert "default-c100-o50 -> default-c100-o50-v2: 23 chunks" in result.stdout
+    assert "Dropped 3 collections: default-c50-o25-v1, default-c100-o50-v1, default-c200-o100-v1" in result.stdout
+    report = json.loads(run("ingest", str(ingested), "--json").stdout)
+    assert report["collections"]["default-c50-o25"] == "default-c50-o25-v2" and report["dropped"] == []
+
+
 def test_query_json_is_one_object_with_the_documented_fields(ingested):
     result = run("query", "--no-generate", "--json", QUESTION)
     assert result.exit_code == 0, result.stderr
