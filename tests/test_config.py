@@ -84,6 +84,11 @@ def dense(size, overlap):
     ({"retrieval": {"qourum": 2}}, "retrieval.qourum: unknown key"),
     ({"namespace": "Team A"}, "namespace 'Team A'"),
     ({"namespace": "team-c100-o50"}, "must not end like a collection suffix"),
+    ({"namespace": "team-c100-o50-v2"}, "must not end like a collection suffix"),
+    ({"namespace": "team/a"}, "namespace 'team/a'"),
+    ({"namespace": "a" * 49}, "1-48 lower-case letters"),
+    ({"qdrant": {"read_consistency": "most"}}, "qdrant.read_consistency"),
+    ({"qdrant": {"bm25_source": "cloud"}}, "qdrant.bm25_source"),
 ])
 def test_invalid_config_names_the_field(overrides, message):
     with pytest.raises(ConfigError) as caught:
