@@ -99,6 +99,9 @@ class QuorumRAG:
         by_name = {spec.name: spec for spec in self.settings.collections}
         infos = []
         served = self.store.list_collections(None if all_namespaces else self.settings.namespace)
+        if not all_namespaces:  # a namespace token may not list aliases: ask for each configured one
+            served |= {spec.name: spec.name for spec in self.settings.collections
+                       if spec.name not in served and self.store.manifest(spec.name) is not None}
         for name, collection in served.items():
             manifest = self.store.manifest(collection)
             if manifest is None:  # dropped since it was listed
