@@ -157,11 +157,12 @@ def collection_pattern(namespace: str) -> re.Pattern[str]:
 
 
 VERSIONED = re.compile(r"^(?P<alias>.+-c\d+-o\d+)-v(?P<version>\d+)$")
+OUR_NAME = re.compile(r"^(?P<namespace>.+)-c\d+-o\d+(-v\d+)?$")
 
 
 def namespace_of(name: str) -> str | None:
     """The namespace of an alias or collection name, None for a name qrag-qdrant did not make."""
-    match = re.match(r"^(?P<namespace>.+)-c\d+-o\d+(-v\d+)?$", name)
+    match = OUR_NAME.match(name)
     return match["namespace"] if match else None
 
 
@@ -213,7 +214,7 @@ class Store(ABC):
         """All of a collection's searches in one round trip, results in request order."""
 
     @abstractmethod
-    def hybrid(self, name: str, dense: Sequence[float], sparse: SparseVec, limit: int,
+    def hybrid(self, name: str, dense: Sequence[float], sparse: Sparse, limit: int,
                prefetch_limit: int) -> list[Hit]:
         """Qdrant's own hybrid query: dense and bm25 prefetches fused by Qdrant's RRF (k=2).
         A baseline, so it fetches what a plain hybrid RAG needs: payloads, no vectors."""

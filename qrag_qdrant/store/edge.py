@@ -216,7 +216,7 @@ class EdgeStore(Store):
         ]
         return Hit.all_of(self._shard(name).query_batch(edge.QueryBatchRequest(requests)))
 
-    def hybrid(self, name: str, dense: Sequence[float], sparse: SparseVec, limit: int,
+    def hybrid(self, name: str, dense: Sequence[float], sparse: Sparse, limit: int,
                prefetch_limit: int) -> list[Hit]:
         request = edge.QueryRequest(
             limit=limit,
