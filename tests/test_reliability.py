@@ -74,6 +74,35 @@ def test_sigkill_at_random_points_then_rerun_equals_a_clean_ingest(tmp_path, big
     assert snapshot(store) == clean  # same points, same count, no duplicates, no orphans
 
 
+def test_sigkill_during_a_rebuild_keeps_the_old_index_and_the_next_run_cleans_up(tmp_path, big_corpus, clean,
+                                                                                   embedder):
+    store = tmp_path / "rebuilt"
+    with QuorumRAG(load_settings(store=store), store=EdgeStore(store), embedder=embedder) as rag:
+        rag.ingest(big_corpus)
+    process = subprocess.Popen([*CLI, "ingest", str(big_corpus), "--store", str(store), "--rebuild"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not (store / "default-c200-o100-v2" / "manifest.json").is_file() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(3.0)  # the new collections are being filled
+    process.send_signal(signal.SIGKILL)
+    if process.wait() == 0:
+        pytest.skip("the rebuild finished before the kill arrived")
+
+    aliases = json.loads((store / ".aliases-default.json").read_text())
+    assert sorted(aliases.values()) == sorted(f"{alias}-v1" for alias in clean)
+    assert snapshot(store) == clean  # readers still see the old, complete index
+    half_built = {f"{alias}-v2" for alias in clean}
+    assert half_built <= {p.name for p in store.iterdir()}
+
+    finished = subprocess.run([*CLI, "ingest", str(big_corpus), "--store", str(store), "--json"],
+                              capture_output=True, text=True)
+    assert finished.returncode == 0, finished.stderr
+    assert set(json.loads(finished.stdout)["dropped"]) == half_built
+    assert not half_built & {p.name for p in store.iterdir()}
+    assert snapshot(store) == clean
+
+
 def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path, big_corpus, clean):
     store = tmp_path / "interrupted"
     process = subprocess.Popen([*CLI, "ingest", str(big_corpus), "--store", str(store)],
