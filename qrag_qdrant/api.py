@@ -99,18 +99,17 @@ class QuorumRAG:
         by_name = {spec.name: spec for spec in self.settings.collections}
         infos = []
         served = self.store.list_collections(None if all_namespaces else self.settings.namespace)
-        if not all_namespaces:  # a namespace token may not list aliases: ask for each configured one
-            served |= {spec.name: spec.name for spec in self.settings.collections
-                       if spec.name not in served and self.store.manifest(spec.name) is not None}
+        if not all_namespaces:  # a namespace token may not list aliases: try each configured one too
+            served |= {spec.name: spec.name for spec in self.settings.collections if spec.name not in served}
         for name, collection in served.items():
             manifest = self.store.manifest(collection)
-            if manifest is None:  # dropped since it was listed
+            if manifest is None:  # not there, or dropped since it was listed
                 continue
             spec = by_name.get(name)
             infos.append(CollectionInfo(
-                name=name, namespace=manifest.namespace, collection=collection, points=self.store.count_in_any_namespace(collection),
-                model=manifest.model, size=manifest.size, overlap=manifest.overlap,
-                retrievers=[r.name for r in spec.retrievers] if spec else []))
+                name=name, namespace=manifest.namespace, collection=collection,
+                points=self.store.count_in_any_namespace(collection), model=manifest.model, size=manifest.size,
+                overlap=manifest.overlap, retrievers=[r.name for r in spec.retrievers] if spec else []))
         return infos
 
     def close(self) -> None:

@@ -76,7 +76,8 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def open_rag(backend: str, tmp_path: Path, request: pytest.FixtureRequest, embedder: DenseEmbedder) -> Iterator[RagOpener]:
+def open_rag(backend: str, tmp_path: Path, request: pytest.FixtureRequest,
+             embedder: DenseEmbedder) -> Iterator[RagOpener]:
     """Opens QuorumRAG on the test's store, by namespace; closes everything it opened."""
     opener = RagOpener(backend, tmp_path, request, embedder)
     yield opener

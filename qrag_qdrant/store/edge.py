@@ -170,15 +170,18 @@ class EdgeStore(Store):
         overlapped a write is used but not kept."""
         sources = set(sources)
         with self._versions_lock:
-            generation, known = self._versions_generation, self._versions.setdefault(self._aliases.get(name, name), {})
-            missing = sources - known.keys()
+            generation = self._versions_generation
+            cache = self._versions.setdefault(self._aliases.get(name, name), {})
+            answer = {source: cache[source] for source in sources if source in cache}
+        missing = sources - answer.keys()
         if missing:
             found = super().current_versions(name, missing)
+            looked_up = {source: found.get(source) for source in missing}
+            answer |= looked_up
             with self._versions_lock:
                 if generation == self._versions_generation:
-                    known.update({source: found.get(source) for source in missing})
-            known = {**known, **found}
-        return {source: digest for source in sources if (digest := known.get(source)) is not None}
+                    cache.update(looked_up)
+        return {source: digest for source, digest in answer.items() if digest is not None}
 
     def _forget_versions(self) -> None:
         with self._versions_lock:
