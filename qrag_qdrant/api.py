@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,9 @@ from .coordinator import Coordinator
 from .embedding import DenseEmbedder
 from .errors import GenerationError, StoreError
 from .evidence import Answer, Evidence
-from .generation import OllamaGenerator
+from .generation import GenerationBackend, Judge, open_backend
+from .generation.prompt import fit_passages
+from .generation.verify import check_answer
 from .ingest import IngestProgress, IngestReport, Ingestor
 from .store import Store, open_store
 from .tokens import is_collection_scoped
@@ -44,6 +46,7 @@ class QuorumRAG:
         self.store = store or open_store(settings)
         self._embedder = embedder
         self._coordinator: Coordinator | None = None
+        self._generator: GenerationBackend | None = None
 
     @classmethod
     def from_config(cls, config_file: Path | None = None, **overrides: Any) -> QuorumRAG:
@@ -61,16 +64,24 @@ class QuorumRAG:
         return self._coordinator
 
     def ingest(self, path: str | Path, prune: bool = False, rebuild: bool = False,
-               progress: IngestProgress | None = None) -> IngestReport:
+               progress: IngestProgress | None = None, exclude: Collection[str] = ()) -> IngestReport:
+        """``exclude``: sources (paths relative to ``path``) to leave out, e.g. an eval's held-out documents."""
         return Ingestor(self.settings, self.store, self.embedder).run(Path(path), prune=prune, rebuild=rebuild,
-                                                                      progress=progress)
+                                                                      progress=progress, exclude=exclude)
 
     def retrieve(self, question: str) -> Evidence:
         return self.coordinator.retrieve(question)
 
+    def generator(self) -> GenerationBackend:
+        """The configured backend (generation.backend), opened once."""
+        if self._generator is None:
+            self._generator = open_backend(self.settings)
+        return self._generator
+
     def answer(self, question: str, on_token: Callable[[str], None] | None = None,
                evidence: Evidence | None = None) -> Answer:
-        """Generate from the quorum evidence; abstain without calling the model when there is none.
+        """Generate from the quorum evidence, then check the answer's citations and claims;
+        abstain without calling the model when the evidence is missing or too weak.
 
         A generation failure does not raise: the evidence is returned with ``error`` set, and
         ``complete`` is false when the stream broke after part of the answer arrived.
@@ -81,13 +92,25 @@ class QuorumRAG:
             return result
         parts: list[str] = []
         try:
-            for token in OllamaGenerator(self.settings.ollama).stream(evidence.question, evidence.passages):
+            backend = self.generator()
+            passages, dropped = fit_passages(evidence.question, evidence.passages,
+                                             getattr(backend, "context_tokens", None),
+                                             self.settings.llm.max_tokens)
+            if dropped:
+                result.warnings.append(f"the context was trimmed to fit the model's window: passages "
+                                       f"{', '.join(f'[{p.citation}]' for p in dropped)} were not sent")
+            for token in backend.stream(evidence.question, passages):
                 parts.append(token)
                 if on_token:
                     on_token(token)
         except GenerationError as exc:
             result.error, result.complete = str(exc), False
         result.answer = "".join(parts) if parts else None
+        if result.error is None and not (result.answer or "").strip():
+            result.error, result.answer = "the model returned an empty answer", None
+        if result.error is None:
+            judge = backend if self.settings.generation.judge and isinstance(backend, Judge) else None
+            check_answer(result, passages, judge, self.settings.generation.unsupported)
         return result
 
     def collections(self, all_namespaces: bool = False) -> list[CollectionInfo]:

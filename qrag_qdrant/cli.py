@@ -6,6 +6,7 @@ Every expected failure is one line on stderr and a non-zero exit, never a traceb
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -13,7 +14,7 @@ import os
 import signal
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -27,6 +28,7 @@ from .api import QuorumRAG
 from .config import load_settings
 from .errors import ConfigError, QragError
 from .evidence import Answer, Evidence
+from .ingest import IngestProgress
 from .tokens import mint_token, parse_ttl
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -83,6 +85,11 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+def print_table(table: Table) -> None:
+    """On a terminal, fitted to its width; in a log or a pipe, whole, with nothing wrapped."""
+    (out if out.is_terminal else Console(highlight=False, width=240)).print(table)
+
+
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
@@ -91,6 +98,36 @@ def progress_bar() -> Progress:
     """A transient bar on stderr, so --json output on stdout stays clean."""
     return Progress(TextColumn("{task.description:>16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=err, transient=True)
+
+
+class LineIngestProgress:
+    """Where stderr is no terminal (a log, a pipe): one line per embedded batch, nothing redrawn."""
+
+    def __init__(self) -> None:
+        self.files = self.total_files = self.embedded = 0
+
+    def files_found(self, total: int) -> None:
+        self.total_files = total
+
+    def file_done(self) -> None:
+        self.files += 1
+
+    def chunks_queued(self, count: int) -> None: ...
+
+    def chunks_embedded(self, count: int) -> None:
+        self.embedded += count
+        err.print(f"ingest: {self.embedded} chunks embedded, {self.files} of {self.total_files} files read",
+                  markup=False)
+
+
+@contextlib.contextmanager
+def ingest_progress() -> Iterator[IngestProgress]:
+    """Bars on a terminal, plain lines elsewhere; on stderr, so --json output on stdout stays clean."""
+    if not err.is_terminal:
+        yield LineIngestProgress()
+        return
+    with progress_bar() as bar:
+        yield RichIngestProgress(bar)
 
 
 class RichIngestProgress:
@@ -131,8 +168,8 @@ def ingest(
 ) -> None:
     """Chunk, embed and store every document once per retriever config."""
     with open_rag(config, store, namespace) as rag:
-        with progress_bar() as bar:
-            report = rag.ingest(path, prune=prune, rebuild=rebuild, progress=RichIngestProgress(bar))
+        with ingest_progress() as progress:
+            report = rag.ingest(path, prune=prune, rebuild=rebuild, progress=progress)
     if as_json:
         print_json(dataclasses.asdict(report))
         return
@@ -167,18 +204,36 @@ def query(
         elif as_json or evidence.abstained:
             result = rag.answer(question, evidence=evidence)
         else:
-            result = rag.answer(question, evidence=evidence, on_token=AnswerStream())
-            if result.answer:
+            stream = AnswerStream()
+            result = rag.answer(question, evidence=evidence, on_token=stream)
+            if stream.started:
                 out.print()
             if not result.complete and result.answer:
                 out.print("[yellow](answer incomplete: the stream was cut off)[/yellow]")
+        min_confidence = rag.coordinator.min_confidence(rag.settings.retrieval)
     if as_json:
         print_json(result.model_dump())
     else:
-        print_evidence(result, quorum=rag.settings.retrieval.quorum)
+        print_answer_checks(result)
+        print_evidence(result, rag.settings.retrieval.quorum, min_confidence)
     if result.error:
         err.print(f"error: {result.error}", markup=False)
         raise typer.Exit(2)
+
+
+def print_answer_checks(answer: Answer) -> None:
+    """What the verifier found, under the streamed answer."""
+    if answer.abstain_reason == "model_declined":
+        out.print("No answer: the model found that the passages do not hold the answer.")
+    elif answer.abstain_reason == "unsupported_answer":
+        out.print("No answer: the answer made claims its cited passages do not support (generation.unsupported = "
+                  "'refuse'); the evidence follows.")
+    for claim in answer.claims:
+        if claim.supported is False or claim.invalid_citations:
+            out.print(f"[yellow]unsupported:[/yellow] {claim.text}" + (f" (score {claim.score:.2f})"
+                                                                       if claim.score is not None else ""))
+    for warning in answer.warnings:
+        out.print(f"[yellow]note:[/yellow] {warning}")
 
 
 class AnswerStream:
@@ -195,12 +250,18 @@ class AnswerStream:
         sys.stdout.flush()
 
 
-def print_evidence(evidence: Evidence, quorum: int) -> None:
-    if evidence.abstained:
+def print_evidence(evidence: Evidence, quorum: int, min_confidence: float) -> None:
+    if evidence.abstain_reason == "no_quorum":
         out.print(f"No answer: the retrievers did not agree on any evidence (no cluster reached the quorum "
                   f"of {quorum} of {evidence.retrievers} retrievers).")
         return
-    out.print("[bold]Evidence[/bold]")
+    if evidence.abstain_reason == "low_confidence":
+        out.print(f"No answer: the retrievers agreed on evidence, but it is too weak to answer from "
+                  f"(confidence {evidence.confidence:.2f}, below the gate's {min_confidence:.2f}; "
+                  "retrieval.min_confidence). The documents probably do not hold the answer.")
+        out.print("[bold]Weak evidence[/bold]")
+    else:
+        out.print(f"[bold]Evidence[/bold] (confidence {evidence.confidence:.2f})")
     for cluster in evidence.clusters:
         out.print(f"#{cluster.rank} score {cluster.score:.3f} · support {cluster.support}/{evidence.retrievers} "
                   f"retrievers ({', '.join(cluster.retrievers)})")
@@ -233,7 +294,7 @@ def collections(
     for info in infos:
         table.add_row(info.name, info.collection, str(info.points), info.model, f"{info.size}/{info.overlap}",
                       ", ".join(info.retrievers) or "(not in config)")
-    out.print(table)
+    print_table(table)
     if len(infos) > COLLECTIONS_ADVISED // 2:
         err.print(f"note: Qdrant advises at most about {COLLECTIONS_ADVISED} collections per cluster; "
                   "see docs/design.md for the one-collection-per-config alternative")
@@ -275,7 +336,14 @@ def evaluate(
     systems: Annotated[str | None, typer.Option("--systems", help="comma-separated systems [default: all]")] = None,
     top_k: Annotated[int | None, typer.Option("--top-k", min=1, help="candidates per retriever "
                                                "[default: retrieval.top_k for QA, 100 for relevance]")] = None,
+    hold_out: Annotated[float, typer.Option("--hold-out", help="share of the corpus files NOT ingested: their "
+                                            "questions become out-of-corpus (split by document)")] = 0.0,
+    split_seed: Annotated[int, typer.Option("--split-seed", help="seed of the --hold-out split")] = 0,
+    foreign: Annotated[Path | None, typer.Option("--foreign", help="add another data set's questions as "
+                                                 "out-of-corpus (as many as --sample)")] = None,
     json_out: Annotated[Path | None, typer.Option("--json-out", help="write the metrics as JSON")] = None,
+    rows_out: Annotated[Path | None, typer.Option("--rows-out", help="write each question's gate features and "
+                                                  "label as JSONL, for `qrag-qdrant gate train`")] = None,
     report: Annotated[Path | None, typer.Option("--report", help="write report.md and plots into this folder")] = None,
     config: ConfigOption = None,
     store: StoreOption = None,
@@ -288,23 +356,73 @@ def evaluate(
     if sweep_points and not sweep:
         raise typer.BadParameter(f"unexpected arguments {' '.join(sweep_points)} (did you mean --sweep?)")
     grid = parse_sweep(sweep_points or []) if sweep else []
-    dataset = load_dataset(dataset_dir, sample=sample, seed=seed)
+    dataset = load_dataset(dataset_dir, sample=sample, seed=seed, hold_out=hold_out, split_seed=split_seed,
+                           foreign=foreign)
     namespace = namespace or dataset.namespace
     with open_rag(config, store, namespace) as rag:
-        with progress_bar() as bar:
-            rag.ingest(dataset.corpus, progress=RichIngestProgress(bar))
+        with ingest_progress() as progress:
+            rag.ingest(dataset.corpus, progress=progress, exclude=dataset.held_out)
         evaluation = Evaluation(rag, dataset, systems.split(",") if systems else None, top_k)
         with progress_bar() as bar:
             task = bar.add_task("questions", total=len(dataset.questions))
             result = evaluation.run(grid, advance=lambda: bar.advance(task))
-    out.print(systems_table(result))
+    print_table(systems_table(result))
     if result.sweep:
-        out.print(sweep_table(result))
+        print_table(sweep_table(result))
     if json_out:
         json_out.write_text(json.dumps(result.as_json(), indent=2) + "\n")
+    if rows_out:
+        rows_out.write_text("".join(json.dumps(row) + "\n" for row in result.rows))
     if report:
         path = write_report(result, report, "qrag-qdrant " + " ".join(sys.argv[1:]))
         out.print(f"report: {path}")
+
+
+gate_app = typer.Typer(no_args_is_help=True, help="The evidence gate: fit it to your own corpus.")
+app.add_typer(gate_app, name="gate")
+
+
+@gate_app.command("train")
+@friendly_errors
+def gate_train(
+    rows: Annotated[list[Path], typer.Argument(help="JSONL rows from `qrag-qdrant eval ... --rows-out FILE`")],
+    out_path: Annotated[Path, typer.Option("--out", help="where to write the gate's weights (JSON)")],
+    test_share: Annotated[float, typer.Option("--test-share", min=0.05, max=0.95,
+                                              help="share of articles held out for the report")] = 0.5,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the train/test split by article")] = 0,
+    target_abstain: Annotated[float, typer.Option(
+        "--target-abstain", min=0.0, max=0.5,
+        help="the threshold abstains on at most this share of answerable training questions")] = 0.02,
+    as_json: JsonOption = False,
+) -> None:
+    """Fit a logistic gate per system from eval rows; use it with retrieval.gate_model = FILE."""
+    from .eval.gate_training import CATEGORIES, read_rows, train_gate
+
+    model, report = train_gate(read_rows(rows), test_share, seed, target_abstain, [str(r) for r in rows])
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    model.save(out_path)
+    if as_json:
+        print_json(report)
+        return
+    table = Table(title=f"held-out articles ({len(model.info['trained_on']['test_articles'])}); "
+                        f"threshold chosen on the training articles")
+    for column in ("system", "model", "AUC", "AURC", "threshold", *(f"abstain {c}" for c in CATEGORIES),
+                   "recall", "answered recall"):
+        table.add_column(column, justify="right")
+    for name, models in report.items():
+        if "skipped" in models:
+            out.print(f"{name}: no gate ({models['skipped']})")
+            continue
+        for result in models.values():
+            table.add_row(name, result["model"], _rate(result["auc"]), _rate(result["aurc"]),
+                          f"{result['threshold']:.3f}", *(_rate(result["abstain_rate"][c]) for c in CATEGORIES),
+                          _rate(result["recall"]), _rate(result["answered_recall"]))
+    print_table(table)
+    out.print(f"wrote {out_path}: set retrieval.gate_model = \"{out_path}\" (QRAG_RETRIEVAL_GATE_MODEL) to use it")
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def main() -> None:

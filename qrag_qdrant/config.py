@@ -10,6 +10,7 @@ Environment names: ``QRAG_<FIELD>`` at the top level (``QRAG_STORE``, ``QRAG_NAM
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -101,6 +102,11 @@ class RetrievalSettings(Section):
     context_clusters: PositiveInt = 5
     word_budget: NonNegativeInt = Field(500, description="context words shared by the clusters; 0: whole spans")
     max_question_chars: PositiveInt = 4000
+    min_confidence: float | None = Field(
+        None, ge=0.0, le=1.0, description="the evidence gate: abstain below this confidence that the context "
+        "holds the answer; None: the gate model's own threshold, chosen on its development split; 0: no gate")
+    gate_model: Path | None = Field(None, description="gate weights from `qrag-qdrant gate train`; default: "
+                                    "the shipped model")
 
 
 class EmbeddingSettings(Section):
@@ -115,6 +121,26 @@ class OllamaSettings(Section):
     host: str = "http://localhost:11434"
     model: str = "mistral"
     timeout: PositiveFloat = 120.0
+
+
+class LlmSettings(Section):
+    """The ``embedded`` backend: llama.cpp in-process."""
+
+    gguf: Path | None = Field(None, description="a GGUF model file (QRAG_LLM_GGUF); default: the packaged model")
+    sha256: str | None = Field(None, description="refuse llm.gguf unless its sha256 is this")
+    model: str = Field("qwen2.5-coder-0.5b-instruct-q4_k_m", description="the packaged model used without llm.gguf")
+    # On 2 busy cores, 2 llama.cpp threads contend and can run 50x slower than 1 (docs/benchmarks.md).
+    threads: PositiveInt = 1
+    context: PositiveInt = Field(4096, description="the model's context window in tokens")
+    max_tokens: PositiveInt = Field(256, description="the longest answer, in tokens")
+
+
+class GenerationSettings(Section):
+    backend: str = Field("auto", description="a registered backend (embedded, ollama, or a plug-in's); auto: "
+                         "embedded when a local model is installed or llm.gguf is set, else ollama")
+    unsupported: Literal["mark", "refuse"] = Field(
+        "mark", description="an answer with claims the judge finds unsupported: shown marked, or refused")
+    judge: bool = Field(True, description="check each claim against its cited passages with the model")
 
 
 class QdrantSettings(Section):
@@ -164,6 +190,8 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = RetrievalSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
     ollama: OllamaSettings = OllamaSettings()
+    llm: LlmSettings = LlmSettings()
+    generation: GenerationSettings = GenerationSettings()
     qdrant: QdrantSettings = QdrantSettings()
 
     @classmethod
@@ -217,6 +245,12 @@ class Settings(BaseSettings):
                            retrievers=tuple(specs))
             for (size, overlap), specs in grouped.items()
         )
+
+
+def cache_dir() -> Path:
+    """Where models are laid out once: QRAG_CACHE_DIR, else the user's cache folder."""
+    base = os.environ.get("QRAG_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "qrag-qdrant"
+    return Path(base)
 
 
 def collection_name(namespace: str, size: int, overlap: int) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,8 +89,9 @@ def _inspect(path: Path) -> tuple[str, str | None]:
     return digest.hexdigest(), "empty" if blank else None
 
 
-def open_corpus(path: Path) -> Corpus:
-    """A folder (searched recursively) or a single file; an empty result is an error."""
+def open_corpus(path: Path, exclude: Collection[str] = ()) -> Corpus:
+    """A folder (searched recursively) or a single file; an empty result is an error.
+    ``exclude`` names sources (paths relative to the folder) to leave out."""
     path = Path(path)
     if not path.exists():
         raise CorpusError(f"path does not exist: {path}")
@@ -104,6 +105,7 @@ def open_corpus(path: Path) -> Corpus:
         for folder, _, names in os.walk(root)
         for name in names
         if Path(name).suffix.lower() in SUPPORTED_SUFFIXES
+        and (Path(folder) / name).relative_to(root).as_posix() not in exclude
     )
     if not files:
         raise CorpusError(f"no {' or '.join(SUPPORTED_SUFFIXES)} files under {path}")

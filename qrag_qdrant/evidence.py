@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
+
+AbstainReason = Literal["no_quorum", "low_confidence", "model_declined", "unsupported_answer"]
 
 
 class Passage(BaseModel):
@@ -26,6 +30,11 @@ class EvidenceCluster(BaseModel):
 class Evidence(BaseModel):
     question: str
     abstained: bool
+    abstain_reason: AbstainReason | None = Field(
+        None, description="no_quorum: the retrievers did not agree; low_confidence: they agreed on evidence "
+        "too weak to answer from; model_declined: the model said the passages do not hold the answer; "
+        "unsupported_answer: the judge found claims their passages do not support (generation.unsupported)")
+    confidence: float | None = Field(None, description="the gate's confidence that the context holds the answer")
     retrievers: int = Field(description="retrievers consulted; support is out of this many")
     clusters: list[EvidenceCluster]
     timings_ms: dict[str, float]
@@ -35,7 +44,19 @@ class Evidence(BaseModel):
         return [passage for cluster in self.clusters for passage in cluster.passages]
 
 
+class Claim(BaseModel):
+    """One sentence of the answer, with the passages it cites."""
+
+    text: str
+    citations: list[int]
+    invalid_citations: list[int] = Field(default_factory=list, description="cited, but no such passage was shown")
+    supported: bool | None = Field(None, description="the judge's verdict; None when not judged")
+    score: float | None = Field(None, description="the judge's P(yes) that the cited passages support the claim")
+
+
 class Answer(Evidence):
     answer: str | None = None
     complete: bool = Field(True, description="false when the answer stream was cut off")
     error: str | None = None
+    claims: list[Claim] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list, description="what was changed or found, in one line each")

@@ -20,7 +20,7 @@ at; every run starts by dropping those.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,11 +111,11 @@ class Ingestor:
         return self._embedder
 
     def run(self, path: Path, prune: bool = False, rebuild: bool = False,
-            progress: IngestProgress | None = None) -> IngestReport:
+            progress: IngestProgress | None = None, exclude: Collection[str] = ()) -> IngestReport:
         progress = progress or NoProgress()
         started = time.perf_counter()
         self.version = time.time_ns()  # newer runs' versions of a file win over older ones
-        corpus = open_corpus(path)
+        corpus = open_corpus(path, exclude)
         report = IngestReport(root=str(path), rebuilt=rebuild)
         report.dropped = self.store.drop_unserved(self.settings.namespace)
         progress.files_found(len(corpus.files))

@@ -1,4 +1,4 @@
-from qrag_qdrant.context import Span, agreement_window, build_context, candidate_span, merge_spans, unsent_parts
+from qrag_qdrant.coordinator.context import Span, agreement_window, build_context, candidate_span, merge_spans, unsent_parts
 from qrag_qdrant.coordinator.clustering import Cluster
 from qrag_qdrant.coordinator.ranking import ScoredCluster
 

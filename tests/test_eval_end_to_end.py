@@ -7,6 +7,8 @@ import json
 import pytest
 
 
+from qrag_qdrant.coordinator.gate import QUORUM_FEATURES, GateModel
+
 from .cli_helpers import run
 from .sample_corpus import DOCUMENTS
 
@@ -20,6 +22,18 @@ QA = [
     {"id": "deep-blue", "question": "Which IBM machine defeated Garry Kasparov in 1997?", "answers": ["Deep Blue"]},
     {"id": "mongolia", "question": "What is the capital of Mongolia?", "answers": [], "unanswerable": True},
 ]
+#: two to three questions written on each sample document, for a split by document
+QA_BY_DOC = {
+    "honeybees.txt": [("What dance do honeybee foragers perform?", "waggle dance"),
+                      ("Who decoded the bee dance language?", "Karl von Frisch"),
+                      ("What do varroa mites threaten?", "colony")],
+    "volcanoes.md": [("Which volcano is the largest active one by volume?", "Mauna Loa"),
+                     ("Which towns did Vesuvius bury?", "Pompeii")],
+    "sourdough.txt": [("What leavens sourdough bread?", "starter"),
+                      ("Which bacterium is named after San Francisco?", "Lactobacillus sanfranciscensis")],
+    "chess.txt": [("Which machine defeated Kasparov in 1997?", "Deep Blue")],
+    "lighthouses.txt": [("Who invented the lighthouse lens in 1822?", "Augustin Fresnel")],
+}
 RELEVANCE = [
     {"id": "1", "question": "bees communicate the location of food with a dance", "relevant_docs": ["honeybees.txt"]},
     {"id": "2", "question": "steam and scoring help a loaf rise in the oven", "relevant_docs": ["sourdough.txt"]},
@@ -53,17 +67,22 @@ def test_eval_qa_compares_every_system_on_the_same_questions(tiny_qa, tmp_path):
     assert list(data["systems"]) == ["dense-c50", "dense-c100", "dense-c200", "bm25-c50", "bm25-c100",
                                      "qdrant-hybrid", "rrf-all", "quorum"]
     for metrics in data["systems"].values():
-        assert set(metrics) == {"answer_recall", "mrr", "context_words", "abstain_rate", "p50_ms", "p95_ms"}
+        assert set(metrics) == {"answer_recall", "answered_recall", "mrr", "context_words", "abstain_rate", "aurc",
+                                "risk_coverage", "p50_ms", "p95_ms"}
     quorum, hybrid = data["systems"]["quorum"], data["systems"]["qdrant-hybrid"]
-    assert quorum["answer_recall"] == 1.0 and quorum["mrr"] == 1.0
-    # the off-topic question: the quorum abstains, Qdrant's hybrid query always returns something
-    assert quorum["abstain_rate"] == {"answerable": 0.0, "unanswerable": 1.0}
-    assert hybrid["abstain_rate"]["unanswerable"] == 0.0
+    assert quorum["answer_recall"] == 1.0 and quorum["mrr"] == 1.0 and quorum["answered_recall"] == 1.0
+    # the off-topic question: the quorum abstains; Qdrant's hybrid query returns chunks, which only its
+    # own gate (on its top score and score gap) may withhold
+    assert quorum["abstain_rate"] == {"answerable": 0.0, "unanswerable": 1.0, "out_of_corpus": None}
+    # the four answerable questions come first, the one without evidence last: risks 0, 0, 0, 0, 1/5
+    assert quorum["aurc"] == pytest.approx(0.04) and quorum["risk_coverage"][-1] == [1.0, 0.2]
     assert [(p["quorum"], p["cluster_threshold"]) for p in data["sweep"]] == [(1, 0.85), (2, 0.85)]
     assert data["sweep"][1]["answer_recall"] == quorum["answer_recall"]
     assert sum(row["questions"] for row in data["quorum_support"].values()) == 4
     assert (report / "report.md").is_file() and (report / "recall_by_support.png").stat().st_size > 1000
+    assert (report / "risk_coverage.png").stat().st_size > 1000
     assert "| quorum |" in (report / "report.md").read_text()
+    assert "abstain (ans / unans)" in (report / "report.md").read_text()
     assert "quorum" in result.stdout  # the terminal table
 
     again = run("eval", str(tiny_qa), "--systems", "quorum,bm25-c100", "--json-out", str(out))
@@ -77,8 +96,42 @@ def test_eval_relevance_set(tmp_path):
     result = run("eval", str(dataset), "--json-out", str(out))
     assert result.exit_code == 0, result.stderr
     systems = json.loads(out.read_text())["systems"]
-    assert set(systems["quorum"]) == {"ndcg@10", "recall@100", "context_words", "abstain_rate", "p50_ms", "p95_ms"}
+    assert set(systems["quorum"]) == {"ndcg@10", "recall@100", "context_words", "abstain_rate", "aurc",
+                                      "risk_coverage", "p50_ms", "p95_ms"}
     assert systems["quorum"]["ndcg@10"] == 1.0 and systems["quorum"]["recall@100"] == 1.0
+
+
+def test_held_out_documents_make_out_of_corpus_questions_and_rows_train_a_gate(tmp_path):
+    rows = [{"id": f"{doc}-{n}", "question": question, "answers": [answer], "doc": doc}
+            for doc, qa in QA_BY_DOC.items() for n, (question, answer) in enumerate(qa)]
+    dataset = write_dataset(tmp_path, "tiny-split", rows)
+    out, rows_out = tmp_path / "result.json", tmp_path / "rows.jsonl"
+    result = run("eval", str(dataset), "--hold-out", "0.4", "--split-seed", "3", "--json-out", str(out),
+                 "--rows-out", str(rows_out), "--foreign", str(write_dataset(tmp_path, "tiny-rel", RELEVANCE)))
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(out.read_text())
+    held = data["held_out_docs"]
+    assert len(held) == 2 and data["config"]["namespace"] == "eval-tiny-split-held-2-s3"
+    on_held = sum(len(QA_BY_DOC[doc]) for doc in held)
+    assert data["categories"] == {"answerable": len(rows) - on_held, "unanswerable": 0,
+                                  "out_of_corpus": on_held + len(RELEVANCE)}
+    assert "abstain (ans / ooc)" in result.stdout
+    table = [json.loads(line) for line in rows_out.read_text().splitlines()]
+    assert len(table) == 8 * (len(rows) + len(RELEVANCE))  # every system, every question
+    quorum_rows = [r for r in table if r["system"] == "quorum"]
+    assert all(not r["label"] for r in quorum_rows if r["category"] == "out_of_corpus")
+    assert {r["group"] for r in quorum_rows if not r["id"].startswith("foreign:")} == set(QA_BY_DOC)
+    assert all(set(r["features"]) == set(QUORUM_FEATURES) for r in quorum_rows if r["features"])
+
+    model_path = tmp_path / "gate.json"
+    trained = run("gate", "train", str(rows_out), "--out", str(model_path), "--test-share", "0.4",
+                  "--target-abstain", "0.0")
+    assert trained.exit_code == 0, trained.stderr
+    model = GateModel.load(model_path)
+    assert set(model.systems) >= {"quorum", "qdrant-hybrid", "rrf-all"}
+    assert list(model.systems["quorum"].features) == list(QUORUM_FEATURES)
+    assert model.info["trained_on"]["rows"] == [str(rows_out)]
+    assert "retrieval.gate_model" in trained.stdout
 
 
 @pytest.mark.parametrize(("args", "message"), [

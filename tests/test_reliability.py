@@ -59,13 +59,29 @@ def clean(tmp_path: Path, big_corpus: Path, embedder) -> dict[str, list[tuple]]:
     return snapshot(store)
 
 
+def start_ingest(*args: str) -> subprocess.Popen:
+    """An ingest in another process whose progress lines (stderr is a pipe) can be waited for."""
+    return subprocess.Popen([*CLI, "ingest", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_batches(process: subprocess.Popen, batches: int) -> bool:
+    """Read the ingest's progress until ``batches`` batches were embedded; False if it ended first.
+    The observable event, not a clock: on a busy machine a fixed sleep can end before any write."""
+    seen = 0
+    while seen < batches:
+        line = process.stderr.readline()
+        if not line:
+            return False
+        seen += "chunks embedded" in line
+    return True
+
+
 def test_sigkill_at_random_points_then_rerun_equals_a_clean_ingest(tmp_path, big_corpus, clean):
     store = tmp_path / "killed"
     rng = random.Random(5)
     for _ in range(3):
-        process = subprocess.Popen([*CLI, "ingest", str(big_corpus), "--store", str(store)],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(2.0, 9.0))
+        process = start_ingest(str(big_corpus), "--store", str(store))
+        wait_for_batches(process, rng.randint(1, 3))
         process.send_signal(signal.SIGKILL)
         process.wait()
     finished = subprocess.run([*CLI, "ingest", str(big_corpus), "--store", str(store), "--json"],
@@ -79,12 +95,8 @@ def test_sigkill_during_a_rebuild_keeps_the_old_index_and_the_next_run_cleans_up
     store = tmp_path / "rebuilt"
     with QuorumRAG(load_settings(store=store), store=EdgeStore(store), embedder=embedder) as rag:
         rag.ingest(big_corpus)
-    process = subprocess.Popen([*CLI, "ingest", str(big_corpus), "--store", str(store), "--rebuild"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while not (store / "default-c200-o100-v2" / "manifest.json").is_file() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(3.0)  # the new collections are being filled
+    process = start_ingest(str(big_corpus), "--store", str(store), "--rebuild")
+    wait_for_batches(process, 2)  # the new collections exist and are being filled
     process.send_signal(signal.SIGKILL)
     if process.wait() == 0:
         pytest.skip("the rebuild finished before the kill arrived")
@@ -105,9 +117,9 @@ def test_sigkill_during_a_rebuild_keeps_the_old_index_and_the_next_run_cleans_up
 
 def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path, big_corpus, clean):
     store = tmp_path / "interrupted"
-    process = subprocess.Popen([*CLI, "ingest", str(big_corpus), "--store", str(store)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(7.0)
+    process = start_ingest(str(big_corpus), "--store", str(store))
+    # the first batch's write was handed to the writer before the second batch was embedded
+    wait_for_batches(process, 2)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
     if process.returncode == 0:
@@ -138,9 +150,8 @@ def test_two_namespaces_ingest_into_one_store_at_the_same_time(tmp_path, corpus)
 def test_a_second_process_on_the_same_namespace_fails_fast(tmp_path, corpus):
     store = tmp_path / "held"
     with namespace_held_elsewhere(store, "team-a"):
-        started = time.monotonic()
+        # refused, not waited for: a blocking lock would let this ingest succeed once the holder ends
         blocked = run("ingest", str(corpus), "--store", str(store), "--namespace", "team-a")
-        assert time.monotonic() - started < 10
         assert_clean_error(blocked, 1, "store is in use by another process: namespace 'team-a'")
         query = run("query", "How do bees dance?", "--store", str(store), "--namespace", "team-a")
         assert_clean_error(query, 1, "store is in use by another process")  # never a half-written view
@@ -255,11 +266,9 @@ def test_a_hung_qdrant_times_out_after_bounded_retries():
     url = f"http://127.0.0.1:{server.getsockname()[1]}"
     store = ServerStore(QdrantClient(url=url, timeout=1), location=url,
                         settings=QdrantSettings(retries=2, backoff=0.05))
-    started = time.monotonic()
     with pytest.raises(StoreError, match=r"cannot reach Qdrant at http://127.0.0.1:\d+ after 3 attempts"):
         store.collection_names()
-    assert time.monotonic() - started < 15
-    assert len(accepted) >= 3
+    assert len(accepted) >= 3  # each attempt reached the server and timed out: bounded by count, not a clock
     server.close()
 
 

@@ -1,7 +1,8 @@
 """The coordinator: every retriever searches, RRF fuses, clusters form, the quorum decides.
 
 Stages, each its own module: fusion (RRF), clustering (cosine of stored vectors or
-overlapping spans), quorum (support >= N distinct retrievers), ranking.
+overlapping spans), quorum (support >= N distinct retrievers), ranking, context (numbered
+passages) and the gate (answer, or abstain on evidence too weak to answer from).
 """
 
 from __future__ import annotations
@@ -14,14 +15,17 @@ from dataclasses import dataclass
 from functools import partial
 
 from ..config import CollectionSpec, RetrievalSettings, Settings
-from ..context import build_context
+from .context import build_context
 from ..embedding import Bm25Embedder, DenseEmbedder, model_dim
 from ..errors import NothingIngestedError, QuestionError
 from ..evidence import Evidence
 from ..store import CollectionManifest, Hit, Store, VectorQuery
 from ..store.base import Sparse
+from ..evidence import EvidenceCluster
 from .clustering import greedy_clusters
+from .context import build_context
 from .fusion import RankedList, reciprocal_rank_fusion
+from .gate import GateInput, GateModel, decide, quorum_features
 from .quorum import apply_quorum
 from .ranking import ScoredCluster, rank_clusters
 
@@ -43,6 +47,8 @@ class Coordinator:
         self.store = store
         self._embedder_factory = embedder
         self._collections: list[tuple[CollectionSpec, Bm25Embedder]] | None = None
+        self._points: dict[str, int] = {}
+        self._gate: GateModel | None = None
         self._pool = ThreadPoolExecutor(max_workers=len(settings.collections), thread_name_prefix="qrag-query")
 
     @property
@@ -63,6 +69,7 @@ class Coordinator:
                     missing.append(spec.name)
                 else:
                     collections.append((spec, stored.bm25_embedder()))
+                    self._points[spec.name] = self.store.count(spec.name)
             if missing:
                 raise NothingIngestedError(
                     f"nothing ingested in namespace {self.settings.namespace!r} for "
@@ -129,6 +136,34 @@ class Coordinator:
             return rank_clusters(apply_quorum(clusters, options.quorum), len(self.settings.retrievers),
                                  options.rrf_k, options.weight_rrf, options.weight_support)
 
+    @property
+    def gate(self) -> GateModel:
+        if self._gate is None:
+            self._gate = GateModel.load(self.settings.retrieval.gate_model)
+        return self._gate
+
+    def min_confidence(self, options: RetrievalSettings) -> float:
+        """``retrieval.min_confidence``, or when unset the gate model's own threshold."""
+        if options.min_confidence is not None:
+            return options.min_confidence
+        return self.gate.systems["quorum"].threshold if "quorum" in self.gate.systems else 0.0
+
+    def features(self, vectors: QueryVectors, lists: list[RankedList], ranked: list[ScoredCluster],
+                 context: list[EvidenceCluster], options: RetrievalSettings) -> dict[str, float] | None:
+        """The gate's features of one retrieval; None when nothing reached quorum."""
+        if not ranked:
+            return None
+        return quorum_features(GateInput(
+            vectors.question, vectors.dense, lists, {r.name: r.kind for r in self.settings.retrievers}, ranked,
+            [" ".join(p.text for p in cluster.passages) for cluster in context], len(self.settings.retrievers),
+            options.context_clusters, self._points))
+
+    def confidence(self, vectors: QueryVectors, lists: list[RankedList], ranked: list[ScoredCluster],
+                   context: list[EvidenceCluster], options: RetrievalSettings) -> float:
+        """The gate's confidence that ``context`` holds the answer (0 when nothing reached quorum)."""
+        features = self.features(vectors, lists, ranked, context, options)
+        return 0.0 if features is None else self.gate.confidence("quorum", features) or 0.0
+
     def retrieve(self, question: str) -> Evidence:
         options = self.settings.retrieval
         timings: dict[str, float] = {}
@@ -139,7 +174,11 @@ class Coordinator:
         ranked = self.rank(lists, options, timings)
         with _timed(timings, "context"):
             evidence = build_context(ranked, options.context_clusters, options.word_budget)
-        return Evidence(question=vectors.question, abstained=not evidence, retrievers=len(self.settings.retrievers),
+        with _timed(timings, "gate"):
+            confidence = self.confidence(vectors, lists, ranked, evidence, options)
+        reason = decide(len(ranked), confidence, self.min_confidence(options))
+        return Evidence(question=vectors.question, abstained=reason is not None, abstain_reason=reason,
+                        confidence=round(confidence, 4), retrievers=len(self.settings.retrievers),
                         clusters=evidence, timings_ms=timings)
 
     def close(self) -> None:

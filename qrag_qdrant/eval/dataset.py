@@ -1,12 +1,19 @@
 """Evaluation data sets in the two layouts of ``../shared/data``.
 
-QA: ``questions.jsonl`` with ``question``, ``answers`` and optionally ``unanswerable``.
+QA: ``questions.jsonl`` with ``question``, ``answers`` and optionally ``unanswerable``,
+``out_of_corpus`` and ``doc`` (the corpus file the question was written on).
 Relevance: ``queries.jsonl`` with ``question`` and ``relevant_docs`` (corpus file names).
 Both keep the documents under ``corpus/``.
+
+Out-of-corpus questions come from a split by document (``hold_out``): a share of the corpus
+files is not ingested, and the questions written on them can have no answer in the index.
+Questions of another data set (``foreign``) are a second, easier kind.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import random
 import re
@@ -28,10 +35,24 @@ class EvalQuestion:
     answers: tuple[str, ...] = ()
     unanswerable: bool = False
     relevant_docs: tuple[str, ...] = ()
+    doc: str | None = None
+    #: nothing in the index can answer it: its document was held out, or it is from another data set
+    out_of_corpus: bool = False
 
     @property
     def answerable(self) -> bool:
-        return bool(self.answers) and not self.unanswerable
+        return (bool(self.answers) or bool(self.relevant_docs)) and not self.unanswerable and not self.out_of_corpus
+
+    @property
+    def category(self) -> Literal["answerable", "unanswerable", "out_of_corpus"]:
+        if self.out_of_corpus:
+            return "out_of_corpus"
+        return "answerable" if self.answerable else "unanswerable"
+
+    @property
+    def group(self) -> str:
+        """The article a split keeps whole: its document, or its first relevant one."""
+        return self.doc or (self.relevant_docs[0] if self.relevant_docs else self.id)
 
 
 @dataclass(frozen=True)
@@ -40,6 +61,9 @@ class Dataset:
     root: Path
     kind: Literal["qa", "relevance"]
     questions: list[EvalQuestion]
+    #: corpus files not ingested (``hold_out``)
+    held_out: frozenset[str] = frozenset()
+    split_seed: int = 0
 
     @property
     def corpus(self) -> Path:
@@ -47,15 +71,55 @@ class Dataset:
 
     @property
     def namespace(self) -> str:
-        """The data set's own namespace, e.g. ``eval-squad-dev``."""
-        return "eval-" + re.sub(r"[^a-z0-9]+", "-", self.name.lower()).strip("-")
+        """The data set's own namespace, e.g. ``eval-squad-dev``, or ``eval-squad-dev-held-50-s0``
+        when some of its documents are held out."""
+        name = "eval-" + re.sub(r"[^a-z0-9]+", "-", self.name.lower()).strip("-")
+        return f"{name}-held-{len(self.held_out)}-s{self.split_seed}" if self.held_out else name
 
 
-def load_dataset(root: Path, sample: int | None = None, seed: int = 0) -> Dataset:
-    """Read a data set; ``sample`` questions are drawn with ``random.Random(seed)``."""
+def held_out_docs(docs: list[str], share: float, seed: int, salt: str = "") -> frozenset[str]:
+    """``round(share * len(docs))`` documents, the same ones for the same seed on any machine;
+    another ``salt`` draws a split independent of this one."""
+    ranked = sorted(docs, key=lambda doc: hashlib.sha256(f"{salt}{seed}:{doc}".encode()).hexdigest())
+    return frozenset(ranked[:round(share * len(docs))])
+
+
+def load_dataset(root: Path, sample: int | None = None, seed: int = 0, hold_out: float = 0.0,
+                 split_seed: int = 0, foreign: Path | None = None) -> Dataset:
+    """Read a data set; ``sample`` questions are drawn with ``random.Random(seed)``.
+
+    ``hold_out`` (0-1) of the corpus files are left out of the index, and their questions
+    become out-of-corpus. ``foreign`` adds another data set's questions (as many as
+    ``sample``, or all), out-of-corpus too.
+    """
     root = Path(root)
     if not (root / "corpus").is_dir():
         raise DatasetError(f"{root} has no corpus/ folder")
+    if not 0.0 <= hold_out < 1.0:
+        raise DatasetError(f"--hold-out {hold_out}: use a share of the documents from 0 up to (not including) 1")
+    questions, kind = _read_questions(root)
+    held = frozenset()
+    if hold_out:
+        held = held_out_docs(sorted(p.relative_to(root / "corpus").as_posix()
+                                    for p in (root / "corpus").rglob("*") if p.is_file()), hold_out, split_seed)
+        questions = [dataclasses.replace(q, out_of_corpus=True) if _written_on(q, held) else q for q in questions]
+    if sample is not None and sample < len(questions):
+        questions = random.Random(seed).sample(questions, sample)
+    if foreign is not None:
+        extra, _ = _read_questions(Path(foreign))
+        if sample is not None and sample < len(extra):
+            extra = random.Random(seed).sample(extra, sample)
+        questions += [EvalQuestion(f"foreign:{q.id}", q.question, out_of_corpus=True) for q in extra]
+    return Dataset(root.resolve().name, root, kind, questions, held, split_seed)  # type: ignore[arg-type]
+
+
+def _written_on(question: EvalQuestion, held: frozenset[str]) -> bool:
+    if question.doc is not None:
+        return question.doc in held
+    return bool(question.relevant_docs) and all(doc in held for doc in question.relevant_docs)
+
+
+def _read_questions(root: Path) -> tuple[list[EvalQuestion], str]:
     for file_name, kind in (("questions.jsonl", "qa"), ("queries.jsonl", "relevance")):
         path = root / file_name
         if path.is_file():
@@ -67,9 +131,7 @@ def load_dataset(root: Path, sample: int | None = None, seed: int = 0) -> Datase
         raise DatasetError(f"{root} has neither questions.jsonl (QA) nor queries.jsonl (relevance)")
     if not questions:
         raise DatasetError(f"{path} holds no questions")
-    if sample is not None and sample < len(questions):
-        questions = random.Random(seed).sample(questions, sample)
-    return Dataset(root.resolve().name, root, kind, questions)  # type: ignore[arg-type]
+    return questions, kind
 
 
 def _question(path: Path, number: int, line: str, kind: str) -> EvalQuestion:
@@ -77,7 +139,8 @@ def _question(path: Path, number: int, line: str, kind: str) -> EvalQuestion:
         row = json.loads(line)
         if kind == "qa":
             return EvalQuestion(str(row.get("id", number)), row["question"], tuple(row.get("answers", ())),
-                                bool(row.get("unanswerable", False)))
+                                bool(row.get("unanswerable", False)), doc=row.get("doc"),
+                                out_of_corpus=bool(row.get("out_of_corpus", False)))
         return EvalQuestion(str(row.get("id", number)), row["question"], relevant_docs=tuple(row["relevant_docs"]))
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise DatasetError(f"{path}:{number}: not a {kind} question ({type(exc).__name__}: {exc})") from None

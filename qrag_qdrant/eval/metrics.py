@@ -40,10 +40,15 @@ class SystemAnswer:
     docs: list[str] = field(default_factory=list)
     latency_ms: float = 0.0
     support: int | None = None
+    #: the system's gate: its confidence that the context holds the answer (None: no gate for it)
+    confidence: float | None = None
+    features: dict[str, float] = field(default_factory=dict)
+    #: the gate withheld this context (low confidence); ``units`` keep what retrieval found
+    gated: bool = False
 
     @property
     def abstained(self) -> bool:
-        return not self.units
+        return not self.units or self.gated
 
     @property
     def words(self) -> int:
@@ -57,26 +62,66 @@ def first_answer_rank(answer: SystemAnswer, answers: Sequence[str]) -> int | Non
     return None
 
 
+def is_correct(question: EvalQuestion, answer: SystemAnswer, kind: str) -> bool:
+    """The context (ungated) holds a gold answer (QA) or comes from a relevant document among its
+    first units (relevance). A question nothing in the index answers is never correct."""
+    if not question.answerable:
+        return False
+    if kind == "qa":
+        return first_answer_rank(answer, question.answers) is not None
+    return any(doc in question.relevant_docs for doc in answer.docs[:max(len(answer.units), 1)])
+
+
+def risk_coverage(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer], kind: str,
+                  points: int = 50) -> dict[str, Any]:
+    """Answer the most confident questions first: at each coverage (share answered), the error
+    rate among those answered. ``aurc`` is the area under that curve (lower is better); a
+    system without a gate answers in no particular order, so its curve is flat at its error rate.
+    A question without evidence is answered last."""
+    if not answers:
+        return {"aurc": None, "curve": []}
+    order = sorted(range(len(answers)), key=lambda i: -(answers[i].confidence or 0.0) if answers[i].units else 1.0)
+    if all(a.confidence is None for a in answers):
+        order = list(range(len(answers)))
+    errors = np.cumsum([not is_correct(questions[i], answers[i], kind) for i in order])
+    answered = np.arange(1, len(order) + 1)
+    risk = errors / answered
+    if all(a.confidence is None for a in answers):
+        risk = np.full(len(order), risk[-1])
+    picks = np.unique(np.linspace(0, len(order) - 1, min(points, len(order))).round().astype(int))
+    return {"aurc": float(risk.mean()),
+            "curve": [[round(float(answered[i] / len(order)), 4), round(float(risk[i]), 4)] for i in picks]}
+
+
+def abstain_rates(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer]) -> dict[str, float | None]:
+    """Share abstained (no quorum, or the gate) per kind of question; None where there is none."""
+    return {category: _mean([a.abstained for q, a in zip(questions, answers) if q.category == category])
+            for category in ("answerable", "unanswerable", "out_of_corpus")}
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(values, q)) if len(values) else 0.0
 
 
-def common_metrics(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer]) -> dict[str, Any]:
+def common_metrics(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer], kind: str) -> dict[str, Any]:
     latencies = [a.latency_ms for a in answers]
+    curve = risk_coverage(questions, answers, kind)
     return {"context_words": float(np.mean([a.words for a in answers])),
-            "p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95)}
+            "p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95),
+            "abstain_rate": abstain_rates(questions, answers), "aurc": curve["aurc"],
+            "risk_coverage": curve["curve"]}
 
 
 def qa_metrics(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer]) -> dict[str, Any]:
+    """Recall and MRR are over every answerable question, gate or not (the evidence's quality);
+    ``answered_recall`` is over those the system did not abstain on."""
     answerable = [(q, a) for q, a in zip(questions, answers) if q.answerable]
-    unanswerable = [a for q, a in zip(questions, answers) if not q.answerable]
     ranks = [first_answer_rank(a, q.answers) for q, a in answerable]
     return {
         "answer_recall": _mean([r is not None for r in ranks]),
+        "answered_recall": _mean([r is not None for r, (_, a) in zip(ranks, answerable) if not a.abstained]),
         "mrr": _mean([1.0 / r if r else 0.0 for r in ranks]),
-        **common_metrics(questions, answers),
-        "abstain_rate": {"answerable": _mean([a.abstained for _, a in answerable]),
-                         "unanswerable": _mean([a.abstained for a in unanswerable])},
+        **common_metrics(questions, answers, "qa"),
     }
 
 
@@ -84,12 +129,12 @@ def relevance_metrics(questions: Sequence[EvalQuestion], answers: Sequence[Syste
     import ir_measures
     from ir_measures import R, nDCG
 
-    qrels = {q.id: {doc: 1 for doc in q.relevant_docs} for q in questions}
-    run = {q.id: {doc: 1.0 / rank for rank, doc in enumerate(a.docs, start=1)} for q, a in zip(questions, answers)}
+    judged = [(q, a) for q, a in zip(questions, answers) if q.answerable]
+    qrels = {q.id: {doc: 1 for doc in q.relevant_docs} for q, _ in judged}
+    run = {q.id: {doc: 1.0 / rank for rank, doc in enumerate(a.docs, start=1)} for q, a in judged}
     scores = ir_measures.calc_aggregate([nDCG @ 10, R @ 100], qrels, run)
     return {"ndcg@10": float(scores[nDCG @ 10]), "recall@100": float(scores[R @ 100]),
-            **common_metrics(questions, answers),
-            "abstain_rate": {"answerable": _mean([a.abstained for a in answers]), "unanswerable": None}}
+            **common_metrics(questions, answers, "relevance")}
 
 
 def support_profile(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer],

@@ -10,8 +10,11 @@ from rich.table import Table
 from ..errors import QragError
 from .runner import EvalResult
 
-QA_COLUMNS = ("answer_recall", "mrr", "context_words", "abstain_rate", "p50_ms", "p95_ms")
-RELEVANCE_COLUMNS = ("ndcg@10", "recall@100", "context_words", "abstain_rate", "p50_ms", "p95_ms")
+QA_COLUMNS = ("answer_recall", "answered_recall", "mrr", "context_words", "abstain_rate", "aurc", "p50_ms",
+              "p95_ms")
+RELEVANCE_COLUMNS = ("ndcg@10", "recall@100", "context_words", "abstain_rate", "aurc", "p50_ms", "p95_ms")
+#: abstain_rate's parts, as the tables name them
+ABSTAIN_PARTS = {"answerable": "ans", "unanswerable": "unans", "out_of_corpus": "ooc"}
 
 
 def columns(result: EvalResult) -> tuple[str, ...]:
@@ -22,22 +25,25 @@ def cell(metric: str, value: Any) -> str:
     if value is None:
         return "-"
     if metric == "abstain_rate":
-        return "/".join(cell("rate", v) for v in value.values() if v is not None)
+        return " / ".join(cell("rate", v) for v in value.values() if v is not None)
     if metric.endswith("_ms") or metric == "context_words":
         return f"{value:.1f}"
     return f"{value:.3f}"
 
 
-def header(metric: str, kind: str) -> str:
-    return "abstain (ans/unans)" if metric == "abstain_rate" and kind == "qa" else metric
+def header(metric: str, result: EvalResult) -> str:
+    """``abstain (ans / ooc)``: the abstain rate's parts that this data set has."""
+    if metric != "abstain_rate":
+        return metric
+    present = {q.category for q in result.dataset.questions}
+    return f"abstain ({' / '.join(short for part, short in ABSTAIN_PARTS.items() if part in present)})"
 
 
 def systems_table(result: EvalResult) -> Table:
-    kind = result.dataset.kind
     table = Table(title=f"{result.dataset.name}: {len(result.dataset.questions)} questions")
     table.add_column("system")
     for metric in columns(result):
-        table.add_column(header(metric, kind), justify="right")
+        table.add_column(header(metric, result), justify="right")
     for name, metrics in result.systems.items():
         table.add_row(name, *(cell(m, metrics[m]) for m in columns(result)))
     return table
@@ -47,7 +53,7 @@ def sweep_table(result: EvalResult) -> Table:
     keys = [k for k in result.sweep[0] if k not in columns(result)]
     table = Table(title="quorum sweep")
     for key in (*keys, *columns(result)):
-        table.add_column(header(key, result.dataset.kind), justify="right")
+        table.add_column(header(key, result), justify="right")
     for point in result.sweep:
         table.add_row(*(str(point[k]) for k in keys), *(cell(m, point[m]) for m in columns(result)))
     return table
@@ -85,6 +91,19 @@ def write_report(result: EvalResult, folder: Path, command: str) -> Path:
     plt.close(figure)
 
     figure, axes = plt.subplots(figsize=(6, 4))
+    for name, metrics in result.systems.items():
+        curve = metrics["risk_coverage"]
+        if curve:
+            axes.plot([c for c, _ in curve], [r for _, r in curve], label=f"{name} ({cell('aurc', metrics['aurc'])})")
+    axes.set_xlabel("coverage (share of questions answered, most confident first)")
+    axes.set_ylabel("risk (error rate among those answered)")
+    axes.set_title(f"{result.dataset.name}: risk against coverage (AURC)")
+    axes.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(folder / "risk_coverage.png", dpi=120)
+    plt.close(figure)
+
+    figure, axes = plt.subplots(figsize=(6, 4))
     supports = list(result.support)
     axes.bar(supports, [result.support[s]["top_cluster_right"] or 0.0 for s in supports])
     for index, support in enumerate(supports):
@@ -104,8 +123,13 @@ def write_report(result: EvalResult, folder: Path, command: str) -> Path:
         f"# Evaluation: {result.dataset.name}", "",
         f"{len(result.dataset.questions)} questions ({kind} data set). Command:", "",
         f"```\n{command}\n```", "",
-        markdown_table(["system", *(header(m, kind) for m in cols)], rows), "",
+        markdown_table(["system", *(header(m, result) for m in cols)], rows), "",
         "![recall against context words](recall_vs_context_words.png)", "",
+        "## Abstention: risk against coverage", "",
+        "Each system answers its most confident questions first (quorum: the evidence gate; the others: a "
+        "gate on their own list's top score and score gap). Risk is the error rate among the questions "
+        "answered; AURC is the area under the curve (lower is better).", "",
+        "![risk against coverage](risk_coverage.png)", "",
         "## Quorum support", "",
         markdown_table(["top-cluster support", "questions", "top cluster right", "unanswerable questions"],
                        support_rows), "",
@@ -114,7 +138,7 @@ def write_report(result: EvalResult, folder: Path, command: str) -> Path:
     if result.sweep:
         keys = [k for k in result.sweep[0] if k not in cols]
         parts += ["## Sweep", "", markdown_table(
-            [*keys, *(header(m, kind) for m in cols)],
+            [*keys, *(header(m, result) for m in cols)],
             [[str(p[k]) for k in keys] + [cell(m, p[m]) for m in cols] for p in result.sweep]), ""]
     path = folder / "report.md"
     path.write_text("\n".join(parts))

@@ -10,6 +10,10 @@ Systems, all with the same context budget (``retrieval.context_clusters`` units,
 Latency of every system includes the question's embedding. ``rrf-all`` and ``quorum``
 share one search of all collections, so a sweep over fusion and clustering settings
 reuses it and embeds nothing twice.
+
+Every system has a gate from the same weights file: quorum on its features, the others on
+their own list's top score and score gap (``gate.LIST_FEATURES``), each abstaining below
+its own threshold, so abstention and risk-coverage compare like with like.
 """
 
 from __future__ import annotations
@@ -22,14 +26,15 @@ from typing import Any
 
 from ..api import QuorumRAG
 from ..config import CollectionSpec, RetrievalSettings
-from ..context import build_context
+from ..coordinator.context import build_context
 from ..coordinator import QueryVectors
 from ..coordinator.fusion import Candidate, RankedList, reciprocal_rank_fusion
+from ..coordinator.gate import decide, list_features
 from ..coordinator.ranking import ScoredCluster
 from ..errors import ConfigError
 from ..store import Hit
 from .dataset import Dataset, EvalQuestion
-from .metrics import SystemAnswer, qa_metrics, relevance_metrics, support_profile
+from .metrics import SystemAnswer, is_correct, qa_metrics, relevance_metrics, support_profile
 
 HYBRID = "qdrant-hybrid"
 RRF_ALL = "rrf-all"
@@ -60,9 +65,14 @@ class EvalResult:
     systems: dict[str, dict[str, Any]]
     support: dict[str, dict[str, float]]
     sweep: list[dict[str, Any]] = field(default_factory=list)
+    #: one per question and system: what a gate is trained on (``qrag-qdrant gate train``)
+    rows: list[dict[str, Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
-        return {"dataset": self.dataset.name, "questions": len(self.dataset.questions), "config": self.config,
+        categories = {c: sum(q.category == c for q in self.dataset.questions)
+                      for c in ("answerable", "unanswerable", "out_of_corpus")}
+        return {"dataset": self.dataset.name, "questions": len(self.dataset.questions), "categories": categories,
+                "held_out_docs": sorted(self.dataset.held_out), "config": self.config,
                 "systems": self.systems, "quorum_support": self.support, "sweep": self.sweep}
 
 
@@ -112,6 +122,10 @@ class Evaluation:
         result = EvalResult(self.dataset, self.rag.settings.model_dump(mode="json", exclude={"config_file"}),
                             {name: metrics(questions, per_question) for name, per_question in answers.items()},
                             support)
+        result.rows = [{"id": q.id, "group": q.group, "category": q.category, "system": name,
+                        "label": is_correct(q, a, self.dataset.kind), "confidence": a.confidence,
+                        "features": a.features}
+                       for name, per_question in answers.items() for q, a in zip(questions, per_question)]
         for point in sweep:
             options = self.options.model_copy(update=point)
             point_answers = [self._quorum(search, options) for search in self.searches]
@@ -132,28 +146,40 @@ class Evaluation:
         started = time.perf_counter()
         if name == RRF_ALL:
             candidates = reciprocal_rank_fusion(search.lists, self.options.rrf_k)
-            answer = self._chunks([c.hit for c in candidates])
+            answer = self._chunks(name, [c.hit for c in candidates], [c.rrf for c in candidates])
             return self._timed(answer, search, started, shared_search=True)
         if name == HYBRID:
             spec = self._hybrid_collection()
             hits = self.rag.store.hybrid(spec.name, search.vectors.dense, search.vectors.sparse[spec.name],
                                          limit=max(self.top_k, self.budget), prefetch_limit=self.top_k)
-            return self._timed(self._chunks(hits), search, started)
+            return self._timed(self._chunks(name, hits), search, started)
         spec, query = self._retriever(name, search.vectors)
         hits = self.rag.store.query(spec.name, [query])[0]
-        return self._timed(self._chunks(hits), search, started)
+        return self._timed(self._chunks(name, hits), search, started)
 
     def _quorum(self, search: QuestionSearch, options: RetrievalSettings) -> SystemAnswer:
         started = time.perf_counter()
-        ranked = self.rag.coordinator.rank(search.lists, options)
+        coordinator = self.rag.coordinator
+        ranked = coordinator.rank(search.lists, options)
         clusters = build_context(ranked, options.context_clusters, options.word_budget)
+        features = coordinator.features(search.vectors, search.lists, ranked, clusters, options)
+        confidence = coordinator.gate.confidence(QUORUM, features) if ranked else 0.0
         answer = SystemAnswer(units=[[p.text for p in c.passages] for c in clusters], docs=_cluster_docs(ranked),
-                              support=clusters[0].support if clusters else None)
+                              support=clusters[0].support if clusters else None, confidence=confidence,
+                              features=features or {},
+                              gated=decide(len(ranked), confidence,
+                                           coordinator.min_confidence(options)) == "low_confidence")
         return self._timed(answer, search, started, shared_search=True)
 
-    def _chunks(self, hits: Sequence[Hit]) -> SystemAnswer:
+    def _chunks(self, name: str, hits: Sequence[Hit], scores: Sequence[float] | None = None) -> SystemAnswer:
+        """The top chunks, gated on the list's own scores with the system's own threshold."""
+        features = list_features(list(scores if scores is not None else (h.score for h in hits)))
+        gate = self.rag.coordinator.gate.systems.get(name)
+        confidence = gate.confidence(features) if gate and hits else (0.0 if gate else None)
+        gated = gate is not None and self.options.min_confidence != 0 and confidence < gate.threshold
         return SystemAnswer(units=[[str(h.payload["text"])] for h in hits[: self.budget]],
-                            docs=_unique(str(h.payload["source"]) for h in hits))
+                            docs=_unique(str(h.payload["source"]) for h in hits), confidence=confidence,
+                            features=features, gated=gated)
 
     @staticmethod
     def _timed(answer: SystemAnswer, search: QuestionSearch, started: float,

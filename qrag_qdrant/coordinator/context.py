@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chunking import WORD
-from .coordinator.fusion import Candidate
-from .coordinator.ranking import ScoredCluster
-from .evidence import EvidenceCluster, Passage
+from ..chunking import WORD
+from ..evidence import EvidenceCluster, Passage
+from .fusion import Candidate
+from .ranking import ScoredCluster
 
 
 @dataclass(frozen=True)

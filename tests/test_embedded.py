@@ -1,0 +1,135 @@
+"""The embedded llama.cpp backend, for real with the packaged small model where the
+``local-llm`` extra is installed (CI installs it), and its model-file checks everywhere."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from qrag_qdrant import QuorumRAG
+from qrag_qdrant.config import load_settings
+from qrag_qdrant.errors import GenerationError
+from qrag_qdrant.evidence import Evidence, EvidenceCluster, Passage
+from qrag_qdrant.generation import embedded_available
+from qrag_qdrant.generation.embedded import PACKAGED_MODELS, PackagedModel, check_gguf, packaged_gguf
+from qrag_qdrant.store.edge import EdgeStore
+
+from .cli_helpers import run
+
+QUESTION = "How does a honeybee forager tell her sisters the direction of flowers?"
+needs_model = pytest.mark.skipif(not embedded_available(load_settings()),
+                                 reason="the local-llm extra is not installed: pip install '.[local-llm]'")
+
+
+def fake_parts(tmp_path, monkeypatch, chunks: list[bytes], sha256: str) -> str:
+    """A packaged model made of small part files, so assembly is tested without the real one."""
+    paths = []
+    for number, chunk in enumerate(chunks, start=1):
+        path = tmp_path / f"part{number:02d}.bin"
+        path.write_bytes(chunk)
+        paths.append(path)
+    name = "tiny-test-model"
+    model = PackagedModel("tiny_part", len(chunks), sum(map(len, chunks)), sha256)
+    monkeypatch.setitem(PACKAGED_MODELS, name, model)
+    monkeypatch.setattr(PackagedModel, "part_path", lambda self, number: paths[number - 1])
+    return name
+
+
+def test_packaged_parts_are_assembled_once_and_checked(tmp_path, monkeypatch):
+    import hashlib
+
+    chunks = [b"GGUF" + b"a" * 10, b"b" * 7]
+    name = fake_parts(tmp_path, monkeypatch, chunks, hashlib.sha256(b"".join(chunks)).hexdigest())
+    path = packaged_gguf(name)
+    assert path.read_bytes() == b"".join(chunks) and check_gguf(path) == path
+    assert packaged_gguf(name) == path  # assembled once
+
+
+def test_a_sha_mismatch_is_refused_and_nothing_is_kept(tmp_path, monkeypatch):
+    name = fake_parts(tmp_path, monkeypatch, [b"GGUF" + b"x" * 10], "0" * 64)
+    with pytest.raises(GenerationError, match="not Qwen's .* refusing to use it"):
+        packaged_gguf(name)
+    assert not list((tmp_path.parent / "qrag-cache").glob("**/*tiny-test-model*"))
+
+
+def test_missing_parts_name_the_install(monkeypatch):
+    monkeypatch.setattr(PackagedModel, "part_path", lambda self, number: None)
+    with pytest.raises(GenerationError, match=r"pip install 'qrag-qdrant\[local-llm\]'"):
+        packaged_gguf("qwen2.5-coder-0.5b-instruct-q4_k_m")
+
+
+def test_bad_gguf_files_are_one_line(tmp_path):
+    with pytest.raises(GenerationError, match="GGUF model not found"):
+        check_gguf(tmp_path / "missing.gguf")
+    text = tmp_path / "notes.gguf"
+    text.write_text("hello")
+    with pytest.raises(GenerationError, match="is not a GGUF model file"):
+        check_gguf(text)
+    with pytest.raises(GenerationError, match="does not match its expected sha256"):
+        check_gguf(_gguf_header(tmp_path), sha256="1" * 64)
+
+
+def _gguf_header(tmp_path):
+    path = tmp_path / "header.gguf"
+    path.write_bytes(b"GGUF" + b"\0" * 60)
+    return path
+
+
+@pytest.fixture
+def answering(tmp_path, corpus, embedder):
+    """QuorumRAG over the sample corpus with the embedded backend and its packaged model."""
+    settings = load_settings(store=tmp_path / "store", generation={"backend": "embedded"})
+    with QuorumRAG(settings, store=EdgeStore(settings.store), embedder=embedder) as rag:
+        rag.ingest(corpus)
+        yield rag
+
+
+@needs_model
+def test_streams_a_cited_answer_from_the_evidence(answering):
+    tokens: list[str] = []
+    answer = answering.answer(QUESTION, on_token=tokens.append)
+    assert answer.error is None and answer.complete, answer.error
+    assert len(tokens) > 2 and "".join(tokens) == answer.answer
+    assert "dance" in answer.answer.lower()
+    shown = {p.citation for p in answer.passages}
+    cited = {n for claim in answer.claims for n in claim.citations}
+    assert cited and cited <= shown  # no answer cites a passage that was not shown
+    assert all(claim.score is not None for claim in answer.claims if claim.citations)
+
+
+@needs_model
+def test_the_model_declines_when_the_passages_do_not_hold_the_answer(answering):
+    bees = Passage(citation=1, source="honeybees.txt", start=0, end=100,
+                   text="Honeybees live in colonies of tens of thousands of workers and a single queen.")
+    evidence = Evidence(question="What is the capital of Mongolia?", abstained=False, retrievers=5,
+                        confidence=0.9, timings_ms={},
+                        clusters=[EvidenceCluster(rank=1, score=1.0, support=5, retrievers=["dense-c50"],
+                                                  passages=[bees])])
+    answer = answering.answer(evidence.question, evidence=evidence)
+    assert answer.error is None
+    assert answer.abstained and answer.abstain_reason == "model_declined", answer.answer
+
+
+@needs_model
+def test_a_truncated_model_file_is_one_line(tmp_path, answering):
+    whole = packaged_gguf(load_settings().llm.model)
+    truncated = tmp_path / "truncated.gguf"
+    with whole.open("rb") as source:
+        truncated.write_bytes(source.read(2_000_000))
+    settings = answering.settings.model_copy(update={"llm": answering.settings.llm.model_copy(
+        update={"gguf": truncated})})
+    rag = QuorumRAG(settings, store=answering.store, embedder=answering.embedder())
+    answer = rag.answer(QUESTION)
+    assert answer.answer is None and answer.clusters
+    assert "cannot load" in answer.error and "truncated" in answer.error
+
+
+def test_cli_with_a_missing_gguf_prints_the_evidence_then_one_error(corpus, tmp_path):
+    store = str(tmp_path / "store")
+    assert run("ingest", str(corpus), "--store", store).exit_code == 0
+    result = run("query", QUESTION, "--store", store, "--json",
+                 env={"QRAG_LLM_GGUF": str(tmp_path / "nowhere.gguf"), "QRAG_GENERATION_BACKEND": "embedded"})
+    assert result.exit_code == 2
+    data = json.loads(result.stdout)
+    assert data["clusters"] and data["answer"] is None and "GGUF model not found" in data["error"]
