@@ -257,11 +257,11 @@ def print_evidence(evidence: Evidence, quorum: int, min_confidence: float) -> No
         return
     if evidence.abstain_reason == "low_confidence":
         out.print(f"No answer: the retrievers agreed on evidence, but it is too weak to answer from "
-                  f"(confidence {evidence.confidence:.2f}, below the gate's {min_confidence:.2f}; "
+                  f"(confidence {evidence.confidence:.3f}, below the gate's {min_confidence:.3f}; "
                   "retrieval.min_confidence). The documents probably do not hold the answer.")
         out.print("[bold]Weak evidence[/bold]")
     else:
-        out.print(f"[bold]Evidence[/bold] (confidence {evidence.confidence:.2f})")
+        out.print(f"[bold]Evidence[/bold] (confidence {evidence.confidence:.3f})")
     for cluster in evidence.clusters:
         out.print(f"#{cluster.rank} score {cluster.score:.3f} · support {cluster.support}/{evidence.retrievers} "
                   f"retrievers ({', '.join(cluster.retrievers)})")

@@ -123,7 +123,7 @@ def test_query_json_and_text_say_why_it_abstained(corpus, tmp_path):
     assert data["abstained"] is True and data["abstain_reason"] == "low_confidence"
     assert data["clusters"], "the weak evidence is still shown"
     text = run("query", "--no-generate", weak, "--store", store, env={"QRAG_RETRIEVAL_MIN_CONFIDENCE": "0.999"})
-    assert "too weak to answer from" in text.stdout and "below the gate's 1.00" in text.stdout
+    assert "too weak to answer from" in text.stdout and "below the gate's 0.999" in text.stdout
     assert "Weak evidence" in text.stdout
     unrelated = run("query", "--no-generate", "--json", "zzzz qqqq xxxx", "--store", store)
     assert json.loads(unrelated.stdout)["abstain_reason"] in {"no_quorum", "low_confidence"}

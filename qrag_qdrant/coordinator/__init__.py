@@ -148,21 +148,17 @@ class Coordinator:
             return options.min_confidence
         return self.gate.systems["quorum"].threshold if "quorum" in self.gate.systems else 0.0
 
-    def features(self, vectors: QueryVectors, lists: list[RankedList], ranked: list[ScoredCluster],
-                 context: list[EvidenceCluster], options: RetrievalSettings) -> dict[str, float] | None:
-        """The gate's features of one retrieval; None when nothing reached quorum."""
+    def assess(self, vectors: QueryVectors, lists: list[RankedList], ranked: list[ScoredCluster],
+               context: list[EvidenceCluster], options: RetrievalSettings) -> tuple[dict[str, float] | None, float]:
+        """The gate's features of one retrieval and its confidence that ``context`` holds the answer;
+        no features and confidence 0 when nothing reached quorum."""
         if not ranked:
-            return None
-        return quorum_features(GateInput(
+            return None, 0.0
+        features = quorum_features(GateInput(
             vectors.question, vectors.dense, lists, {r.name: r.kind for r in self.settings.retrievers}, ranked,
             [" ".join(p.text for p in cluster.passages) for cluster in context], len(self.settings.retrievers),
             options.context_clusters, self._points))
-
-    def confidence(self, vectors: QueryVectors, lists: list[RankedList], ranked: list[ScoredCluster],
-                   context: list[EvidenceCluster], options: RetrievalSettings) -> float:
-        """The gate's confidence that ``context`` holds the answer (0 when nothing reached quorum)."""
-        features = self.features(vectors, lists, ranked, context, options)
-        return 0.0 if features is None else self.gate.confidence("quorum", features) or 0.0
+        return features, self.gate.confidence("quorum", features) or 0.0
 
     def retrieve(self, question: str) -> Evidence:
         options = self.settings.retrieval
@@ -175,7 +171,7 @@ class Coordinator:
         with _timed(timings, "context"):
             evidence = build_context(ranked, options.context_clusters, options.word_budget)
         with _timed(timings, "gate"):
-            confidence = self.confidence(vectors, lists, ranked, evidence, options)
+            _, confidence = self.assess(vectors, lists, ranked, evidence, options)
         reason = decide(len(ranked), confidence, self.min_confidence(options))
         return Evidence(question=vectors.question, abstained=reason is not None, abstain_reason=reason,
                         confidence=round(confidence, 4), retrievers=len(self.settings.retrievers),

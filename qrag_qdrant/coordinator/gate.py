@@ -112,7 +112,7 @@ def quorum_features(given: GateInput) -> dict[str, float]:
     top_cosine = max((float(question @ m.vector) for m in first.cluster.members if len(m.vector)), default=0.0) \
         if first else 0.0
 
-    dense = [hits for hits in (lst.hits for lst in given.lists if given.kinds.get(lst.retriever) == "dense")]
+    dense = [lst.hits for lst in given.lists if given.kinds.get(lst.retriever) == "dense"]
     bm25 = [lst for lst in given.lists if given.kinds.get(lst.retriever) == "bm25"]
     query_terms = terms(given.question)
     bm25_top = 0.0

@@ -80,17 +80,16 @@ def risk_coverage(questions: Sequence[EvalQuestion], answers: Sequence[SystemAns
     A question without evidence is answered last."""
     if not answers:
         return {"aurc": None, "curve": []}
-    order = sorted(range(len(answers)), key=lambda i: -(answers[i].confidence or 0.0) if answers[i].units else 1.0)
-    if all(a.confidence is None for a in answers):
-        order = list(range(len(answers)))
+    gated = any(a.confidence is not None for a in answers)
+    # most confident first; without evidence last; sorted() keeps the question order within ties
+    order = sorted(range(len(answers)),
+                   key=lambda i: (not answers[i].units, -(answers[i].confidence or 0.0))) if gated else range(len(answers))
     errors = np.cumsum([not is_correct(questions[i], answers[i], kind) for i in order])
-    answered = np.arange(1, len(order) + 1)
-    risk = errors / answered
-    if all(a.confidence is None for a in answers):
-        risk = np.full(len(order), risk[-1])
-    picks = np.unique(np.linspace(0, len(order) - 1, min(points, len(order))).round().astype(int))
+    answered = np.arange(1, len(answers) + 1)
+    risk = errors / answered if gated else np.full(len(answers), errors[-1] / len(answers))
+    picks = np.unique(np.linspace(0, len(answers) - 1, min(points, len(answers))).round().astype(int))
     return {"aurc": float(risk.mean()),
-            "curve": [[round(float(answered[i] / len(order)), 4), round(float(risk[i]), 4)] for i in picks]}
+            "curve": [[round(float(answered[i] / len(answers)), 4), round(float(risk[i]), 4)] for i in picks]}
 
 
 def abstain_rates(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer]) -> dict[str, float | None]:

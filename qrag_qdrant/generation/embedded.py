@@ -135,6 +135,7 @@ def _server(path: Path, settings: LlmSettings) -> Any:
             params.cpuparams_batch.n_threads = settings.threads
             params.warmup = False
             params.sampling.temp = 0.0
+            params.verbosity = 0  # llama.cpp logs every load and request to stderr; failures raise below
             try:
                 _SERVERS[key] = xllamacpp.Server(params)
             except Exception as exc:  # the binding raises bare errors for a file llama.cpp cannot load
