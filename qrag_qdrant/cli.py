@@ -396,7 +396,8 @@ def gate_train(
     as_json: JsonOption = False,
 ) -> None:
     """Fit a logistic gate per system from eval rows; use it with retrieval.gate_model = FILE."""
-    from .eval.gate_training import CATEGORIES, read_rows, train_gate
+    from .eval.dataset import CATEGORIES
+    from .eval.gate_training import read_rows, train_gate
 
     model, report = train_gate(read_rows(rows), test_share, seed, target_abstain, [str(r) for r in rows])
     out_path.parent.mkdir(parents=True, exist_ok=True)

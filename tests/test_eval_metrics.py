@@ -44,10 +44,25 @@ def test_qa_metrics_exact_values():
     assert metrics["answer_recall"] == pytest.approx(2 / 3)
     assert metrics["mrr"] == pytest.approx((1 / 2 + 1 + 0) / 3)
     assert metrics["context_words"] == pytest.approx((4 + 5 + 0 + 0) / 4)
-    assert metrics["abstain_rate"] == {"answerable": pytest.approx(1 / 3), "unanswerable": 1.0}
+    assert metrics["abstain_rate"] == {"answerable": pytest.approx(1 / 3), "unanswerable": 1.0, "out_of_corpus": None}
+    assert metrics["answered_recall"] == 1.0  # both answered answerable questions hold the answer
+    # no gate: answered in the given order, risk flat at the error rate (2 of 4 wrong)
+    assert metrics["aurc"] == pytest.approx(0.5)
     assert metrics["p50_ms"] == pytest.approx(25.0)
     assert metrics["p95_ms"] == pytest.approx(38.5)
-    assert set(metrics) == {"answer_recall", "mrr", "context_words", "abstain_rate", "p50_ms", "p95_ms"}
+    assert set(metrics) == {"answer_recall", "answered_recall", "mrr", "context_words", "abstain_rate", "aurc",
+                            "risk_coverage", "p50_ms", "p95_ms"}
+
+
+def test_out_of_corpus_and_gated_answers_count_as_abstentions_of_their_kind():
+    questions = [q("1"), q("2"), EvalQuestion("3", "elsewhere?", out_of_corpus=True)]
+    answers = [SystemAnswer([["gold"]], confidence=0.9), SystemAnswer([["gold"]], confidence=0.2, gated=True),
+               SystemAnswer([["something"]], confidence=0.1, gated=True)]
+    metrics = qa_metrics(questions, answers)
+    assert metrics["abstain_rate"] == {"answerable": 0.5, "unanswerable": None, "out_of_corpus": 1.0}
+    assert metrics["answer_recall"] == 1.0  # the evidence held it; the gate withheld one
+    assert metrics["answered_recall"] == 1.0
+    assert metrics["aurc"] == pytest.approx((0 + 0 + 1 / 3) / 3)
 
 
 def test_first_answer_rank_counts_units_not_passages():
@@ -64,7 +79,7 @@ def test_relevance_metrics_with_trec_eval():
     # q1: relevant at rank 2 -> nDCG 1/log2(3); q2: nothing retrieved -> 0
     assert metrics["ndcg@10"] == pytest.approx((1 / 1.584962500721156) / 2)
     assert metrics["recall@100"] == pytest.approx(0.5)
-    assert metrics["abstain_rate"] == {"answerable": 0.5, "unanswerable": None}
+    assert metrics["abstain_rate"] == {"answerable": 0.5, "unanswerable": None, "out_of_corpus": None}
 
 
 def test_support_profile_tells_how_often_the_top_cluster_is_right():

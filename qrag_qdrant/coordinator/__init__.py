@@ -15,13 +15,11 @@ from dataclasses import dataclass
 from functools import partial
 
 from ..config import CollectionSpec, RetrievalSettings, Settings
-from .context import build_context
 from ..embedding import Bm25Embedder, DenseEmbedder, model_dim
 from ..errors import NothingIngestedError, QuestionError
-from ..evidence import Evidence
+from ..evidence import Evidence, EvidenceCluster
 from ..store import CollectionManifest, Hit, Store, VectorQuery
 from ..store.base import Sparse
-from ..evidence import EvidenceCluster
 from .clustering import greedy_clusters
 from .context import build_context
 from .fusion import RankedList, reciprocal_rank_fusion

@@ -24,6 +24,11 @@ from typing import Literal
 from ..errors import QragError
 
 
+#: The kinds of question, as abstain rates and gate rows name them.
+Category = Literal["answerable", "unanswerable", "out_of_corpus"]
+CATEGORIES: tuple[Category, ...] = ("answerable", "unanswerable", "out_of_corpus")
+
+
 class DatasetError(QragError):
     """The evaluation data set is missing or malformed."""
 
@@ -44,7 +49,7 @@ class EvalQuestion:
         return (bool(self.answers) or bool(self.relevant_docs)) and not self.unanswerable and not self.out_of_corpus
 
     @property
-    def category(self) -> Literal["answerable", "unanswerable", "out_of_corpus"]:
+    def category(self) -> Category:
         if self.out_of_corpus:
             return "out_of_corpus"
         return "answerable" if self.answerable else "unanswerable"

@@ -21,9 +21,7 @@ import numpy as np
 
 from ..coordinator.gate import GateModel, LogisticGate
 from ..errors import QragError
-from .dataset import held_out_docs
-
-CATEGORIES = ("answerable", "unanswerable", "out_of_corpus")
+from .dataset import CATEGORIES, held_out_docs
 
 
 def read_rows(paths: Iterable[Path]) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .dataset import EvalQuestion
+from .dataset import CATEGORIES, EvalQuestion
 
 ARTICLES = re.compile(r"\b(a|an|the)\b")
 PUNCTUATION = str.maketrans("", "", string.punctuation)
@@ -95,7 +95,7 @@ def risk_coverage(questions: Sequence[EvalQuestion], answers: Sequence[SystemAns
 def abstain_rates(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer]) -> dict[str, float | None]:
     """Share abstained (no quorum, or the gate) per kind of question; None where there is none."""
     return {category: _mean([a.abstained for q, a in zip(questions, answers) if q.category == category])
-            for category in ("answerable", "unanswerable", "out_of_corpus")}
+            for category in CATEGORIES}
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -8,13 +8,14 @@ from typing import Any
 from rich.table import Table
 
 from ..errors import QragError
+from .dataset import CATEGORIES
 from .runner import EvalResult
 
 QA_COLUMNS = ("answer_recall", "answered_recall", "mrr", "context_words", "abstain_rate", "aurc", "p50_ms",
               "p95_ms")
 RELEVANCE_COLUMNS = ("ndcg@10", "recall@100", "context_words", "abstain_rate", "aurc", "p50_ms", "p95_ms")
-#: abstain_rate's parts, as the tables name them
-ABSTAIN_PARTS = {"answerable": "ans", "unanswerable": "unans", "out_of_corpus": "ooc"}
+#: abstain_rate's parts (the question categories), as the tables name them
+ABSTAIN_PARTS = dict(zip(CATEGORIES, ("ans", "unans", "ooc")))
 
 
 def columns(result: EvalResult) -> tuple[str, ...]:

@@ -26,14 +26,14 @@ from typing import Any
 
 from ..api import QuorumRAG
 from ..config import CollectionSpec, RetrievalSettings
-from ..coordinator.context import build_context
 from ..coordinator import QueryVectors
+from ..coordinator.context import build_context
 from ..coordinator.fusion import Candidate, RankedList, reciprocal_rank_fusion
 from ..coordinator.gate import decide, list_features
 from ..coordinator.ranking import ScoredCluster
 from ..errors import ConfigError
 from ..store import Hit
-from .dataset import Dataset, EvalQuestion
+from .dataset import CATEGORIES, Dataset, EvalQuestion
 from .metrics import SystemAnswer, is_correct, qa_metrics, relevance_metrics, support_profile
 
 HYBRID = "qdrant-hybrid"
@@ -69,8 +69,7 @@ class EvalResult:
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
-        categories = {c: sum(q.category == c for q in self.dataset.questions)
-                      for c in ("answerable", "unanswerable", "out_of_corpus")}
+        categories = {c: sum(q.category == c for q in self.dataset.questions) for c in CATEGORIES}
         return {"dataset": self.dataset.name, "questions": len(self.dataset.questions), "categories": categories,
                 "held_out_docs": sorted(self.dataset.held_out), "config": self.config,
                 "systems": self.systems, "quorum_support": self.support, "sweep": self.sweep}
