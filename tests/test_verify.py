@@ -127,3 +127,12 @@ def test_an_empty_answer_is_one_error_after_the_evidence(tmp_path, corpus, embed
         rag.ingest(corpus)
         answer = rag.answer("How does a honeybee forager tell her sisters the direction of flowers?")
     assert answer.answer is None and answer.error == "the model returned an empty answer" and answer.clusters
+
+
+def test_without_entry_points_the_error_names_the_reinstall(monkeypatch):
+    import qrag_qdrant.generation as generation
+
+    monkeypatch.setattr(generation, "entry_points", lambda group: [])
+    monkeypatch.setattr(generation, "_REGISTRY", {})
+    with pytest.raises(ConfigError, match=r"reinstall qrag-qdrant \(pip install -e \.\)"):
+        open_backend(load_settings())

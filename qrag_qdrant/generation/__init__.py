@@ -65,6 +65,9 @@ def open_backend(settings: Settings) -> GenerationBackend:
     if name == "auto":
         name = "embedded" if embedded_available(settings) else "ollama"
     registry = backends()
+    if not registry:
+        raise ConfigError("no generation backend is registered: reinstall qrag-qdrant (pip install -e .) so that "
+                          f"its entry points ({ENTRY_POINT_GROUP}) are written")
     if name not in registry:
         raise ConfigError(f"generation.backend {name!r} is not registered; known: {', '.join(sorted(registry))}")
     return registry[name](settings)
