@@ -22,6 +22,7 @@ import numpy as np
 from ..coordinator.gate import GateModel, LogisticGate
 from ..errors import QragError
 from .dataset import CATEGORIES, held_out_docs
+from .metrics import risk_curve
 
 
 def read_rows(paths: Iterable[Path]) -> list[dict[str, Any]]:
@@ -65,14 +66,6 @@ def abstain_rates(scores: np.ndarray, rows: SystemRows, threshold: float) -> dic
     abstained = ~rows.gated | (scores < threshold)
     return {c: float(abstained[rows.categories == c].mean()) if (rows.categories == c).any() else None
             for c in CATEGORIES}
-
-
-def aurc(scores: np.ndarray, rows: SystemRows) -> float:
-    """Area under risk against coverage, answering the most confident first (questions without
-    evidence at quorum last): ``eval``'s definition, on these rows."""
-    order = np.lexsort((-scores, ~rows.gated))
-    errors = np.cumsum(~rows.y[order])
-    return float(np.mean(errors / np.arange(1, len(order) + 1)))
 
 
 def pick_threshold(scores: np.ndarray, rows: SystemRows, target_abstain: float) -> float:
@@ -123,8 +116,7 @@ def _cross_validated(rows: SystemRows, model: str, seed: int, folds: int = 5) ->
     scores = np.zeros(len(rows.y))
     splits = min(folds, len(set(rows.groups[rows.gated])))
     for train, test in GroupKFold(n_splits=splits).split(rows.x, rows.y, rows.groups):
-        part = rows.take(np.isin(np.arange(len(rows.y)), train))
-        scores[test] = _scores(_fit(part, model, seed), rows.take(np.isin(np.arange(len(rows.y)), test)))
+        scores[test] = _scores(_fit(rows.take(train), model, seed), rows.take(test))
     return scores
 
 
@@ -141,7 +133,7 @@ def evaluate_model(train: SystemRows, test: SystemRows, model: str, seed: int,
     return pipeline, threshold, {
         "model": model, "threshold": round(threshold, 4),
         "auc": round(float(roc_auc_score(test.y, scores)), 4) if both else None,
-        "aurc": round(aurc(scores, test), 4),
+        "aurc": round(float(risk_curve(test.y, scores, test.gated).mean()), 4),
         "abstain_rate": abstain_rates(scores, test, threshold),
         "answered_recall": float(test.y[answered].mean()) if answered.any() else None,
         "recall": float(test.y[test.categories == "answerable"].mean())

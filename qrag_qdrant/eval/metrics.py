@@ -72,24 +72,28 @@ def is_correct(question: EvalQuestion, answer: SystemAnswer, kind: str) -> bool:
     return any(doc in question.relevant_docs for doc in answer.docs[:max(len(answer.units), 1)])
 
 
+def risk_curve(correct: np.ndarray, confidence: np.ndarray, evidence: np.ndarray) -> np.ndarray:
+    """The error rate among the answered at each coverage, answering the most confident first and
+    the questions without evidence last (ties keep their order). Its mean is the AURC."""
+    order = np.lexsort((-confidence, ~evidence))
+    return np.cumsum(~correct[order]) / np.arange(1, len(order) + 1)
+
+
 def risk_coverage(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer], kind: str,
                   points: int = 50) -> dict[str, Any]:
-    """Answer the most confident questions first: at each coverage (share answered), the error
-    rate among those answered. ``aurc`` is the area under that curve (lower is better); a
-    system without a gate answers in no particular order, so its curve is flat at its error rate.
-    A question without evidence is answered last."""
+    """Risk against coverage (``risk_curve``) and its area ``aurc`` (lower is better); a system
+    without a gate answers in no particular order, so its curve is flat at its error rate."""
     if not answers:
         return {"aurc": None, "curve": []}
-    gated = any(a.confidence is not None for a in answers)
-    # most confident first; without evidence last; sorted() keeps the question order within ties
-    order = sorted(range(len(answers)),
-                   key=lambda i: (not answers[i].units, -(answers[i].confidence or 0.0))) if gated else range(len(answers))
-    errors = np.cumsum([not is_correct(questions[i], answers[i], kind) for i in order])
-    answered = np.arange(1, len(answers) + 1)
-    risk = errors / answered if gated else np.full(len(answers), errors[-1] / len(answers))
+    correct = np.array([is_correct(q, a, kind) for q, a in zip(questions, answers)])
+    if any(a.confidence is not None for a in answers):
+        risk = risk_curve(correct, np.array([a.confidence or 0.0 for a in answers]),
+                          np.array([bool(a.units) for a in answers]))
+    else:
+        risk = np.full(len(answers), 1.0 - correct.mean())
     picks = np.unique(np.linspace(0, len(answers) - 1, min(points, len(answers))).round().astype(int))
     return {"aurc": float(risk.mean()),
-            "curve": [[round(float(answered[i] / len(answers)), 4), round(float(risk[i]), 4)] for i in picks]}
+            "curve": [[round(float((i + 1) / len(answers)), 4), round(float(risk[i]), 4)] for i in picks]}
 
 
 def abstain_rates(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer]) -> dict[str, float | None]:
