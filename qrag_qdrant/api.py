@@ -11,11 +11,10 @@ from pydantic import BaseModel
 from .config import Settings, load_settings
 from .coordinator import Coordinator
 from .embedding import DenseEmbedder
-from .errors import GenerationError, StoreError
+from .errors import StoreError
 from .evidence import Answer, Evidence
-from .generation import GenerationBackend, Judge, open_backend
-from .generation.prompt import fit_passages
-from .generation.verify import check_answer
+from .generation import GenerationBackend, open_backend
+from .generation.answer import generate_answer
 from .ingest import IngestProgress, IngestReport, Ingestor
 from .store import Store, open_store
 from .tokens import is_collection_scoped
@@ -90,27 +89,7 @@ class QuorumRAG:
         result = Answer(**evidence.model_dump())
         if evidence.abstained:
             return result
-        parts: list[str] = []
-        try:
-            backend = self.generator()
-            passages, dropped = fit_passages(evidence.question, evidence.passages,
-                                             getattr(backend, "context_tokens", None),
-                                             self.settings.llm.max_tokens)
-            if dropped:
-                result.warnings.append(f"the context was trimmed to fit the model's window: passages "
-                                       f"{', '.join(f'[{p.citation}]' for p in dropped)} were not sent")
-            for token in backend.stream(evidence.question, passages):
-                parts.append(token)
-                if on_token:
-                    on_token(token)
-        except GenerationError as exc:
-            result.error, result.complete = str(exc), False
-        result.answer = "".join(parts) if parts else None
-        if result.error is None and not (result.answer or "").strip():
-            result.error, result.answer = "the model returned an empty answer", None
-        if result.error is None:
-            judge = backend if self.settings.generation.judge and isinstance(backend, Judge) else None
-            check_answer(result, passages, judge, self.settings.generation.unsupported)
+        generate_answer(result, evidence.passages, self.generator, self.settings, on_token)
         return result
 
     def collections(self, all_namespaces: bool = False) -> list[CollectionInfo]:

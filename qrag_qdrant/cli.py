@@ -341,6 +341,11 @@ def evaluate(
     split_seed: Annotated[int, typer.Option("--split-seed", help="seed of the --hold-out split")] = 0,
     foreign: Annotated[Path | None, typer.Option("--foreign", help="add another data set's questions as "
                                                  "out-of-corpus (as many as --sample)")] = None,
+    generate: Annotated[int | None, typer.Option(
+        "--generate", min=1, help="also answer this many of the questions with the model (generation.backend), "
+        "from quorum's and qdrant-hybrid's context (or the --systems given), and score the answers")] = None,
+    answers_out: Annotated[Path | None, typer.Option("--answers-out", help="with --generate: write each answer "
+                                                     "as a JSON line as soon as it is scored")] = None,
     json_out: Annotated[Path | None, typer.Option("--json-out", help="write the metrics as JSON")] = None,
     rows_out: Annotated[Path | None, typer.Option("--rows-out", help="write each question's gate features and "
                                                   "label as JSONL, for `qrag-qdrant gate train`")] = None,
@@ -351,7 +356,7 @@ def evaluate(
 ) -> None:
     """Run every system on the same questions of a public data set and compare them."""
     from .eval import Evaluation, load_dataset, parse_sweep
-    from .eval.report import systems_table, sweep_table, write_report
+    from .eval.report import answers_table, systems_table, sweep_table, write_report
 
     if sweep_points and not sweep:
         raise typer.BadParameter(f"unexpected arguments {' '.join(sweep_points)} (did you mean --sweep?)")
@@ -366,7 +371,12 @@ def evaluate(
         with progress_bar() as bar:
             task = bar.add_task("questions", total=len(dataset.questions))
             result = evaluation.run(grid, advance=lambda: bar.advance(task))
+        if generate:
+            result.generation = answer_questions(rag, result, generate, seed, evaluation.systems if systems else None,
+                                                 answers_out)
     print_table(systems_table(result))
+    if result.generation:
+        print_table(answers_table(result.generation))
     if result.sweep:
         print_table(sweep_table(result))
     if json_out:
@@ -376,6 +386,29 @@ def evaluate(
     if report:
         path = write_report(result, report, "qrag-qdrant " + " ".join(sys.argv[1:]))
         out.print(f"report: {path}")
+
+
+def answer_questions(rag: QuorumRAG, result: Any, count: int, seed: int, systems: list[str] | None,
+                     answers_out: Path | None) -> dict[str, Any]:
+    """``eval --generate``: answers for ``count`` of the evaluated questions, drawn with ``seed``."""
+    from .eval.answering import AnswerEvaluation, draw
+    from .eval.runner import HYBRID, QUORUM
+
+    names = systems or [name for name in (QUORUM, HYBRID) if name in result.contexts]
+    picked = draw(len(result.dataset.questions), count, seed)
+    questions = [result.dataset.questions[i] for i in picked]
+    contexts = {name: [result.contexts[name][i] for i in picked] for name in names}
+    with progress_bar() as bar, contextlib.ExitStack() as stack:
+        task = bar.add_task("answers", total=len(questions))
+        sink = stack.enter_context(answers_out.open("w")) if answers_out else None
+
+        def keep(answer: Any) -> None:
+            if sink:
+                sink.write(json.dumps(dataclasses.asdict(answer)) + "\n")
+                sink.flush()
+
+        return AnswerEvaluation(rag.settings, rag.generator, names).run(
+            questions, contexts, advance=lambda: bar.advance(task), on_answer=keep)
 
 
 gate_app = typer.Typer(no_args_is_help=True, help="The evidence gate: fit it to your own corpus.")

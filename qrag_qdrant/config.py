@@ -128,7 +128,8 @@ class LlmSettings(Section):
 
     gguf: Path | None = Field(None, description="a GGUF model file (QRAG_LLM_GGUF); default: the packaged model")
     sha256: str | None = Field(None, description="refuse llm.gguf unless its sha256 is this")
-    model: str = Field("qwen2.5-coder-0.5b-instruct-q4_k_m", description="the packaged model used without llm.gguf")
+    model: str | None = Field(None, description="the packaged model used without llm.gguf; default: the best "
+                              "one installed (1.5B from local-llm, else 0.5B from local-llm-small)")
     # On 2 busy cores, 2 llama.cpp threads contend and can run 50x slower than 1 (docs/benchmarks.md).
     threads: PositiveInt = 1
     context: PositiveInt = Field(4096, description="the model's context window in tokens")
@@ -137,7 +138,8 @@ class LlmSettings(Section):
 
 class GenerationSettings(Section):
     backend: str = Field("auto", description="a registered backend (embedded, ollama, or a plug-in's); auto: "
-                         "embedded when a local model is installed or llm.gguf is set, else ollama")
+                         "ollama when ollama.host is set, else embedded when a local model is installed or "
+                         "llm.gguf is set, else ollama")
     unsupported: Literal["mark", "refuse"] = Field(
         "mark", description="an answer with claims the judge finds unsupported: shown marked, or refused")
     judge: bool = Field(True, description="check each claim against its cited passages with the model")

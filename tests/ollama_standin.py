@@ -54,7 +54,8 @@ def ollama_standin(model: str = "mistral", tokens: list[str] | None = None,
                 self._chunk({"model": state.model, "message": {"role": "assistant", "content": token},
                              "done": False})
             self._chunk({"model": state.model, "message": {"role": "assistant", "content": ""}, "done": True,
-                         "done_reason": "stop"})
+                         "done_reason": "stop", "prompt_eval_count": len(json.dumps(body["messages"])) // 4,
+                         "eval_count": len(state.tokens), "eval_duration": 2_000_000 * len(state.tokens)})
             self.wfile.write(b"0\r\n\r\n")
 
         def _chunk(self, message: dict[str, Any]) -> None:

@@ -12,7 +12,8 @@ from qrag_qdrant.config import load_settings
 from qrag_qdrant.errors import GenerationError
 from qrag_qdrant.evidence import Evidence, EvidenceCluster, Passage
 from qrag_qdrant.generation import embedded_available
-from qrag_qdrant.generation.embedded import PACKAGED_MODELS, PackagedModel, check_gguf, packaged_gguf
+from qrag_qdrant.generation.embedded import (PACKAGED_MODELS, PackagedModel, check_gguf, packaged_gguf,
+                                             packaged_model_name)
 from qrag_qdrant.store.edge import EdgeStore
 
 from .cli_helpers import run
@@ -113,7 +114,7 @@ def test_the_model_declines_when_the_passages_do_not_hold_the_answer(answering):
 
 @needs_model
 def test_a_truncated_model_file_is_one_line(tmp_path, answering):
-    whole = packaged_gguf(load_settings().llm.model)
+    whole = packaged_gguf(packaged_model_name(load_settings().llm))
     truncated = tmp_path / "truncated.gguf"
     with whole.open("rb") as source:
         truncated.write_bytes(source.read(2_000_000))

@@ -10,6 +10,7 @@ import pytest
 from qrag_qdrant.coordinator.gate import QUORUM_FEATURES, GateModel
 
 from .cli_helpers import run
+from .ollama_standin import ollama_standin
 from .sample_corpus import DOCUMENTS
 
 QA = [
@@ -88,6 +89,38 @@ def test_eval_qa_compares_every_system_on_the_same_questions(tiny_qa, tmp_path):
     again = run("eval", str(tiny_qa), "--systems", "quorum,bm25-c100", "--json-out", str(out))
     assert again.exit_code == 0
     assert list(json.loads(out.read_text())["systems"]) == ["quorum", "bm25-c100"]
+
+
+def test_eval_generate_scores_each_systems_answers_from_the_same_model(tiny_qa, tmp_path):
+    out, lines = tmp_path / "result.json", tmp_path / "answers.jsonl"
+    with ollama_standin(tokens=["Foragers ", "perform ", "the waggle dance ", "[1]."]) as ollama:
+        result = run("eval", str(tiny_qa), "--systems", "quorum,qdrant-hybrid", "--generate", "5",
+                     "--json-out", str(out), "--answers-out", str(lines),
+                     env={"QRAG_GENERATION_BACKEND": "ollama", "QRAG_OLLAMA_HOST": ollama.host})
+        asked = len(ollama.requests)
+    assert result.exit_code == 0, result.stderr
+    generation = json.loads(out.read_text())["generation"]
+    assert generation["questions"] == 5 and generation["model"] == "ollama:mistral"
+    rows = generation["rows"]
+    written = [json.loads(line) for line in lines.read_text().splitlines()]  # in the order they were scored
+    key = lambda row: (row["id"], row["system"])  # noqa: E731
+    assert len(rows) == 10 and sorted(written, key=key) == sorted(rows, key=key)
+    # both gates withhold the off-topic question's context, so the model is not asked about it
+    assert asked == sum(row["outcome"] != "gate" for row in rows) == 8
+    quorum, hybrid = generation["systems"]["quorum"], generation["systems"]["qdrant-hybrid"]
+    assert quorum["outcomes"] == {"answered": 4, "gate": 1} and quorum["answered_rate"]["unanswerable"] == 0.0
+    assert hybrid["outcomes"] == {"answered": 4, "gate": 1} and hybrid["answered_rate"]["unanswerable"] == 0.0
+    # the stand-in always says the waggle dance: right for the bees question only, of four answerable ones;
+    # SQuAD's F1 of "foragers perform waggle dance" against "waggle dance" is 2 * 1/2 * 1 / (1/2 + 1)
+    bees = next(row for row in rows if row["id"] == "bees" and row["system"] == "quorum")
+    assert bees["holds_gold"] and not bees["em"] and bees["f1"] == pytest.approx(2 * (2 / 4) * 1 / (2 / 4 + 1))
+    assert quorum["holds_gold"] == 0.25 and quorum["em"] == 0.0
+    assert quorum["citations_valid"] == 1.0 and quorum["claims_supported"] is None  # Ollama is no judge
+    assert quorum["prompt_tokens"] > 100 and quorum["tokens_per_second"] == pytest.approx(500)
+    paired = generation["paired_f1"]
+    assert paired["systems"] == ["quorum", "qdrant-hybrid"] and paired["questions"] == 4
+    assert paired["wins"] == paired["losses"] == 0 and paired["p_value"] is None  # the same answer everywhere
+    assert "answers: 5 questions" in result.stdout and "Wilcoxon" in result.stdout
 
 
 def test_eval_relevance_set(tmp_path):

@@ -8,12 +8,15 @@ import pytest
 
 from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.eval import DatasetError, EvalQuestion, load_dataset, parse_sweep
+from qrag_qdrant.eval.answering import GeneratedAnswer, answer_metrics, draw, paired_f1
 from qrag_qdrant.eval.metrics import (
     SystemAnswer,
+    exact_match,
     first_answer_rank,
     holds_answer,
     normalize_answer,
     qa_metrics,
+    token_f1,
     relevance_metrics,
     support_profile,
 )
@@ -122,3 +125,51 @@ def test_dataset_layouts_and_sampling(tmp_path):
         load_dataset(relevance)
     with pytest.raises(DatasetError, match="no corpus/ folder"):
         load_dataset(tmp_path)
+
+
+def test_squad_exact_match_and_f1():
+    assert exact_match("The Denver Broncos!", ["Denver Broncos"]) and not exact_match("Broncos", ["Denver Broncos"])
+    assert token_f1("Broncos", ["Denver Broncos"]) == pytest.approx(2 * 1 * 0.5 / 1.5)
+    assert token_f1("the Broncos of Denver", ["Carolina Panthers", "Denver Broncos"]) == pytest.approx(
+        2 * (2 / 3) * 1 / (2 / 3 + 1))  # "of" stays: precision 2/3, recall 1, against the best gold
+    assert token_f1("nothing alike", ["Denver Broncos"]) == 0.0 and token_f1("", ["Denver"]) == 0.0
+
+
+def generated(category="answerable", outcome=None, f1=0.0, holds_gold=False, flagged=None, **extra):
+    fields = dict(id="q", category=category, system="s", answer="a", outcome=outcome, em=False, f1=f1,
+                  holds_gold=holds_gold, citations=1, citations_valid=True, claims_judged=1 if flagged is not None else 0,
+                  claims_supported=0 if flagged else 1 if flagged is not None else 0, flagged=flagged, seconds=2.0)
+    return GeneratedAnswer(**{**fields, **extra})
+
+
+def test_answer_metrics_count_abstentions_by_kind_and_the_judges_agreement_with_gold():
+    rows = [generated(f1=1.0, holds_gold=True, flagged=False),  # right, passed
+            generated(f1=0.2, flagged=True),                     # wrong, caught
+            generated(f1=0.0, flagged=False),                    # wrong, missed
+            generated(f1=1.0, holds_gold=True, flagged=True),    # right, wrongly flagged
+            generated(outcome="model_declined", answer="not in the documents", citations=0, citations_valid=None),
+            generated(category="unanswerable", outcome="gate", seconds=0.0),
+            generated(category="unanswerable", flagged=True)]
+    metrics = answer_metrics(rows)
+    assert metrics["f1"] == pytest.approx(2.2 / 5) and metrics["holds_gold"] == pytest.approx(2 / 5)
+    assert metrics["answered_rate"] == {"answerable": 0.8, "unanswerable": 0.5, "out_of_corpus": None}
+    assert metrics["answered_rate_if_refused"] == {"answerable": 0.4, "unanswerable": 0.0, "out_of_corpus": None}
+    assert metrics["judge"] == {"flagged": 2, "wrong": 2, "precision": 0.5, "recall": 0.5}
+    assert metrics["claims_supported"] == pytest.approx(2 / 5)
+    assert metrics["outcomes"] == {"answered": 5, "gate": 1, "model_declined": 1}
+    assert metrics["seconds_per_answer"] == 2.0  # the gate's abstention asked no model
+
+
+def test_paired_f1_is_a_wilcoxon_test_on_the_same_answerable_questions():
+    better = [generated(f1=1.0) for _ in range(12)] + [generated(category="unanswerable")]
+    worse = [generated(f1=0.0) for _ in range(10)] + [generated(f1=1.0)] * 2 + [generated(category="unanswerable")]
+    paired = paired_f1(better, worse)
+    assert (paired["questions"], paired["wins"], paired["losses"], paired["ties"]) == (12, 10, 0, 2)
+    assert paired["mean_difference"] == pytest.approx(10 / 12) and paired["p_value"] < 0.01
+    assert paired_f1(better, better)["p_value"] is None
+
+
+def test_the_questions_to_answer_are_drawn_reproducibly():
+    assert draw(10, 20, seed=1) == list(range(10))
+    picked = draw(100, 5, seed=1)
+    assert picked == draw(100, 5, seed=1) == sorted(picked) and len(set(picked)) == 5 and picked != draw(100, 5, 2)

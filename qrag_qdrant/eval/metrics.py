@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 import string
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..evidence import Passage
 from .dataset import CATEGORIES, EvalQuestion
 
 ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -25,6 +27,24 @@ def holds_answer(text: str, answers: Sequence[str]) -> bool:
     """A gold answer occurs in the text as whole normalised words."""
     haystack = f" {normalize_answer(text)} "
     return any(f" {normalize_answer(answer)} " in haystack for answer in answers if normalize_answer(answer))
+
+
+def exact_match(prediction: str, answers: Sequence[str]) -> bool:
+    """SQuAD's EM: the normalised prediction equals a normalised gold answer."""
+    return any(normalize_answer(prediction) == normalize_answer(answer) for answer in answers)
+
+
+def token_f1(prediction: str, answers: Sequence[str]) -> float:
+    """SQuAD's F1: word overlap with the best-matching gold answer."""
+    predicted = normalize_answer(prediction).split()
+    best = 0.0
+    for answer in answers:
+        gold = normalize_answer(answer).split()
+        common = sum((Counter(predicted) & Counter(gold)).values())
+        if common:
+            precision, recall = common / len(predicted), common / len(gold)
+            best = max(best, 2 * precision * recall / (precision + recall))
+    return best
 
 
 @dataclass
@@ -45,6 +65,8 @@ class SystemAnswer:
     features: dict[str, float] = field(default_factory=dict)
     #: the gate withheld this context (low confidence); ``units`` keep what retrieval found
     gated: bool = False
+    #: the context as numbered passages, what a model is shown (``eval --generate``)
+    passages: list[Passage] = field(default_factory=list)
 
     @property
     def abstained(self) -> bool:
@@ -98,7 +120,7 @@ def risk_coverage(questions: Sequence[EvalQuestion], answers: Sequence[SystemAns
 
 def abstain_rates(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer]) -> dict[str, float | None]:
     """Share abstained (no quorum, or the gate) per kind of question; None where there is none."""
-    return {category: _mean([a.abstained for q, a in zip(questions, answers) if q.category == category])
+    return {category: mean_of([a.abstained for q, a in zip(questions, answers) if q.category == category])
             for category in CATEGORIES}
 
 
@@ -121,9 +143,9 @@ def qa_metrics(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer
     answerable = [(q, a) for q, a in zip(questions, answers) if q.answerable]
     ranks = [first_answer_rank(a, q.answers) for q, a in answerable]
     return {
-        "answer_recall": _mean([r is not None for r in ranks]),
-        "answered_recall": _mean([r is not None for r, (_, a) in zip(ranks, answerable) if not a.abstained]),
-        "mrr": _mean([1.0 / r if r else 0.0 for r in ranks]),
+        "answer_recall": mean_of([r is not None for r in ranks]),
+        "answered_recall": mean_of([r is not None for r, (_, a) in zip(ranks, answerable) if not a.abstained]),
+        "mrr": mean_of([1.0 / r if r else 0.0 for r in ranks]),
         **common_metrics(questions, answers, "qa"),
     }
 
@@ -164,5 +186,5 @@ def support_profile(questions: Sequence[EvalQuestion], answers: Sequence[SystemA
             for support, row in sorted(rows.items())}
 
 
-def _mean(values: Sequence[float]) -> float | None:
+def mean_of(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if len(values) else None

@@ -60,6 +60,49 @@ def sweep_table(result: EvalResult) -> Table:
     return table
 
 
+#: eval --generate's columns: (header, how to read the value from a system's answer metrics)
+ANSWER_COLUMNS: tuple[tuple[str, Any], ...] = (
+    ("EM", lambda m: cell("rate", m["em"])),
+    ("F1", lambda m: cell("rate", m["f1"])),
+    ("holds gold", lambda m: cell("rate", m["holds_gold"])),
+    ("answered (ans / unans / ooc)", lambda m: cell("abstain_rate", m["answered_rate"])),
+    ("same, unsupported refused", lambda m: cell("abstain_rate", m["answered_rate_if_refused"])),
+    ("citations valid", lambda m: cell("rate", m["citations_valid"])),
+    ("claims supported", lambda m: cell("rate", m["claims_supported"])),
+    ("judge P / R", lambda m: f"{cell('rate', m['judge']['precision'])} / {cell('rate', m['judge']['recall'])}"),
+    ("prompt tokens", lambda m: cell("context_words", m["prompt_tokens"])),
+    ("cached", lambda m: cell("rate", m["cached_share"])),
+    ("tokens/s", lambda m: cell("context_words", m["tokens_per_second"])),
+    ("s/answer", lambda m: cell("context_words", m["seconds_per_answer"])),
+)
+
+
+def answer_rows(generation: dict[str, Any]) -> list[list[str]]:
+    return [[name, *(read(metrics) for _, read in ANSWER_COLUMNS)] for name, metrics in generation["systems"].items()]
+
+
+def paired_line(generation: dict[str, Any]) -> str | None:
+    paired = generation.get("paired_f1")
+    if not paired:
+        return None
+    first, second = paired["systems"]
+    p_value = "-" if paired["p_value"] is None else f"{paired['p_value']:.2g}"
+    return (f"{first} against {second} on {paired['questions']} answerable questions: F1 difference "
+            f"{paired['mean_difference']:+.3f}, {paired['wins']} wins, {paired['losses']} losses, {paired['ties']} ties, "
+            f"Wilcoxon p = {p_value}")
+
+
+def answers_table(generation: dict[str, Any]) -> Table:
+    table = Table(title=f"answers: {generation['questions']} questions, {generation['model']}",
+                  caption=paired_line(generation))
+    table.add_column("system")
+    for name, _ in ANSWER_COLUMNS:
+        table.add_column(name, justify="right")
+    for row in answer_rows(generation):
+        table.add_row(*row)
+    return table
+
+
 def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + " --- |" * len(headers)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -136,6 +179,11 @@ def write_report(result: EvalResult, folder: Path, command: str) -> Path:
                        support_rows), "",
         "![recall by support](recall_by_support.png)", "",
     ]
+    if result.generation:
+        parts += ["## Answers", "", f"{result.generation['questions']} questions, model "
+                  f"{result.generation['model']}, the same for every system.", "",
+                  markdown_table(["system", *(name for name, _ in ANSWER_COLUMNS)], answer_rows(result.generation)),
+                  "", paired_line(result.generation) or "", ""]
     if result.sweep:
         keys = [k for k in result.sweep[0] if k not in cols]
         parts += ["## Sweep", "", markdown_table(

@@ -32,6 +32,7 @@ from ..coordinator.fusion import Candidate, RankedList, reciprocal_rank_fusion
 from ..coordinator.gate import decide, list_features
 from ..coordinator.ranking import ScoredCluster
 from ..errors import ConfigError
+from ..evidence import Passage
 from ..store import Hit
 from .dataset import CATEGORIES, Dataset, EvalQuestion
 from .metrics import SystemAnswer, is_correct, qa_metrics, relevance_metrics, support_profile
@@ -67,12 +68,17 @@ class EvalResult:
     sweep: list[dict[str, Any]] = field(default_factory=list)
     #: one per question and system: what a gate is trained on (``qrag-qdrant gate train``)
     rows: list[dict[str, Any]] = field(default_factory=list)
+    #: each system's context per question, in the data set's order
+    contexts: dict[str, list[SystemAnswer]] = field(default_factory=dict)
+    #: answer-level results (``eval --generate``), from ``AnswerEvaluation``
+    generation: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         categories = {c: sum(q.category == c for q in self.dataset.questions) for c in CATEGORIES}
         return {"dataset": self.dataset.name, "questions": len(self.dataset.questions), "categories": categories,
                 "held_out_docs": sorted(self.dataset.held_out), "config": self.config,
-                "systems": self.systems, "quorum_support": self.support, "sweep": self.sweep}
+                "systems": self.systems, "quorum_support": self.support, "sweep": self.sweep,
+                **({"generation": self.generation} if self.generation else {})}
 
 
 def system_names(rag: QuorumRAG) -> list[str]:
@@ -120,7 +126,7 @@ class Evaluation:
         support = support_profile(questions, answers[QUORUM], self.dataset.kind) if QUORUM in answers else {}
         result = EvalResult(self.dataset, self.rag.settings.model_dump(mode="json", exclude={"config_file"}),
                             {name: metrics(questions, per_question) for name, per_question in answers.items()},
-                            support)
+                            support, contexts=answers)
         result.rows = [{"id": q.id, "group": q.group, "category": q.category, "system": name,
                         "label": is_correct(q, a, self.dataset.kind), "confidence": a.confidence,
                         "features": a.features}
@@ -164,7 +170,7 @@ class Evaluation:
         features, confidence = coordinator.assess(search.vectors, search.lists, ranked, clusters, options)
         answer = SystemAnswer(units=[[p.text for p in c.passages] for c in clusters], docs=_cluster_docs(ranked),
                               support=clusters[0].support if clusters else None, confidence=confidence,
-                              features=features or {},
+                              features=features or {}, passages=[p for c in clusters for p in c.passages],
                               gated=decide(len(ranked), confidence,
                                            coordinator.min_confidence(options)) == "low_confidence")
         return self._timed(answer, search, started, shared_search=True)
@@ -175,9 +181,13 @@ class Evaluation:
         gate = self.rag.coordinator.gate.systems.get(name)
         confidence = gate.confidence(features) if gate and hits else (0.0 if gate else None)
         gated = gate is not None and self.options.min_confidence != 0 and confidence < gate.threshold
-        return SystemAnswer(units=[[str(h.payload["text"])] for h in hits[: self.budget]],
+        shown = hits[: self.budget]
+        return SystemAnswer(units=[[str(h.payload["text"])] for h in shown],
                             docs=_unique(str(h.payload["source"]) for h in hits), confidence=confidence,
-                            features=features, gated=gated)
+                            features=features, gated=gated,
+                            passages=[Passage(citation=n, source=str(h.payload["source"]), start=int(h.payload["start"]),
+                                              end=int(h.payload["end"]), text=str(h.payload["text"]))
+                                      for n, h in enumerate(shown, start=1)])
 
     @staticmethod
     def _timed(answer: SystemAnswer, search: QuestionSearch, started: float,

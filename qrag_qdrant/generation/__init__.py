@@ -4,29 +4,43 @@ A backend is a factory ``(Settings) -> GenerationBackend``. The built-ins (``emb
 ``ollama``) register exactly as a plug-in does: an entry point in the group
 ``qrag_qdrant.generation`` (see pyproject.toml). In-process code may also call
 ``register_backend``. ``generation.backend`` (``QRAG_GENERATION_BACKEND``) picks one;
-``auto`` takes the embedded model when one is installed or ``llm.gguf`` is set, else Ollama.
+``auto`` takes Ollama when the user pointed ``ollama.host`` somewhere, else the embedded model
+when one is installed or ``llm.gguf`` is set, else Ollama on its default host.
 """
 
 from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Protocol, runtime_checkable
 
-from ..config import Settings
+from ..config import OllamaSettings, Settings
 from ..errors import ConfigError
 from ..evidence import Passage
 from .prompt import NOT_IN_DOCUMENTS, SYSTEM_PROMPT, build_messages
 
 __all__ = ["NOT_IN_DOCUMENTS", "SYSTEM_PROMPT", "GenerationBackend", "Judge", "build_messages", "open_backend",
-           "register_backend"]
+           "register_backend", "Usage"]
 ENTRY_POINT_GROUP = "qrag_qdrant.generation"
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What the last answer cost, as the backend reports it."""
+
+    prompt_tokens: int
+    #: prompt tokens reused from the backend's prompt cache (a shared prefix), not evaluated again
+    cached_tokens: int
+    completion_tokens: int
+    completion_seconds: float
 
 
 class GenerationBackend(Protocol):
     def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
-        """The answer's text as it arrives; a failure is one GenerationError naming the fix."""
+        """The answer's text as it arrives; a failure is one GenerationError naming the fix.
+        A backend that can tell sets ``last_usage`` (a ``Usage``) when the stream ends."""
 
 
 @runtime_checkable
@@ -52,18 +66,22 @@ def backends() -> dict[str, BackendFactory]:
 
 def embedded_available(settings: Settings) -> bool:
     """A local model is at hand: llm.gguf is set, or llama.cpp and the packaged llm.model are installed."""
-    from .embedded import PACKAGED_MODELS
+    from .embedded import PACKAGED_MODELS, packaged_model_name
 
     if settings.llm.gguf is not None:
         return True
-    model = PACKAGED_MODELS.get(settings.llm.model)
+    model = PACKAGED_MODELS.get(packaged_model_name(settings.llm))
     return model is not None and importlib.util.find_spec("xllamacpp") is not None and model.part_path(1) is not None
+
+
+def pointed_at_ollama(settings: Settings) -> bool:
+    return settings.ollama.host != OllamaSettings.model_fields["host"].default
 
 
 def open_backend(settings: Settings) -> GenerationBackend:
     name = settings.generation.backend
     if name == "auto":
-        name = "embedded" if embedded_available(settings) else "ollama"
+        name = "embedded" if embedded_available(settings) and not pointed_at_ollama(settings) else "ollama"
     registry = backends()
     if not registry:
         raise ConfigError("no generation backend is registered: reinstall qrag-qdrant (pip install -e .) so that "

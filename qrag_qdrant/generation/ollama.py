@@ -10,6 +10,7 @@ import httpx
 from ..config import OllamaSettings, Settings
 from ..errors import GenerationError
 from ..evidence import Passage
+from . import Usage
 from .prompt import build_messages
 
 
@@ -24,17 +25,23 @@ class OllamaGenerator:
 
         self.settings = settings
         self._client = ollama.Client(host=settings.host, timeout=settings.timeout)
+        self.last_usage: Usage | None = None
 
     def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
         """The answer's text as it arrives; failures become one GenerationError naming the fix."""
         import ollama
 
         host, model = self.settings.host, self.settings.model
+        self.last_usage = None
         try:
             chunks: Any = self._client.chat(model=model, messages=build_messages(question, passages), stream=True)
             for chunk in chunks:
                 if chunk["message"]["content"]:
                     yield chunk["message"]["content"]
+                if chunk.get("done") and chunk.get("eval_count") is not None:  # Ollama's closing counts
+                    self.last_usage = Usage(prompt_tokens=chunk.get("prompt_eval_count") or 0, cached_tokens=0,
+                                            completion_tokens=chunk["eval_count"],
+                                            completion_seconds=(chunk.get("eval_duration") or 0) / 1e9)
         except ollama.ResponseError as exc:
             if exc.status_code == 404:
                 raise GenerationError(

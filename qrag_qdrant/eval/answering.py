@@ -1,0 +1,185 @@
+"""Answer-level evaluation (``eval --generate``): one model answers the same questions from each
+system's context, and the answers are scored, checked and compared in pairs.
+
+Every answer goes through ``generation.answer.generate_answer``, the query path's own code:
+the window fit, the citation check and the judge. A system whose gate abstained is not
+asked; its answer counts as abstained. Scores are SQuAD's (EM and F1 after its
+normalisation, with the ``[n]`` citations removed), and whether the answer holds a gold
+string. Systems are compared on the same questions with a Wilcoxon signed-rank test of
+their per-question F1.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..config import Settings
+from ..evidence import Answer
+from ..generation import GenerationBackend, Usage
+from ..generation.answer import generate_answer
+from ..generation.verify import CITATION
+from .dataset import CATEGORIES, EvalQuestion
+from .metrics import SystemAnswer, mean_of, exact_match, holds_answer, percentile, token_f1
+
+
+@dataclass
+class GeneratedAnswer:
+    """One system's answer to one question, scored."""
+
+    id: str
+    category: str
+    system: str
+    answer: str | None
+    #: gate (the context was withheld), model_declined, unsupported_answer, error, or None: answered
+    outcome: str | None
+    em: bool
+    f1: float
+    holds_gold: bool
+    citations: int
+    #: every citation names a passage that was shown (None: nothing cited)
+    citations_valid: bool | None
+    claims_judged: int
+    claims_supported: int
+    #: the judge found a claim its passages do not support (None: not judged)
+    flagged: bool | None
+    seconds: float
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    completion_tokens: int | None = None
+    completion_seconds: float | None = None
+
+    @property
+    def answered(self) -> bool:
+        return self.outcome is None
+
+
+def score_answer(question: EvalQuestion, system: str, answer: Answer, seconds: float,
+                 usage: Usage | None) -> GeneratedAnswer:
+    bare = CITATION.sub("", answer.answer or "")
+    outcome = "gate" if answer.abstained and answer.answer is None and answer.abstain_reason is None else (
+        "error" if answer.error else answer.abstain_reason if answer.abstained else None)
+    cited = [n for claim in answer.claims for n in claim.citations]
+    judged = [c for c in answer.claims if c.supported is not None]
+    scored = outcome is None and question.answerable
+    return GeneratedAnswer(
+        id=question.id, category=question.category, system=system, answer=answer.answer, outcome=outcome,
+        em=scored and exact_match(bare, question.answers), f1=token_f1(bare, question.answers) if scored else 0.0,
+        holds_gold=scored and holds_answer(bare, question.answers), citations=len(cited),
+        citations_valid=not any(c.invalid_citations for c in answer.claims) if cited else None,
+        claims_judged=len(judged), claims_supported=sum(bool(c.supported) for c in judged),
+        flagged=any(not c.supported for c in judged) if judged else None, seconds=seconds,
+        **(asdict(usage) if usage is not None else {}))
+
+
+def generate_for(question: EvalQuestion, system: str, context: SystemAnswer, settings: Settings,
+                 backend: Callable[[], GenerationBackend]) -> GeneratedAnswer:
+    answer = Answer(question=question.question, abstained=context.abstained, retrievers=0, clusters=[],
+                    timings_ms={})
+    if context.abstained:  # the gate withheld the context: the model is not asked
+        return score_answer(question, system, answer, 0.0, None)
+    started = time.perf_counter()
+    generate_answer(answer, context.passages, backend, settings)
+    seconds = time.perf_counter() - started
+    return score_answer(question, system, answer, seconds, None if answer.error else getattr(backend(), "last_usage", None))
+
+
+def answer_metrics(rows: Sequence[GeneratedAnswer]) -> dict[str, Any]:
+    """Per system: scores over answerable questions, abstention per kind, checks and speed."""
+    answerable = [r for r in rows if r.category == "answerable"]
+    answered = [r for r in rows if r.answered]
+    asked = [r for r in rows if r.outcome != "gate" and r.prompt_tokens is not None]
+    flagged = [r for r in answerable if r.answered and r.flagged is not None]
+    wrong = [r for r in flagged if not r.holds_gold]
+    caught = [r for r in flagged if r.flagged and not r.holds_gold]
+    raised = [r for r in flagged if r.flagged]
+    completion_seconds = sum(r.completion_seconds or 0.0 for r in asked)
+    return {
+        "answers": len(rows),
+        "em": mean_of([r.em for r in answerable]),
+        "f1": mean_of([r.f1 for r in answerable]),
+        "holds_gold": mean_of([r.holds_gold for r in answerable]),
+        "answered_rate": {c: mean_of([r.answered for r in rows if r.category == c]) for c in CATEGORIES},
+        # what the user gets with generation.unsupported = "refuse": flagged answers are refused too
+        "answered_rate_if_refused": {c: mean_of([r.answered and not r.flagged for r in rows if r.category == c])
+                                     for c in CATEGORIES},
+        "outcomes": dict(sorted(Counter(r.outcome or "answered" for r in rows).items())),
+        "citations_valid": mean_of([bool(r.citations_valid) for r in answered]),
+        "uncited": mean_of([r.citations == 0 for r in answered]),
+        "claims_supported": (sum(r.claims_supported for r in answered) / judged
+                             if (judged := sum(r.claims_judged for r in answered)) else None),
+        "judge": {"flagged": len(raised), "wrong": len(wrong),
+                  "precision": len(caught) / len(raised) if raised else None,
+                  "recall": len(caught) / len(wrong) if wrong else None},
+        "prompt_tokens": mean_of([r.prompt_tokens or 0 for r in asked]),
+        "cached_share": (sum(r.cached_tokens or 0 for r in asked) / total
+                         if (total := sum(r.prompt_tokens or 0 for r in asked)) else None),
+        "tokens_per_second": (sum(r.completion_tokens or 0 for r in asked) / completion_seconds
+                              if completion_seconds else None),
+        "seconds_per_answer": mean_of([r.seconds for r in rows if r.outcome != "gate"]),
+        "p95_seconds": percentile([r.seconds for r in rows if r.outcome != "gate"], 95),
+    }
+
+
+def paired_f1(first: Sequence[GeneratedAnswer], second: Sequence[GeneratedAnswer]) -> dict[str, Any]:
+    """The first system's F1 against the second's on the same answerable questions, with a
+    two-sided Wilcoxon signed-rank test (scipy; ties split between the signs)."""
+    from scipy.stats import wilcoxon
+
+    pairs = [(a.f1, b.f1) for a, b in zip(first, second) if a.category == "answerable"]
+    difference = np.array([a - b for a, b in pairs])
+    result: dict[str, Any] = {"questions": len(pairs), "mean_difference": float(difference.mean()) if pairs else None,
+                              "wins": int((difference > 0).sum()), "losses": int((difference < 0).sum()),
+                              "ties": int((difference == 0).sum()), "p_value": None}
+    if (difference != 0).any():
+        result["p_value"] = float(wilcoxon(difference, zero_method="zsplit").pvalue)
+    return result
+
+
+class AnswerEvaluation:
+    """Generates for the first ``limit`` questions of an evaluation, for each of ``systems``."""
+
+    def __init__(self, settings: Settings, backend: Callable[[], GenerationBackend], systems: Sequence[str]):
+        self.settings, self.backend, self.systems = settings, backend, list(systems)
+
+    def run(self, questions: Sequence[EvalQuestion], contexts: dict[str, Sequence[SystemAnswer]],
+            advance: Callable[[], None] = lambda: None,
+            on_answer: Callable[[GeneratedAnswer], None] = lambda answer: None) -> dict[str, Any]:
+        """``on_answer`` sees each answer as it is scored, so a long run keeps what it has done."""
+        rows: dict[str, list[GeneratedAnswer]] = {name: [] for name in self.systems}
+        for index, question in enumerate(questions):
+            for name in self.systems:
+                rows[name].append(generate_for(question, name, contexts[name][index], self.settings, self.backend))
+                on_answer(rows[name][-1])
+            advance()
+        result: dict[str, Any] = {"questions": len(questions), "model": model_label(self.settings),
+                                  "systems": {name: answer_metrics(per) for name, per in rows.items()},
+                                  "rows": [asdict(r) for per in rows.values() for r in per]}
+        if len(self.systems) >= 2:
+            first, second = self.systems[:2]
+            result["paired_f1"] = {"systems": [first, second], **paired_f1(rows[first], rows[second])}
+        return result
+
+
+def draw(total: int, count: int, seed: int) -> list[int]:
+    """``count`` of ``total`` question indexes, in order, drawn with ``seed`` (all when fewer)."""
+    if count >= total:
+        return list(range(total))
+    return sorted(random.Random(seed).sample(range(total), count))
+
+
+def model_label(settings: Settings) -> str:
+    backend = settings.generation.backend
+    if backend == "ollama":
+        return f"ollama:{settings.ollama.model}"
+    if backend in ("auto", "embedded"):
+        from ..generation.embedded import packaged_model_name
+
+        return str(settings.llm.gguf or packaged_model_name(settings.llm))
+    return backend
