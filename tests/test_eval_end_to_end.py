@@ -115,7 +115,8 @@ def test_eval_generate_scores_each_systems_answers_from_the_same_model(tiny_qa, 
     bees = next(row for row in rows if row["id"] == "bees" and row["system"] == "quorum")
     assert bees["holds_gold"] and not bees["em"] and bees["f1"] == pytest.approx(2 * (2 / 4) * 1 / (2 / 4 + 1))
     assert quorum["holds_gold"] == 0.25 and quorum["em"] == 0.0
-    assert quorum["citations_valid"] == 1.0 and quorum["claims_supported"] is None  # Ollama is no judge
+    assert quorum["citations_valid"] == 1.0 and quorum["cites_unshown"] == 0 and quorum["uncited"] == 0.0
+    assert quorum["claims_supported"] is None  # Ollama is no judge
     assert quorum["prompt_tokens"] > 100 and quorum["tokens_per_second"] == pytest.approx(500)
     paired = generation["paired_f1"]
     assert paired["systems"] == ["quorum", "qdrant-hybrid"] and paired["questions"] == 4

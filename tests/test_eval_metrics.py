@@ -158,6 +158,14 @@ def test_answer_metrics_count_abstentions_by_kind_and_the_judges_agreement_with_
     assert metrics["claims_supported"] == pytest.approx(2 / 5)
     assert metrics["outcomes"] == {"answered": 5, "gate": 1, "model_declined": 1}
     assert metrics["seconds_per_answer"] == 2.0  # the gate's abstention asked no model
+    assert metrics["citations_valid"] == 1.0 and metrics["cites_unshown"] == 0 and metrics["uncited"] == 0.0
+
+
+def test_an_uncited_answer_is_not_counted_as_citing_an_unshown_passage():
+    rows = [generated(), generated(citations=0, citations_valid=None), generated(citations=2, citations_valid=False)]
+    metrics = answer_metrics(rows)
+    assert metrics["citations_valid"] == 0.5 and metrics["cites_unshown"] == 1
+    assert metrics["uncited"] == pytest.approx(1 / 3)
 
 
 def test_paired_f1_is_a_wilcoxon_test_on_the_same_answerable_questions():

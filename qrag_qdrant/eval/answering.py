@@ -110,7 +110,9 @@ def answer_metrics(rows: Sequence[GeneratedAnswer]) -> dict[str, Any]:
         "answered_rate_if_refused": {c: mean_of([r.answered and not r.flagged for r in rows if r.category == c])
                                      for c in CATEGORIES},
         "outcomes": dict(sorted(Counter(r.outcome or "answered" for r in rows).items())),
-        "citations_valid": mean_of([bool(r.citations_valid) for r in answered]),
+        # of the answers that cite: all their citations name a passage that was shown
+        "citations_valid": mean_of([bool(r.citations_valid) for r in answered if r.citations]),
+        "cites_unshown": sum(r.citations_valid is False for r in answered),
         "uncited": mean_of([r.citations == 0 for r in answered]),
         "claims_supported": (sum(r.claims_supported for r in answered) / judged
                              if (judged := sum(r.claims_judged for r in answered)) else None),
