@@ -266,7 +266,7 @@ def print_evidence(evidence: Evidence, quorum: int, min_confidence: float) -> No
         out.print(f"#{cluster.rank} score {cluster.score:.3f} · support {cluster.support}/{evidence.retrievers} "
                   f"retrievers ({', '.join(cluster.retrievers)})")
         for passage in cluster.passages:
-            out.print(f"  [{passage.citation}] {passage.source} chars {passage.start}-{passage.end}", markup=False)
+            out.print(f"  [{passage.citation}] {passage.location} chars {passage.start}-{passage.end}", markup=False)
             out.print(f"      {' '.join(passage.text.split())}", markup=False, style="dim")
 
 

@@ -1,39 +1,55 @@
-"""Finding and decoding the documents to ingest: .txt and .md files, UTF-8, recursively."""
+"""Finding the documents to ingest and extracting their text through the registered loaders.
+
+Each file is extracted once, into a spool (memory for small documents, a temporary file for
+large ones), so every chunking reads the same text without parsing the file again, and a file
+that cannot be used is skipped with its reason before any of it reaches the index.
+"""
 
 from __future__ import annotations
 
-import codecs
 import hashlib
 import os
+import tempfile
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from .errors import CorpusError
+from .loaders import Loader, LoaderError, loader_for, loaders
+from .locations import HEADING_SEPARATOR, Mark
 
-SUPPORTED_SUFFIXES = (".txt", ".md")
-BINARY_SNIFF_BYTES = 8192
 BLOCK_BYTES = 1 << 20
+#: documents whose text is larger than this spool to a temporary file instead of memory
+SPOOL_IN_MEMORY = 4 << 20
+#: between blocks of loaders that give separate paragraphs or pages (text's blocks are one stream)
+BLOCK_SEPARATOR = "\n\n"
 
 
-@dataclass(frozen=True)
+@dataclass
 class Document:
-    """A valid UTF-8 file; ``source`` is relative to the ingested root, never absolute.
+    """A usable file; ``source`` is relative to the ingested root, never absolute.
 
-    The text is not held: ``blocks()`` decodes it again, block by block, so a file of any
-    size is read in bounded memory.
+    ``content_hash`` is over the file's bytes, so an unchanged file is not ingested again.
+    ``marks`` say where its pages or headings change in the extracted text (none for text).
     """
 
     source: str
     path: Path
     content_hash: str
+    marks: tuple[Mark, ...] = ()
+    spool: IO[str] | None = field(default=None, repr=False)
 
     def blocks(self) -> Iterator[str]:
-        decoder = codecs.getincrementaldecoder("utf-8-sig")()
-        with self.path.open("rb") as file:
-            while data := file.read(BLOCK_BYTES):
-                yield decoder.decode(data)
-        yield decoder.decode(b"", final=True)
+        assert self.spool is not None, "the document was closed"
+        self.spool.seek(0)
+        while text := self.spool.read(BLOCK_BYTES):
+            yield text
+
+    def close(self) -> None:
+        if self.spool is not None:
+            self.spool.close()
+            self.spool = None
 
 
 @dataclass(frozen=True)
@@ -44,69 +60,87 @@ class SkippedFile:
 
 @dataclass
 class Corpus:
-    """The files under one root. Documents are read lazily, one at a time."""
+    """The files under one root. Documents are extracted lazily, one at a time."""
 
     root: Path
     files: list[Path]
     skipped: list[SkippedFile] = field(default_factory=list)
+    registered: dict[str, Loader] = field(default_factory=loaders)
 
     def source_of(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
 
     def documents(self) -> Iterator[Document]:
-        """Valid documents; files that cannot be used are appended to ``skipped``."""
+        """Usable documents; files that cannot be used are appended to ``skipped``.
+        The caller closes each document when done with it."""
         for path in self.files:
             source = self.source_of(path)
             try:
-                digest, reason = _inspect(path)
+                loader = loader_for(path, self.registered)
+                if loader is None:
+                    self.skipped.append(SkippedFile(source, f"unsupported format ({path.suffix or 'no suffix'})"))
+                    continue
+                yield extract(source, path, loader)
+            except LoaderError as exc:
+                self.skipped.append(SkippedFile(source, str(exc)))
             except OSError as exc:
                 self.skipped.append(SkippedFile(source, f"unreadable: {exc.strerror or exc}"))
-                continue
-            if reason:
-                self.skipped.append(SkippedFile(source, reason))
-                continue
-            yield Document(source, path, digest)
 
 
-def _inspect(path: Path) -> tuple[str, str | None]:
-    """One streaming pass: the content hash, and why the file cannot be used, if it cannot."""
-    digest, decoder = hashlib.sha256(), codecs.getincrementaldecoder("utf-8-sig")()
-    blank, offset = True, 0
+def content_hash(path: Path) -> str:
+    digest = hashlib.sha256()
     with path.open("rb") as file:
         while data := file.read(BLOCK_BYTES):
-            if offset == 0 and b"\0" in data[:BINARY_SNIFF_BYTES]:
-                return digest.hexdigest(), "binary file"
             digest.update(data)
-            try:
-                blank = not decoder.decode(data).strip() and blank
-            except UnicodeDecodeError as exc:
-                return digest.hexdigest(), f"not valid UTF-8 (byte {offset + exc.start})"
-            offset += len(data)
+    return digest.hexdigest()
+
+
+def extract(source: str, path: Path, loader: Loader) -> Document:
+    """The file's text, spooled, with the marks of its pages or headings; LoaderError if unusable."""
+    separator = getattr(loader, "separator", BLOCK_SEPARATOR)
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY, mode="w+", encoding="utf-8")
+    marks: list[Mark] = []
+    offset, blank = 0, True
     try:
-        blank = not decoder.decode(b"", final=True).strip() and blank
-    except UnicodeDecodeError:
-        return digest.hexdigest(), f"not valid UTF-8 (truncated at byte {offset})"
-    return digest.hexdigest(), "empty" if blank else None
+        for block in loader.blocks(path):
+            if not block.text:
+                continue
+            if offset and separator:
+                offset += spool.write(separator)
+            heading = HEADING_SEPARATOR.join(block.headings) or None
+            if (block.page is not None or heading is not None) and (
+                    not marks or (marks[-1].page, marks[-1].heading) != (block.page, heading)):
+                marks.append(Mark(offset, block.page, heading))
+            offset += spool.write(block.text)
+            blank = blank and not block.text.strip()
+        if blank:
+            raise LoaderError("empty")
+    except BaseException:
+        spool.close()
+        raise
+    return Document(source, path, content_hash(path), tuple(marks), spool)
+
+
+def visible(root: Path, folder: str, name: str) -> bool:
+    """Hidden files and folders (.git, .qrag, ...) are not documents."""
+    return not any(part.startswith(".") for part in (Path(folder) / name).relative_to(root).parts)
 
 
 def open_corpus(path: Path, exclude: Collection[str] = ()) -> Corpus:
-    """A folder (searched recursively) or a single file; an empty result is an error.
+    """A folder (searched recursively) or a single file; an empty folder is an error.
     ``exclude`` names sources (paths relative to the folder) to leave out."""
     path = Path(path)
     if not path.exists():
         raise CorpusError(f"path does not exist: {path}")
     if path.is_file():
-        if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-            raise CorpusError(f"{path} is not a supported file ({', '.join(SUPPORTED_SUFFIXES)})")
         return Corpus(root=path.parent.resolve(), files=[path.resolve()])
     root = path.resolve()
     files = sorted(
         Path(folder) / name
         for folder, _, names in os.walk(root)
         for name in names
-        if Path(name).suffix.lower() in SUPPORTED_SUFFIXES
-        and (Path(folder) / name).relative_to(root).as_posix() not in exclude
+        if visible(root, folder, name) and (Path(folder) / name).relative_to(root).as_posix() not in exclude
     )
     if not files:
-        raise CorpusError(f"no {' or '.join(SUPPORTED_SUFFIXES)} files under {path}")
+        raise CorpusError(f"no files under {path}")
     return Corpus(root=root, files=files)

@@ -17,6 +17,16 @@ class Passage(BaseModel):
     start: int
     end: int
     text: str
+    pages: list[int] | None = Field(None, description="[first, last] page of a PDF source")
+    heading: str | None = Field(None, description='the heading path of an HTML or Word source, e.g. "Setup › Accounts"')
+
+    @property
+    def location(self) -> str:
+        """What a reader looks up: "handbook.pdf p. 12–13", "wiki.html › Setup › Accounts", "notes.txt"."""
+        if self.pages:
+            first, last = self.pages
+            return f"{self.source} p. {first}" + (f"–{last}" if last != first else "")
+        return f"{self.source} › {self.heading}" if self.heading else self.source
 
 
 class EvidenceCluster(BaseModel):

@@ -19,6 +19,7 @@ at; every run starts by dropping those.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -30,6 +31,8 @@ from .chunking import Chunk, iter_chunks
 from .config import CollectionSpec, Settings
 from .corpus import Document, SkippedFile, open_corpus
 from .embedding import Bm25Embedder, DenseEmbedder, model_dim
+from .errors import CorpusError
+from .locations import marks_covering
 from .store import ChunkPoint, CollectionManifest, Store
 from .store.base import Sparse, point_id
 
@@ -117,13 +120,19 @@ class Ingestor:
         self.version = time.time_ns()  # newer runs' versions of a file win over older ones
         corpus = open_corpus(path, exclude)
         report = IngestReport(root=str(path), rebuilt=rebuild)
-        report.dropped = self.store.drop_unserved(self.settings.namespace)
         progress.files_found(len(corpus.files))
+        documents = corpus.documents()
+        first = next(documents, None)
+        if first is None:  # nothing readable: say why, and create nothing
+            reasons = "; ".join(f"{s.source}: {s.reason}" for s in corpus.skipped[:3])
+            more = f" (and {len(corpus.skipped) - 3} more)" if len(corpus.skipped) > 3 else ""
+            raise CorpusError(f"no readable documents under {path}: {reasons}{more}")
+        report.dropped = self.store.drop_unserved(self.settings.namespace)
         writers = [self._open(spec, rebuild) for spec in self.settings.collections]
         sources: set[str] = set()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="qrag-writer") as pool:
             in_flight: list[Future[None]] = []
-            for document in corpus.documents():
+            for document in itertools.chain([first], documents):
                 sources.add(document.source)
                 report.documents += 1
                 stale = [w for w in writers if not w.is_current(document)]
@@ -136,6 +145,7 @@ class Ingestor:
                         if len(writer.pending) >= FLUSH_CHUNKS:
                             report.embedded_chunks += self._flush(writer, pool, in_flight, progress)
                     writer.finished.append(document)
+                document.close()
                 progress.file_done()
             for writer in writers:
                 report.embedded_chunks += self._flush(writer, pool, in_flight, progress)
@@ -227,5 +237,7 @@ class Ingestor:
                 "end": chunk.end,
                 "text": chunk.text,
                 "version": self.version,
+                **({"marks": [list(m) for m in marks_covering(document.marks, chunk.start, chunk.end)]}
+                   if document.marks else {}),
             },
         )

@@ -110,9 +110,9 @@ def test_bad_input_is_one_clear_line(args, fragments):
 def test_empty_folder_and_folder_without_supported_files(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert_clean_error(run("ingest", str(empty)), 1, "no .txt or .md files")
+    assert_clean_error(run("ingest", str(empty)), 1, "no files under")
     (empty / "image.png").write_bytes(b"\x89PNG")
-    assert_clean_error(run("ingest", str(empty)), 1, "no .txt or .md files")
+    assert_clean_error(run("ingest", str(empty)), 1, "no readable documents", "image.png: unsupported format (.png)")
     assert not Path(".qrag").exists() or not any(p.name.startswith("default-") for p in Path(".qrag").iterdir())
 
 

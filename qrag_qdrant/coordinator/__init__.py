@@ -73,6 +73,9 @@ class Coordinator:
                     f"nothing ingested in namespace {self.settings.namespace!r} for "
                     f"{', '.join(missing)}; run: qrag-qdrant ingest PATH"
                 )
+            if not any(self._points.values()):
+                raise NothingIngestedError(f"namespace {self.settings.namespace!r} holds no documents; "
+                                           "run: qrag-qdrant ingest PATH")
             self._collections = collections
         return self._collections
 

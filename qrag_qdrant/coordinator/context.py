@@ -11,6 +11,7 @@ import numpy as np
 
 from ..chunking import WORD
 from ..evidence import EvidenceCluster, Passage
+from ..locations import Mark, locate
 from .fusion import Candidate
 from .ranking import ScoredCluster
 
@@ -21,6 +22,8 @@ class Span:
     start: int
     end: int
     text: str
+    #: where the source's pages or headings change, as far as the chunks behind the span know
+    marks: frozenset[Mark] = frozenset()
 
 
 def merge_spans(spans: Iterable[Span]) -> list[Span]:
@@ -39,7 +42,10 @@ def merge_spans(spans: Iterable[Span]) -> list[Span]:
             if current is not None and span.start < current.end:
                 if span.end > current.end:
                     current = Span(current.source, current.start, span.end,
-                                   current.text + span.text[current.end - span.start:])
+                                   current.text + span.text[current.end - span.start:], current.marks | span.marks)
+                else:
+                    current = Span(current.source, current.start, current.end, current.text,
+                                   current.marks | span.marks)
                 continue
             if current is not None:
                 merged.append(current)
@@ -59,7 +65,8 @@ def unsent_parts(span: Span, sent: list[tuple[int, int]]) -> list[Span]:
             text = span.text[cursor - span.start:min(start, span.end) - span.start]
             if text.strip():
                 lead = len(text) - len(text.lstrip())
-                parts.append(Span(span.source, cursor + lead, cursor + lead + len(text.strip()), text.strip()))
+                parts.append(Span(span.source, cursor + lead, cursor + lead + len(text.strip()), text.strip(),
+                                  span.marks))
         cursor = max(cursor, end)
         if cursor >= span.end:
             break
@@ -68,7 +75,8 @@ def unsent_parts(span: Span, sent: list[tuple[int, int]]) -> list[Span]:
 
 def candidate_span(candidate: Candidate) -> Span:
     start, end = candidate.span
-    return Span(candidate.source, start, end, str(candidate.hit.payload["text"]))
+    marks = frozenset(Mark(*mark) for mark in candidate.hit.payload.get("marks", ()))
+    return Span(candidate.source, start, end, str(candidate.hit.payload["text"]), marks)
 
 
 def agreement_window(spans: Sequence[Span], members: Sequence[Candidate], words: int) -> Span:
@@ -89,7 +97,8 @@ def agreement_window(spans: Sequence[Span], members: Sequence[Candidate], words:
         first = int(np.argmax(sums))
         if best is None or sums[first] > best[0]:
             start, end = int(bounds[first, 0]), int(bounds[first + width - 1, 1])
-            best = (float(sums[first]), Span(span.source, start, end, span.text[start - span.start:end - span.start]))
+            best = (float(sums[first]), Span(span.source, start, end, span.text[start - span.start:end - span.start],
+                                             span.marks))
     assert best is not None
     return best[1]
 
@@ -127,8 +136,9 @@ def build_context(ranked: Sequence[ScoredCluster], limit: int, word_budget: int 
         for span in spans:
             citation += 1
             sent.setdefault(span.source, []).append((span.start, span.end))
+            pages, heading = locate(span.marks, span.start, span.end)
             passages.append(Passage(citation=citation, source=span.source, start=span.start, end=span.end,
-                                    text=span.text))
+                                    text=span.text, pages=pages, heading=heading))
         clusters.append(EvidenceCluster(rank=len(clusters) + 1, score=round(scored.score, 6),
                                         support=scored.cluster.support, retrievers=scored.cluster.retrievers,
                                         passages=passages))

@@ -20,7 +20,7 @@ SYSTEM_PROMPT = f"""You answer questions using only the numbered passages the us
 
 
 def fence(passage: Passage) -> str:
-    return (f'<passage id="{passage.citation}" source="{passage.source}" span="{passage.start}-{passage.end}">\n'
+    return (f'<passage id="{passage.citation}" source="{passage.location}" span="{passage.start}-{passage.end}">\n'
             f"{passage.text.replace('</passage>', '</ passage>')}\n</passage>")
 
 

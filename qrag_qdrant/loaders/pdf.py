@@ -1,0 +1,44 @@
+"""PDF through pypdf: pure Python, well kept, and reads objects lazily from an open file. Its
+cache of parsed objects is dropped after each page, so a large PDF is extracted page by page
+in bounded memory. Each block is one page, so chunks know their pages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from . import LoaderError, TextBlock, require
+
+
+class PdfLoader:
+    suffixes = (".pdf",)
+
+    def sniff(self, head: bytes) -> bool:
+        return head.lstrip()[:5] == b"%PDF-"
+
+    def blocks(self, path: Path) -> Iterator[TextBlock]:
+        pypdf = require("pypdf", "pdf")
+        with path.open("rb") as file:
+            try:
+                reader = pypdf.PdfReader(file)
+                if reader.is_encrypted and not reader.decrypt(""):
+                    raise LoaderError("encrypted PDF (a password is needed to read it)")
+                pages = len(reader.pages)
+            except LoaderError:
+                raise
+            except pypdf.errors.FileNotDecryptedError:
+                raise LoaderError("encrypted PDF (a password is needed to read it)") from None
+            except Exception as exc:  # pypdf raises many kinds on damaged files
+                raise LoaderError(f"corrupt or truncated PDF ({type(exc).__name__}: {exc})"[:200]) from None
+            found_text = False
+            for number in range(pages):
+                try:
+                    text = reader.pages[number].extract_text() or ""
+                except Exception as exc:
+                    raise LoaderError(f"corrupt PDF: page {number + 1} cannot be read "
+                                      f"({type(exc).__name__})") from None
+                found_text |= bool(text.strip())
+                reader.resolved_objects.clear()  # the page's streams (images too) are not needed again
+                yield TextBlock(text, page=number + 1)
+            if not found_text:
+                raise LoaderError("no text layer; OCR is not supported")
