@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -26,6 +27,7 @@ from rich.table import Table
 
 from .api import QuorumRAG
 from .config import load_settings
+from .corpus import UNSUPPORTED_FORMAT
 from .errors import ConfigError, QragError
 from .evidence import Answer, Evidence
 from .ingest import IngestProgress
@@ -182,8 +184,14 @@ def ingest(
         out.print(f"Dropped {plural(len(report.dropped), 'collection')}: {', '.join(report.dropped)}", markup=False)
     if report.skipped:
         out.print(f"Skipped {plural(len(report.skipped), 'file')}:")
+        formats = Counter(s.reason for s in report.skipped if s.reason.startswith(UNSUPPORTED_FORMAT))
         for skipped in report.skipped:
-            out.print(f"  {skipped.source}: {skipped.reason}", markup=False)
+            if skipped.reason not in formats:
+                out.print(f"  {skipped.source}: {skipped.reason}", markup=False)
+        if formats:  # often many (a docs folder's images and data); --json lists each
+            counts = ", ".join(f"{reason.removeprefix(UNSUPPORTED_FORMAT).strip(' ()')} ({count})"
+                               for reason, count in formats.most_common())
+            out.print(f"  {plural(formats.total(), 'file')} of unsupported formats: {counts}", markup=False)
 
 
 @app.command()

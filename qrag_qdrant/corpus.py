@@ -22,6 +22,8 @@ from .locations import HEADING_SEPARATOR, Mark
 BLOCK_BYTES = 1 << 20
 #: documents whose text is larger than this spool to a temporary file instead of memory
 SPOOL_IN_MEMORY = 4 << 20
+#: the reason given for a file no loader reads, followed by its suffix in parentheses
+UNSUPPORTED_FORMAT = "unsupported format"
 #: between blocks of loaders that give separate paragraphs or pages (text's blocks are one stream)
 BLOCK_SEPARATOR = "\n\n"
 
@@ -78,7 +80,7 @@ class Corpus:
             try:
                 loader = loader_for(path, self.registered)
                 if loader is None:
-                    self.skipped.append(SkippedFile(source, f"unsupported format ({path.suffix or 'no suffix'})"))
+                    self.skipped.append(SkippedFile(source, f"{UNSUPPORTED_FORMAT} ({path.suffix or 'no suffix'})"))
                     continue
                 yield extract(source, path, loader)
             except LoaderError as exc:

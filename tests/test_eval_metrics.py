@@ -8,7 +8,8 @@ import pytest
 
 from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.eval import DatasetError, EvalQuestion, load_dataset, parse_sweep
-from qrag_qdrant.eval.answering import GeneratedAnswer, answer_metrics, draw, paired_f1
+from qrag_qdrant.eval.answering import GeneratedAnswer, answer_metrics, draw, paired_f1, score_answer
+from qrag_qdrant.evidence import Answer, Claim
 from qrag_qdrant.eval.metrics import (
     SystemAnswer,
     exact_match,
@@ -159,6 +160,18 @@ def test_answer_metrics_count_abstentions_by_kind_and_the_judges_agreement_with_
     assert metrics["outcomes"] == {"answered": 5, "gate": 1, "model_declined": 1}
     assert metrics["seconds_per_answer"] == 2.0  # the gate's abstention asked no model
     assert metrics["citations_valid"] == 1.0 and metrics["cites_unshown"] == 0 and metrics["uncited"] == 0.0
+
+
+def test_a_scored_answer_keeps_the_judges_scores_for_calibration():
+    answer = Answer(question="Who won?", abstained=False, retrievers=5, clusters=[], timings_ms={},
+                    answer="The Broncos won [1]. They scored 24 [2].",
+                    claims=[Claim(text="The Broncos won [1].", citations=[1], supported=True, score=0.8),
+                            Claim(text="They scored 24 [2].", citations=[2], supported=False, score=0.2)])
+    row = score_answer(EvalQuestion(id="q", question="Who won?", answers=("Denver Broncos",)), "quorum", answer,
+                       3.0, None)
+    assert row.claim_scores == [0.8, 0.2] and row.flagged and row.claims_supported == 1
+    # "broncos won they scored 24" against "denver broncos": precision 1/5, recall 1/2
+    assert row.holds_gold is False and row.f1 == pytest.approx(2 * (1 / 5) * (1 / 2) / (1 / 5 + 1 / 2))
 
 
 def test_an_uncited_answer_is_not_counted_as_citing_an_unshown_passage():

@@ -171,8 +171,11 @@ def test_bad_files_are_skipped_with_their_reason_and_the_rest_is_ingested(tmp_pa
     for name, (_, reason) in BAD_FILES.items():
         assert reason in reasons[name] and "\n" not in reasons[name], (name, reasons[name])
 
+    (corpus / "chart.png").write_bytes(b"\x89PNG")
     human = run("ingest", str(corpus), "--store", str(tmp_path / "store"))
     assert "scan.pdf: no text layer; OCR is not supported" in human.stdout
+    assert "2 files of unsupported formats: .png (2)" in human.stdout  # one line, however many
+    assert "photo.png" not in human.stdout
 
 
 def test_a_folder_with_nothing_readable_is_an_error_and_creates_nothing(tmp_path):

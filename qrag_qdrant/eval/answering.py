@@ -15,7 +15,7 @@ import random
 from collections import Counter
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -50,6 +50,8 @@ class GeneratedAnswer:
     #: the judge found a claim its passages do not support (None: not judged)
     flagged: bool | None
     seconds: float
+    #: the judge's P(yes) per judged claim, to choose its threshold from labelled answers
+    claim_scores: list[float] = field(default_factory=list)
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
     completion_tokens: int | None = None
@@ -75,6 +77,7 @@ def score_answer(question: EvalQuestion, system: str, answer: Answer, seconds: f
         citations_valid=not any(c.invalid_citations for c in answer.claims) if cited else None,
         claims_judged=len(judged), claims_supported=sum(bool(c.supported) for c in judged),
         flagged=any(not c.supported for c in judged) if judged else None, seconds=seconds,
+        claim_scores=[c.score for c in judged if c.score is not None],
         **(asdict(usage) if usage is not None else {}))
 
 
