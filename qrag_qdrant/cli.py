@@ -31,6 +31,7 @@ from .corpus import UNSUPPORTED_FORMAT
 from .errors import ConfigError, QragError
 from .evidence import Answer, Evidence
 from .ingest import IngestProgress
+from .service.auth import KeyFile
 from .tokens import mint_token, parse_ttl
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -461,6 +462,48 @@ def gate_train(
                           _rate(result["recall"]), _rate(result["answered_recall"]))
     print_table(table)
     out.print(f"wrote {out_path}: set retrieval.gate_model = \"{out_path}\" (QRAG_RETRIEVAL_GATE_MODEL) to use it")
+
+
+@app.command()
+@friendly_errors
+def serve(
+    host: Annotated[str | None, typer.Option("--host", help="address to listen on (service.host)")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="port (service.port)")] = None,
+    config: ConfigOption = None,
+    store: StoreOption = None,
+) -> None:
+    """Serve the HTTP API (OpenAPI at /docs) with the models and the store kept warm; each team's
+    bearer key (qrag-qdrant key add) confines it to its namespace."""
+    try:
+        import uvicorn
+
+        from .service.app import create_app
+    except ImportError:
+        raise ConfigError("the service needs its extra: pip install 'qrag-qdrant[service]'") from None
+    settings = load_settings(config, store=store)
+    keys = KeyFile.load(settings.service.keys)
+    if not keys.principals:
+        err.print(f"warning: no keys in {settings.service.keys}: add one with `qrag-qdrant key add --namespace NAME`",
+                  markup=False)
+    uvicorn.run(create_app(settings, keys), host=host or settings.service.host, port=port or settings.service.port,
+                log_level="warning", timeout_graceful_shutdown=30)
+
+
+key_app = typer.Typer(no_args_is_help=True, help="Team keys for `qrag-qdrant serve`.")
+app.add_typer(key_app, name="key")
+
+
+@key_app.command("add")
+@friendly_errors
+def key_add(
+    namespace: Annotated[str, typer.Option("--namespace", help="the one namespace this key reaches")],
+    read_only: Annotated[bool, typer.Option("--read-only", help="query only, no ingest")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Mint a key for a team's namespace, store its SHA-256 in the key file, and print the key once."""
+    settings = load_settings(config, namespace=namespace)  # validates the namespace's name
+    key = KeyFile.load(settings.service.keys).add(settings.namespace, "read" if read_only else "read-write")
+    sys.stdout.write(key + "\n")
 
 
 def _rate(value: float | None) -> str:

@@ -162,6 +162,16 @@ class QdrantSettings(Section):
     read_consistency: PositiveInt | Literal["majority", "quorum", "all"] = 1
 
 
+class ServiceSettings(Section):
+    """``qrag-qdrant serve``."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=1, le=65535)
+    keys: Path = Field(Path(".qrag-keys.toml"), description="the key file: each team's key (hashed), namespace "
+                       "and role; `qrag-qdrant key add` writes it")
+    max_body_bytes: PositiveInt = Field(1 << 20, description="a larger request body is refused with 413")
+
+
 ORIGIN_RETRIEVERS = (
     RetrieverSpec(kind="dense", size=50, overlap=25),
     RetrieverSpec(kind="dense", size=100, overlap=50),
@@ -195,6 +205,7 @@ class Settings(BaseSettings):
     llm: LlmSettings = LlmSettings()
     generation: GenerationSettings = GenerationSettings()
     qdrant: QdrantSettings = QdrantSettings()
+    service: ServiceSettings = ServiceSettings()
 
     @classmethod
     def settings_customise_sources(

@@ -1,0 +1,220 @@
+"""The FastAPI application: the embedder, the store and the generation backend stay warm, and
+every request is confined to the namespace its bearer key names.
+
+Errors are JSON, ``{"code", "message"}``, with the CLI's taxonomy; no traceback ever leaves.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..api import CollectionInfo, QuorumRAG
+from ..config import Settings
+from ..embedding import DenseEmbedder
+from ..errors import (ConfigError, GenerationError, NothingIngestedError, QragError, QuestionError, StoreError,
+                      StoreInUseError)
+from ..evidence import Answer, Evidence
+from .auth import KeyFile, Principal
+
+#: the CLI's error classes as HTTP statuses and stable codes, most specific first
+ERROR_CODES: tuple[tuple[type[QragError], int, str], ...] = (
+    (QuestionError, 400, "bad_question"),
+    (NothingIngestedError, 404, "nothing_ingested"),
+    (StoreInUseError, 409, "store_in_use"),
+    (StoreError, 503, "store_unavailable"),
+    (GenerationError, 502, "generation_failed"),
+    (ConfigError, 500, "config"),
+    (QragError, 500, "error"),
+)
+
+
+class ServiceError(Exception):
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+class QueryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    generate: bool = Field(True, description="answer with the generation backend; false: the evidence only")
+    stream: bool = Field(False, description="Server-Sent Events: evidence, then answer tokens, then done")
+
+
+class Namespaces:
+    """One warm QuorumRAG per namespace, opened on first use, sharing one embedder. Each opens
+    its own store bound to its namespace, so the store itself refuses other teams' collections.
+    Retrieval holds the namespace's lock (the embedded engine is not promised to be
+    thread-safe); answer generation, the slow part, runs outside it."""
+
+    def __init__(self, settings: Settings, embedder: DenseEmbedder):
+        self.settings, self.embedder = settings, embedder
+        self._lock = threading.Lock()
+        self._rags: dict[str, tuple[QuorumRAG, threading.Lock]] = {}
+
+    def _open(self, namespace: str) -> tuple[QuorumRAG, threading.Lock]:
+        with self._lock:
+            if namespace not in self._rags:
+                settings = self.settings.model_copy(update={"namespace": namespace})
+                self._rags[namespace] = (QuorumRAG(settings, embedder=self.embedder), threading.Lock())
+            return self._rags[namespace]
+
+    def rag(self, namespace: str) -> QuorumRAG:
+        return self._open(namespace)[0]
+
+    def retrieve(self, namespace: str, question: str) -> Evidence:
+        rag, lock = self._open(namespace)
+        with lock:
+            return rag.retrieve(question)
+
+    def collections(self, namespace: str) -> list[CollectionInfo]:
+        rag, lock = self._open(namespace)
+        with lock:
+            return rag.collections()
+
+    def store_reachable(self) -> bool:
+        rag, lock = self._open(self.settings.namespace)
+        with lock:
+            try:
+                rag.store.list_collections(self.settings.namespace)
+                return True
+            except QragError:
+                return False
+
+    def close(self) -> None:
+        for rag, _ in self._rags.values():
+            rag.close()
+
+
+def error_response(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"code": code, "message": " ".join(message.split())[:500]}, status_code=status)
+
+
+def sse(event: str, data: Any) -> str:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n"
+
+
+def caller(request: Request) -> Principal:
+    """The team behind the request's bearer key."""
+    scheme, _, key = request.headers.get("authorization", "").partition(" ")
+    keys: KeyFile = request.app.state.keys
+    found = keys.principal(key.strip()) if scheme.lower() == "bearer" and key.strip() else None
+    if found is None:
+        raise ServiceError(401, "unauthorized", "a valid bearer key is needed: Authorization: Bearer <key>")
+    return found
+
+
+Caller = Annotated[Principal, Depends(caller)]
+
+
+def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseEmbedder | None = None) -> FastAPI:
+    keys = keys if keys is not None else KeyFile.load(settings.service.keys)
+    state: dict[str, Namespaces] = {}
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        model = embedder or DenseEmbedder(settings.embedding)
+        model.embed(["warm up"])  # load the model now, so /readyz means it
+        state["namespaces"] = Namespaces(settings, model)
+        yield
+        state.pop("namespaces").close()
+
+    app = FastAPI(title="qrag-qdrant", lifespan=lifespan,
+                  description="Answers only from evidence that several retrievers agree on, or abstains.")
+    app.state.keys = keys
+
+    @app.middleware("http")
+    async def limit_body(request: Request, call_next):  # noqa: ANN001, ANN202 - Starlette's signature
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > settings.service.max_body_bytes):
+            return error_response(413, "body_too_large",
+                                  f"the request body is larger than {settings.service.max_body_bytes} bytes")
+        return await call_next(request)
+
+    @app.exception_handler(ServiceError)
+    async def service_error(_: Request, exc: ServiceError) -> JSONResponse:
+        return error_response(exc.status, exc.code, exc.message)
+
+    @app.exception_handler(QragError)
+    async def qrag_error(_: Request, exc: QragError) -> JSONResponse:
+        status, code = next((s, c) for kind, s, c in ERROR_CODES if isinstance(exc, kind))
+        return error_response(status, code, str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
+                             for e in exc.errors())
+        return error_response(422, "invalid_request", problems)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return error_response(exc.status_code, "not_found" if exc.status_code == 404 else "http_error",
+                              str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
+        return error_response(500, "internal", f"unexpected {type(exc).__name__}")
+
+    def namespaces() -> Namespaces:
+        return state["namespaces"]
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    def readyz() -> JSONResponse:
+        ready = "namespaces" in state
+        checks = {"embedder": ready, "store": ready and namespaces().store_reachable()}
+        return JSONResponse({"ready": all(checks.values()), **checks}, status_code=200 if all(checks.values()) else 503)
+
+    @app.get("/v1/collections")
+    def collections(caller: Caller) -> list[CollectionInfo]:
+        return namespaces().collections(caller.namespace)
+
+    @app.post("/v1/query", response_model=None)
+    def query(body: QueryRequest, caller: Caller) -> dict[str, Any] | StreamingResponse:
+        spaces = namespaces()
+        evidence = spaces.retrieve(caller.namespace, body.question)
+        rag = spaces.rag(caller.namespace)
+        if not body.stream:
+            if not body.generate:
+                return evidence.model_dump()
+            return rag.answer(body.question, evidence=evidence).model_dump()
+        return StreamingResponse(stream_answer(rag, body, evidence), media_type="text/event-stream")
+
+    return app
+
+
+def stream_answer(rag: QuorumRAG, body: QueryRequest, evidence: Evidence) -> Iterator[str]:
+    """The evidence, each answer token as it arrives, then the checked answer."""
+    yield sse("evidence", evidence.model_dump())
+    if evidence.abstained or not body.generate:
+        yield sse("done", Answer(**evidence.model_dump()).model_dump())
+        return
+    tokens: queue.Queue[str | Answer] = queue.Queue()
+
+    def generate() -> None:
+        try:
+            tokens.put(rag.answer(body.question, evidence=evidence, on_token=tokens.put))
+        except Exception as exc:  # noqa: BLE001 - reported to the client as the final event
+            failed = Answer(**evidence.model_dump())
+            failed.error = f"unexpected {type(exc).__name__}"
+            tokens.put(failed)
+
+    threading.Thread(target=generate, name="qrag-answer", daemon=True).start()
+    while not isinstance(item := tokens.get(), Answer):
+        yield sse("token", {"text": item})
+    yield sse("done", item.model_dump())

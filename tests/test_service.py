@@ -1,0 +1,165 @@
+"""The HTTP service through HTTP: two teams confined to their namespaces, the query contract
+with and without streaming, and bad requests answered with one JSON error, never a traceback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from qrag_qdrant import QuorumRAG
+from qrag_qdrant.config import load_settings
+
+from .cli_helpers import assert_clean_error, run
+from .ollama_standin import ollama_standin
+from .sample_corpus import DOCUMENTS
+
+pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from qrag_qdrant.service.app import create_app  # noqa: E402
+from qrag_qdrant.service.auth import KeyFile, Principal  # noqa: E402
+
+BEES = "How do honeybee foragers tell their sisters where the flowers are?"
+TEAM_B_DOC = ("The Antikythera mechanism is an ancient Greek hand-powered orrery, recovered from a shipwreck "
+              "in 1901, that modelled the motions of the Sun and Moon with bronze gears. ") * 3
+
+
+@pytest.fixture
+def teams(tmp_path, embedder):
+    """Team a holds the sample corpus, team b one document of its own; each has a key.
+    Returns a function that starts the service over them with extra settings."""
+    store, key_file = tmp_path / "store", tmp_path / "keys.toml"
+    team_a, team_b = tmp_path / "a", tmp_path / "b"
+    for folder, documents in ((team_a, DOCUMENTS), (team_b, {"gears.txt": TEAM_B_DOC})):
+        for name, text in documents.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text)
+    for namespace, folder in (("team-a", team_a), ("team-b", team_b)):
+        settings = load_settings(store=store, namespace=namespace)
+        with QuorumRAG(settings, embedder=embedder) as rag:
+            rag.ingest(folder)
+    keys = KeyFile.load(key_file)
+    auth = {team: {"Authorization": f"Bearer {keys.add(f'team-{team}', role)}"}
+            for team, role in (("a", "read-write"), ("b", "read"))}
+
+    def start(**overrides) -> TestClient:
+        settings = load_settings(store=store, service={"keys": key_file, "max_body_bytes": 200_000}, **overrides)
+        return TestClient(create_app(settings, embedder=embedder), raise_server_exceptions=False)
+
+    return start, auth
+
+
+@pytest.fixture
+def service(teams):
+    start, auth = teams
+    with start() as client:
+        yield client, auth
+
+
+def sources(evidence: dict) -> set[str]:
+    return {p["source"] for cluster in evidence["clusters"] for p in cluster["passages"]}
+
+
+def test_each_team_sees_only_its_own_namespace(service):
+    client, auth = service
+    mine = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"])
+    assert mine.status_code == 200 and not mine.json()["abstained"]
+    assert "honeybees.txt" in sources(mine.json()) and sources(mine.json()) <= set(DOCUMENTS)
+    theirs = client.post("/v1/query", json={"question": "What did the Antikythera mechanism model?",
+                                            "generate": False}, headers=auth["b"])
+    assert theirs.status_code == 200 and sources(theirs.json()) == {"gears.txt"}
+    # team b asking about team a's bees never gets team a's text
+    probe = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["b"])
+    assert probe.status_code == 200 and sources(probe.json()) <= {"gears.txt"}
+
+    names = {team: {c["name"] for c in client.get("/v1/collections", headers=auth[team]).json()} for team in auth}
+    assert names["a"] and all(name.startswith("team-a-") for name in names["a"])
+    assert names["b"] and all(name.startswith("team-b-") for name in names["b"])
+    assert "team-b" not in client.get("/v1/collections", headers=auth["a"]).text  # not even its names
+
+
+@pytest.mark.parametrize("header", [None, "Bearer nope", "Basic abc", "Bearer "])
+def test_a_missing_or_unknown_key_is_401(service, header):
+    client, _ = service
+    headers = {"Authorization": header} if header else {}
+    response = client.post("/v1/query", json={"question": BEES}, headers=headers)
+    assert response.status_code == 401 and response.json()["code"] == "unauthorized"
+    assert client.get("/v1/collections", headers=headers).status_code == 401
+
+
+def test_the_key_file_holds_hashes_not_keys(tmp_path):
+    keys = KeyFile.load(tmp_path / "keys.toml")
+    key = keys.add("team-a", "read")
+    assert key not in (tmp_path / "keys.toml").read_text()
+    assert KeyFile.load(tmp_path / "keys.toml").principal(key).namespace == "team-a"
+    assert KeyFile.load(tmp_path / "keys.toml").principal(key + "x") is None
+
+
+def events(response) -> list[tuple[str, dict]]:
+    """Server-Sent Events as (event, data) pairs."""
+    parsed = []
+    for block in response.text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines())
+        parsed.append((fields["event"], json.loads(fields["data"])))
+    return parsed
+
+
+def test_streams_evidence_then_tokens_then_the_checked_answer(teams):
+    start, auth = teams
+    with ollama_standin(tokens=["Foragers ", "perform ", "the waggle dance ", "[1]."]) as ollama:
+        with start(ollama={"host": ollama.host}, generation={"backend": "ollama", "judge": False}) as client:
+            plain = client.post("/v1/query", json={"question": BEES}, headers=auth["a"])
+            streamed = client.post("/v1/query", json={"question": BEES, "stream": True}, headers=auth["a"])
+    assert plain.status_code == 200 and plain.json()["answer"] == "Foragers perform the waggle dance [1]."
+    assert streamed.status_code == 200 and streamed.headers["content-type"].startswith("text/event-stream")
+    received = events(streamed)
+    assert [name for name, _ in received] == ["evidence", "token", "token", "token", "token", "done"]
+    assert "".join(data["text"] for name, data in received if name == "token") == received[-1][1]["answer"]
+    evidence, done = received[0][1], received[-1][1]
+    assert sources(evidence) == sources(done) and done["claims"][0]["citations"] == [1]
+    assert {k: v for k, v in done.items() if k in evidence and k != "timings_ms"} == \
+        {k: v for k, v in plain.json().items() if k in evidence and k != "timings_ms"}  # the same contract
+
+
+BAD_BODIES = [
+    ('{"question": ', "invalid_request"),                       # malformed JSON
+    ('{"question": "Why?", "colour": "red"}', "invalid_request"),  # unknown field
+    ('{"generate": false}', "invalid_request"),                # no question
+    ('{"question": "   ", "generate": false}', "bad_question"),  # empty question
+    (json.dumps({"question": "why " * 25_000, "generate": False}), "bad_question"),  # a 100 KB question
+]
+
+
+@pytest.mark.parametrize("body,code", BAD_BODIES)
+def test_bad_requests_get_one_json_error_and_never_a_500(service, body, code):
+    client, auth = service
+    response = client.post("/v1/query", content=body, headers={**auth["a"], "Content-Type": "application/json"})
+    assert 400 <= response.status_code < 500 and response.json()["code"] == code, response.text
+    assert "Traceback" not in response.text and "\n" not in response.json()["message"]
+
+
+def test_an_oversized_body_is_413(service):
+    client, auth = service
+    response = client.post("/v1/query", content=json.dumps({"question": "x" * 300_000}),
+                           headers={**auth["a"], "Content-Type": "application/json"})
+    assert response.status_code == 413 and response.json()["code"] == "body_too_large"
+
+
+def test_health_and_readiness(service):
+    client, _ = service
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    assert ready.status_code == 200 and ready.json() == {"ready": True, "embedder": True, "store": True}
+    assert client.get("/docs").status_code == 200 and client.get("/openapi.json").json()["paths"]["/v1/query"]
+
+
+def test_key_add_prints_the_key_once_and_stores_its_hash(tmp_path):
+    keys = tmp_path / "keys.toml"
+    result = run("key", "add", "--namespace", "team-a", "--read-only", env={"QRAG_SERVICE_KEYS": str(keys)})
+    assert result.exit_code == 0, result.stderr
+    key = result.stdout.strip()
+    assert key.startswith("qrag_") and key not in keys.read_text()
+    assert KeyFile.load(keys).principal(key) == Principal("team-a", "read")
+    assert_clean_error(run("key", "add", "--namespace", "Team A", env={"QRAG_SERVICE_KEYS": str(keys)}), 1,
+                       "namespace")
