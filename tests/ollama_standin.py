@@ -22,12 +22,17 @@ class OllamaStandIn:
     tokens: list[str]
     cut_after: int | None = None  # close the stream, unfinished, after this many tokens
     requests: list[dict[str, Any]] = field(default_factory=list)
+    #: set once the first token of an answer has been sent: a request is in flight
+    first_token_sent: threading.Event = field(default_factory=threading.Event)
+    #: when given, the rest of the answer waits until it is set
+    hold: threading.Event | None = None
 
 
 @contextmanager
-def ollama_standin(model: str = "mistral", tokens: list[str] | None = None,
-                   cut_after: int | None = None) -> Iterator[OllamaStandIn]:
-    state = OllamaStandIn("", model, tokens or ["Foragers ", "perform ", "the waggle dance ", "[1]."], cut_after)
+def ollama_standin(model: str = "mistral", tokens: list[str] | None = None, cut_after: int | None = None,
+                   hold: threading.Event | None = None) -> Iterator[OllamaStandIn]:
+    state = OllamaStandIn("", model, tokens or ["Foragers ", "perform ", "the waggle dance ", "[1]."], cut_after,
+                          hold=hold)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -53,6 +58,10 @@ def ollama_standin(model: str = "mistral", tokens: list[str] | None = None,
                     return
                 self._chunk({"model": state.model, "message": {"role": "assistant", "content": token},
                              "done": False})
+                if count == 0:
+                    state.first_token_sent.set()
+                    if state.hold is not None:
+                        state.hold.wait()
             self._chunk({"model": state.model, "message": {"role": "assistant", "content": ""}, "done": True,
                          "done_reason": "stop", "prompt_eval_count": len(json.dumps(body["messages"])) // 4,
                          "eval_count": len(state.tokens), "eval_duration": 2_000_000 * len(state.tokens)})
@@ -78,5 +87,7 @@ def ollama_standin(model: str = "mistral", tokens: list[str] | None = None,
     try:
         yield state
     finally:
+        if state.hold is not None:
+            state.hold.set()  # a held answer must not keep the server from shutting down
         server.shutdown()
         server.server_close()

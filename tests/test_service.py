@@ -4,7 +4,17 @@ with and without streaming, and bad requests answered with one JSON error, never
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
 
+from pathlib import Path
+
+import httpx
 import pytest
 
 from qrag_qdrant import QuorumRAG
@@ -163,3 +173,66 @@ def test_key_add_prints_the_key_once_and_stores_its_hash(tmp_path):
     assert KeyFile.load(keys).principal(key) == Principal("team-a", "read")
     assert_clean_error(run("key", "add", "--namespace", "Team A", env={"QRAG_SERVICE_KEYS": str(keys)}), 1,
                        "namespace")
+
+
+def test_a_client_that_leaves_mid_stream_does_not_break_the_service(teams):
+    start, auth = teams
+    hold = threading.Event()
+    with ollama_standin(hold=hold) as ollama, \
+            start(ollama={"host": ollama.host}, generation={"backend": "ollama", "judge": False}) as client:
+        with client.stream("POST", "/v1/query", json={"question": BEES, "stream": True}, headers=auth["a"]) as r:
+            first = next(r.iter_lines())
+            assert first == "event: evidence" and ollama.first_token_sent.wait(60)
+        hold.set()  # the abandoned answer finishes in the background
+        after = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"])
+        assert after.status_code == 200 and not after.json()["abstained"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_sigterm_lets_the_answer_in_flight_finish(tmp_path, corpus, embedder):
+    store, keys = tmp_path / "store", tmp_path / "keys.toml"
+    with QuorumRAG(load_settings(store=store), embedder=embedder) as rag:
+        rag.ingest(corpus)
+    key = KeyFile.load(keys).add("default", "read")
+    hold, port = threading.Event(), free_port()
+    with ollama_standin(hold=hold) as ollama:
+        env = {**os.environ, "QRAG_STORE": str(store), "QRAG_SERVICE_KEYS": str(keys), "QRAG_OLLAMA_HOST": ollama.host,
+               "QRAG_GENERATION_BACKEND": "ollama", "QRAG_GENERATION_JUDGE": "false"}
+        command = [str(Path(sys.executable).parent / "qrag-qdrant"), "serve", "--port", str(port)]
+        server = subprocess.Popen(command, env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            while server.poll() is None:  # until it answers /readyz: an observable event, not a fixed wait
+                try:
+                    if httpx.get(f"{base}/readyz").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    time.sleep(0.2)
+            assert server.poll() is None, server.stdout.read()
+            received: list[str] = []
+
+            def ask() -> None:
+                with httpx.stream("POST", f"{base}/v1/query", json={"question": BEES, "stream": True},
+                                  headers={"Authorization": f"Bearer {key}"}, timeout=120) as response:
+                    received.extend(response.iter_lines())
+
+            client = threading.Thread(target=ask)
+            client.start()
+            assert ollama.first_token_sent.wait(120)  # the answer is in flight
+            server.send_signal(signal.SIGTERM)
+            hold.set()
+            client.join(120)
+            # uvicorn finishes what is in flight, then re-raises the signal: killed by SIGTERM, after the answer
+            assert server.wait(120) in (0, -signal.SIGTERM)
+        finally:
+            if server.poll() is None:
+                server.kill()
+    done = [json.loads(line.removeprefix("data: ")) for line, before in zip(received[1:], received)
+            if before == "event: done"]
+    assert done and done[0]["answer"] == "Foragers perform the waggle dance [1]."
