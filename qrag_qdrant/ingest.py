@@ -160,6 +160,7 @@ class Ingestor:
                 writer.written |= bool(gone)
             if writer.written or rebuild:
                 self.store.finish_bulk(writer.target)
+                self.store.stamp_indexed(writer.target, time.time_ns())  # result caches start over
             report.chunks[writer.spec.name] = self.store.count(writer.target)
         if rebuild:
             report.dropped += self._switch({writer.spec.name: writer.target for writer in writers})

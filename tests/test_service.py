@@ -119,8 +119,10 @@ def test_streams_evidence_then_tokens_then_the_checked_answer(teams):
     start, auth = teams
     with ollama_standin(tokens=["Foragers ", "perform ", "the waggle dance ", "[1]."]) as ollama:
         with start(ollama={"host": ollama.host}, generation={"backend": "ollama", "judge": False}) as client:
-            plain = client.post("/v1/query", json={"question": BEES}, headers=auth["a"])
             streamed = client.post("/v1/query", json={"question": BEES, "stream": True}, headers=auth["a"])
+            plain = client.post("/v1/query", json={"question": BEES}, headers=auth["a"])  # the cached answer
+            asked = len(ollama.requests)
+    assert asked == 1 and "cache_hit" in plain.json()["timings_ms"]
     assert plain.status_code == 200 and plain.json()["answer"] == "Foragers perform the waggle dance [1]."
     assert streamed.status_code == 200 and streamed.headers["content-type"].startswith("text/event-stream")
     received = events(streamed)
@@ -236,3 +238,28 @@ def test_sigterm_lets_the_answer_in_flight_finish(tmp_path, corpus, embedder):
     done = [json.loads(line.removeprefix("data: ")) for line, before in zip(received[1:], received)
             if before == "event: done"]
     assert done and done[0]["answer"] == "Foragers perform the waggle dance [1]."
+
+
+def metric(client, name: str) -> int:
+    line = next(l for l in client.get("/metrics").text.splitlines() if l.startswith(f"qrag_cache_{name}_total "))
+    return int(line.split()[1])
+
+
+def test_a_repeated_question_is_answered_from_the_cache_until_the_index_changes(service, tmp_path):
+    client, auth = service
+    ask = lambda question, team="a": client.post(  # noqa: E731
+        "/v1/query", json={"question": question, "generate": False}, headers=auth[team]).json()
+    first = ask(BEES)
+    assert "cache_miss" in first["timings_ms"] and len(first["timings_ms"]) > 1  # and the stages it ran
+    again = ask("  how do HONEYBEE foragers tell their sisters where the flowers are?")
+    assert set(again["timings_ms"]) == {"cache_hit"} and again["clusters"] == first["clusters"]
+    assert (metric(client, "hits"), metric(client, "misses")) == (1, 1)
+    assert "cache_miss" in ask(BEES, team="b")["timings_ms"]  # another namespace, another entry
+
+    more = tmp_path / "more"
+    more.mkdir()
+    (more / "owls.txt").write_text("Barn owls hunt at night and find mice by sound alone. " * 5)
+    client.app.state.namespaces.rag("team-a").ingest(more)  # any ingest stamps the index
+    after = ask(BEES)
+    assert "cache_miss" in after["timings_ms"] and metric(client, "stale") == 1
+    assert "cache_hit" in ask(BEES)["timings_ms"]

@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import queue
 import threading
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -26,6 +27,7 @@ from ..errors import (ConfigError, GenerationError, NothingIngestedError, QragEr
                       StoreInUseError)
 from ..evidence import Answer, Evidence
 from .auth import KeyFile, Principal
+from .cache import ResultCache, normalise
 
 #: the CLI's error classes as HTTP statuses and stable codes, most specific first
 ERROR_CODES: tuple[tuple[type[QragError], int, str], ...] = (
@@ -84,6 +86,13 @@ class Namespaces:
         with lock:
             return rag.collections()
 
+    def stamp(self, namespace: str) -> tuple[int, ...]:
+        """The index stamps of the namespace's collections: they change with every ingest."""
+        rag, lock = self._open(namespace)
+        with lock:
+            manifests = [rag.store.manifest(spec.name) for spec in rag.settings.collections]
+        return tuple(m.indexed if m is not None else -1 for m in manifests)
+
     def store_reachable(self) -> bool:
         rag, lock = self._open(self.settings.namespace)
         with lock:
@@ -127,7 +136,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         model = embedder or DenseEmbedder(settings.embedding)
         model.embed(["warm up"])  # load the model now, so /readyz means it
-        state["namespaces"] = Namespaces(settings, model)
+        state["namespaces"] = app.state.namespaces = Namespaces(settings, model)
         yield
         state.pop("namespaces").close()
 
@@ -184,35 +193,71 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
     def collections(caller: Caller) -> list[CollectionInfo]:
         return namespaces().collections(caller.namespace)
 
+    cache: ResultCache[Evidence] = ResultCache(settings.service.cache_entries)
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    def metrics() -> str:
+        counters = cache.counters
+        return "".join(f"# TYPE qrag_cache_{name}_total counter\nqrag_cache_{name}_total {value}\n"
+                       for name, value in (("hits", counters.hits), ("misses", counters.misses),
+                                           ("stale", counters.stale)))
+
     @app.post("/v1/query", response_model=None)
     def query(body: QueryRequest, caller: Caller) -> dict[str, Any] | StreamingResponse:
-        spaces = namespaces()
-        evidence = spaces.retrieve(caller.namespace, body.question)
-        rag = spaces.rag(caller.namespace)
-        if not body.stream:
-            if not body.generate:
-                return evidence.model_dump()
-            return rag.answer(body.question, evidence=evidence).model_dump()
-        return StreamingResponse(stream_answer(rag, body, evidence), media_type="text/event-stream")
+        spaces, namespace = namespaces(), caller.namespace
+        rag = spaces.rag(namespace)
+        wanted = "answer" if body.generate else "evidence"
+        started = time.perf_counter()
+        stamp = spaces.stamp(namespace)
+        cached = cache.get((namespace, normalise(body.question), wanted), lambda: stamp) or (
+            cache.get((namespace, normalise(body.question), "evidence"), lambda: stamp) if body.generate else None)
+        lookup_ms = (time.perf_counter() - started) * 1000
+        if cached is not None:
+            result = cached.model_copy(update={"timings_ms": {"cache_hit": round(lookup_ms, 3)}})
+        else:
+            result = spaces.retrieve(namespace, body.question)
+            result.timings_ms["cache_miss"] = round(lookup_ms, 3)
+            cache.put((namespace, normalise(body.question), "evidence"), stamp, result)
+        if body.stream:
+            return StreamingResponse(stream_answer(rag, body, result, lambda a: remember(namespace, a, stamp)),
+                                     media_type="text/event-stream")
+        if body.generate and not isinstance(result, Answer):
+            result = rag.answer(body.question, evidence=result)
+            remember(namespace, result, stamp)
+        return result.model_dump()
+
+    def remember(namespace: str, answer: Answer, stamp: tuple[int, ...]) -> None:
+        """A complete, checked answer is reused for the same question until the index changes."""
+        if answer.complete and answer.error is None and (answer.answer is not None or answer.abstained):
+            cache.put((namespace, normalise(answer.question), "answer"), stamp, answer)
 
     return app
 
 
-def stream_answer(rag: QuorumRAG, body: QueryRequest, evidence: Evidence) -> Iterator[str]:
-    """The evidence, each answer token as it arrives, then the checked answer."""
-    yield sse("evidence", evidence.model_dump())
-    if evidence.abstained or not body.generate:
-        yield sse("done", Answer(**evidence.model_dump()).model_dump())
+def stream_answer(rag: QuorumRAG, body: QueryRequest, result: Evidence,
+                  on_done: Callable[[Answer], None]) -> Iterator[str]:
+    """The evidence, each answer token as it arrives, then the checked answer. A cached answer
+    arrives as one token."""
+    yield sse("evidence", Evidence(**{k: v for k, v in result.model_dump().items() if k in Evidence.model_fields})
+              .model_dump())
+    if isinstance(result, Answer):
+        if result.answer:
+            yield sse("token", {"text": result.answer})
+        yield sse("done", result.model_dump())
+        return
+    if result.abstained or not body.generate:
+        yield sse("done", Answer(**result.model_dump()).model_dump())
         return
     tokens: queue.Queue[str | Answer] = queue.Queue()
 
     def generate() -> None:
         try:
-            tokens.put(rag.answer(body.question, evidence=evidence, on_token=tokens.put))
+            answer = rag.answer(body.question, evidence=result, on_token=tokens.put)
+            on_done(answer)
         except Exception as exc:  # noqa: BLE001 - reported to the client as the final event
-            failed = Answer(**evidence.model_dump())
-            failed.error = f"unexpected {type(exc).__name__}"
-            tokens.put(failed)
+            answer = Answer(**result.model_dump())
+            answer.error = f"unexpected {type(exc).__name__}"
+        tokens.put(answer)
 
     threading.Thread(target=generate, name="qrag-answer", daemon=True).start()
     while not isinstance(item := tokens.get(), Answer):

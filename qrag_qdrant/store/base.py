@@ -49,6 +49,9 @@ class CollectionManifest(BaseModel):
     bm25: dict[str, Any]
     #: who computes the BM25 vectors, a key of ``embedding.BM25_SOURCES``; fixed at creation
     bm25_source: Literal["client", "server"] = "client"
+    #: stamped by every ingest that writes, when it starts and when it ends, so a result cache
+    #: can tell that the index changed (not part of what must match)
+    indexed: int = 0
 
     @classmethod
     def expected(cls, namespace: str, spec: CollectionSpec, model: str, dim: int,
@@ -194,6 +197,10 @@ class Store(ABC):
     @abstractmethod
     def manifest(self, name: str) -> CollectionManifest | None:
         """``name`` is an alias or a collection; None when neither exists."""
+
+    @abstractmethod
+    def stamp_indexed(self, name: str, version: int) -> None:
+        """Record in the collection's manifest that an ingest is changing it (``indexed``)."""
 
     @abstractmethod
     def upsert(self, name: str, points: Sequence[ChunkPoint]) -> None: ...

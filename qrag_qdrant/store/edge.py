@@ -132,6 +132,12 @@ class EdgeStore(Store):
             return None
         return CollectionManifest.model_validate(json.loads(path.read_text()))
 
+    def stamp_indexed(self, name: str, version: int) -> None:
+        manifest = self.manifest(name)
+        if manifest is not None:
+            _write_atomically(self.root / self._aliases.get(name, name) / MANIFEST,
+                              manifest.model_copy(update={"indexed": version}).model_dump_json(indent=2))
+
     def _own(self, name: str) -> None:
         if not collection_pattern(self.namespace).match(name):
             raise StoreError(f"collection {name} is not in namespace {self.namespace!r}")

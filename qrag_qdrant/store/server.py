@@ -154,6 +154,13 @@ class ServerStore(Store):
         return CollectionManifest.model_validate(metadata)
 
     @_server_errors
+    def stamp_indexed(self, name: str, version: int) -> None:
+        manifest = self.manifest(name)
+        if manifest is not None:
+            target = (self.aliases() or {}).get(name, name)
+            self.client.update_collection(target, metadata=manifest.model_copy(update={"indexed": version}).model_dump())
+
+    @_server_errors
     def upsert(self, name: str, points: Sequence[ChunkPoint]) -> None:
         if points:
             self.client.upsert(name, wait=True, points=[
