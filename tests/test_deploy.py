@@ -87,3 +87,18 @@ def test_the_cluster_config_creates_three_shards_with_two_replicas(monkeypatch):
     assert qdrant.write_consistency_factor <= qdrant.replication_factor
     assert qdrant.api_key.get_secret_value() == "from-the-environment"  # keys never in the file
     assert settings.retrievers == load_settings().retrievers  # the rest keeps the defaults
+
+
+def test_the_single_server_runs_the_service_beside_qdrant_and_ollama():
+    document = compose(DEPLOY / "docker-compose.yml")
+    qrag = document["services"]["qrag"]
+    assert (DEPLOY / qrag["build"]["context"] / qrag["build"]["dockerfile"]).resolve().is_file()
+    environment = qrag["environment"]
+    assert environment["QRAG_QDRANT_URL"] == "http://qdrant:6333" and environment["QRAG_OLLAMA_HOST"] == "http://ollama:11434"
+    assert environment["QRAG_QDRANT_API_KEY"].startswith("${QRAG_QDRANT_API_KEY:?")  # never written in the file
+    assert qrag["depends_on"]["qdrant"]["condition"] == "service_healthy"
+    assert "readyz" in " ".join(qrag["healthcheck"]["test"]) and "8000:8000" in qrag["ports"]
+    assert any(volume.endswith(":/keys") for volume in qrag["volumes"])
+    assert environment["QRAG_SERVICE_KEYS"].startswith("/keys/")
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    assert "[offline,service,documents]" in dockerfile and '"serve", "--host", "0.0.0.0"' in dockerfile
