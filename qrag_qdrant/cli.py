@@ -32,6 +32,7 @@ from .errors import ConfigError, QragError
 from .evidence import Answer, Evidence
 from .ingest import IngestProgress
 from .service.auth import KeyFile
+from .service.feedback import FeedbackFile, gate_rows
 from .tokens import mint_token, parse_ttl
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -504,6 +505,28 @@ def key_add(
     settings = load_settings(config, namespace=namespace)  # validates the namespace's name
     key = KeyFile.load(settings.service.keys).add(settings.namespace, "read" if read_only else "read-write")
     sys.stdout.write(key + "\n")
+
+
+feedback_app = typer.Typer(no_args_is_help=True, help="Thumbs up and down given through `serve`.")
+app.add_typer(feedback_app, name="feedback")
+
+
+@feedback_app.command("export")
+@friendly_errors
+def feedback_export(
+    out: Annotated[Path, typer.Option("--out", help="JSON Lines file of gate training rows")],
+    config: ConfigOption = None,
+    store: StoreOption = None,
+    namespace: NamespaceOption = None,
+) -> None:
+    """Write the namespace's feedback as rows for `qrag-qdrant gate train` (up: the evidence held the answer)."""
+    settings = load_settings(config, store=store, namespace=namespace)
+    feedback = FeedbackFile(settings.store).rows(settings.namespace)
+    if not feedback:
+        raise QragError(f"no feedback for namespace {settings.namespace!r} in {settings.store}")
+    rows = gate_rows(feedback)
+    out.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    err.print(f"Wrote {plural(len(rows), 'row')} ({sum(r['label'] for r in rows)} up) to {out}", markup=False)
 
 
 def _rate(value: float | None) -> str:

@@ -48,6 +48,8 @@ class Evidence(BaseModel):
     retrievers: int = Field(description="retrievers consulted; support is out of this many")
     clusters: list[EvidenceCluster]
     timings_ms: dict[str, float]
+    #: the gate's inputs, kept for feedback rows (``feedback export``); not part of the JSON
+    gate_features: dict[str, float] | None = Field(None, exclude=True)
 
     @property
     def passages(self) -> list[Passage]:

@@ -19,6 +19,7 @@ import pytest
 
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config import load_settings
+from qrag_qdrant.eval.gate_training import SystemRows
 
 from .cli_helpers import assert_clean_error, run
 from .ollama_standin import ollama_standin
@@ -130,8 +131,9 @@ def test_streams_evidence_then_tokens_then_the_checked_answer(teams):
     assert "".join(data["text"] for name, data in received if name == "token") == received[-1][1]["answer"]
     evidence, done = received[0][1], received[-1][1]
     assert sources(evidence) == sources(done) and done["claims"][0]["citations"] == [1]
-    assert {k: v for k, v in done.items() if k in evidence and k != "timings_ms"} == \
-        {k: v for k, v in plain.json().items() if k in evidence and k != "timings_ms"}  # the same contract
+    assert done["query_id"] == evidence["query_id"] != plain.json()["query_id"]  # one id per query, for feedback
+    same = lambda answer: {k: v for k, v in answer.items() if k in evidence and k not in ("timings_ms", "query_id")}  # noqa: E731
+    assert same(done) == same(plain.json())  # the same contract, streamed or not
 
 
 BAD_BODIES = [
@@ -263,3 +265,30 @@ def test_a_repeated_question_is_answered_from_the_cache_until_the_index_changes(
     after = ask(BEES)
     assert "cache_miss" in after["timings_ms"] and metric(client, "stale") == 1
     assert "cache_hit" in ask(BEES)["timings_ms"]
+
+
+def test_feedback_is_kept_per_namespace_and_exported_as_gate_rows(service, tmp_path):
+    client, auth = service
+    asked = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"]).json()
+    query_id = asked["query_id"]
+    given = client.post("/v1/feedback", json={"query_id": query_id, "rating": "up", "comment": "spot on"},
+                        headers=auth["a"])
+    assert given.status_code == 201, given.text
+    # another team cannot rate, or learn of, team a's query; nor can anyone rate a query never asked
+    for body, team in (({"query_id": query_id, "rating": "down"}, "b"), ({"query_id": "0" * 32, "rating": "up"}, "a")):
+        refused = client.post("/v1/feedback", json=body, headers=auth[team])
+        assert refused.status_code == 404 and refused.json()["code"] == "unknown_query"
+    bad = client.post("/v1/feedback", json={"query_id": query_id, "rating": "meh"}, headers=auth["a"])
+    assert bad.status_code == 422 and bad.json()["code"] == "invalid_request"
+
+    store = tmp_path / "store"
+    assert not (store / "feedback-team-b.jsonl").exists()
+    out = tmp_path / "rows.jsonl"
+    result = run("feedback", "export", "--store", str(store), "--namespace", "team-a", "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row["label"] is True and row["group"] == "honeybees.txt" and row["confidence"] == asked["confidence"]
+    assert len(row["features"]) == 15  # the gate's inputs, as `gate train` reads them
+    assert SystemRows.of([row]).x.shape == (1, 15)
+    assert_clean_error(run("feedback", "export", "--store", str(store), "--namespace", "team-b", "--out",
+                           str(out)), 1, "no feedback")

@@ -172,11 +172,11 @@ class Coordinator:
         with _timed(timings, "context"):
             evidence = build_context(ranked, options.context_clusters, options.word_budget)
         with _timed(timings, "gate"):
-            _, confidence = self.assess(vectors, lists, ranked, evidence, options)
+            features, confidence = self.assess(vectors, lists, ranked, evidence, options)
         reason = decide(len(ranked), confidence, self.min_confidence(options))
         return Evidence(question=vectors.question, abstained=reason is not None, abstain_reason=reason,
                         confidence=round(confidence, 4), retrievers=len(self.settings.retrievers),
-                        clusters=evidence, timings_ms=timings)
+                        clusters=evidence, timings_ms=timings, gate_features=features)
 
     def close(self) -> None:
         self._pool.shutdown()

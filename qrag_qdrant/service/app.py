@@ -10,9 +10,10 @@ import json
 import queue
 import threading
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -28,6 +29,7 @@ from ..errors import (ConfigError, GenerationError, NothingIngestedError, QragEr
 from ..evidence import Answer, Evidence
 from .auth import KeyFile, Principal
 from .cache import ResultCache, normalise
+from .feedback import AskedQuery, FeedbackFile, RecentQueries
 
 #: the CLI's error classes as HTTP statuses and stable codes, most specific first
 ERROR_CODES: tuple[tuple[type[QragError], int, str], ...] = (
@@ -53,6 +55,14 @@ class QueryRequest(BaseModel):
     question: str
     generate: bool = Field(True, description="answer with the generation backend; false: the evidence only")
     stream: bool = Field(False, description="Server-Sent Events: evidence, then answer tokens, then done")
+
+
+class FeedbackRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query_id: str
+    rating: Literal["up", "down"]
+    comment: str | None = Field(None, max_length=2000)
 
 
 class Namespaces:
@@ -194,6 +204,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         return namespaces().collections(caller.namespace)
 
     cache: ResultCache[Evidence] = ResultCache(settings.service.cache_entries)
+    recent, feedback_file = RecentQueries(), FeedbackFile(settings.store)
 
     @app.get("/metrics", response_class=PlainTextResponse)
     def metrics() -> str:
@@ -218,13 +229,23 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
             result = spaces.retrieve(namespace, body.question)
             result.timings_ms["cache_miss"] = round(lookup_ms, 3)
             cache.put((namespace, normalise(body.question), "evidence"), stamp, result)
+        query_id = uuid.uuid4().hex
+        recent.add(query_id, AskedQuery.of(namespace, result))
         if body.stream:
-            return StreamingResponse(stream_answer(rag, body, result, lambda a: remember(namespace, a, stamp)),
-                                     media_type="text/event-stream")
+            return StreamingResponse(stream_answer(rag, body, result, lambda a: remember(namespace, a, stamp),
+                                                   query_id), media_type="text/event-stream")
         if body.generate and not isinstance(result, Answer):
             result = rag.answer(body.question, evidence=result)
             remember(namespace, result, stamp)
-        return result.model_dump()
+        return {"query_id": query_id, **result.model_dump()}
+
+    @app.post("/v1/feedback", status_code=201)
+    def feedback(body: FeedbackRequest, caller: Caller) -> dict[str, str]:
+        asked = recent.get(body.query_id)
+        if asked is None or asked.namespace != caller.namespace:  # another team's ids do not exist for you
+            raise ServiceError(404, "unknown_query", f"no recent query {body.query_id[:40]!r} in this namespace")
+        feedback_file.add(body.query_id, asked, body.rating, body.comment)
+        return {"query_id": body.query_id, "rating": body.rating}
 
     def remember(namespace: str, answer: Answer, stamp: tuple[int, ...]) -> None:
         """A complete, checked answer is reused for the same question until the index changes."""
@@ -235,18 +256,18 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
 
 
 def stream_answer(rag: QuorumRAG, body: QueryRequest, result: Evidence,
-                  on_done: Callable[[Answer], None]) -> Iterator[str]:
-    """The evidence, each answer token as it arrives, then the checked answer. A cached answer
-    arrives as one token."""
-    yield sse("evidence", Evidence(**{k: v for k, v in result.model_dump().items() if k in Evidence.model_fields})
-              .model_dump())
+                  on_done: Callable[[Answer], None], query_id: str) -> Iterator[str]:
+    """The evidence (with the query's id, for feedback), each answer token as it arrives, then the
+    checked answer. A cached answer arrives as one token."""
+    evidence = Evidence(**{k: v for k, v in result.model_dump().items() if k in Evidence.model_fields})
+    yield sse("evidence", {"query_id": query_id, **evidence.model_dump()})
     if isinstance(result, Answer):
         if result.answer:
             yield sse("token", {"text": result.answer})
-        yield sse("done", result.model_dump())
+        yield sse("done", {"query_id": query_id, **result.model_dump()})
         return
     if result.abstained or not body.generate:
-        yield sse("done", Answer(**result.model_dump()).model_dump())
+        yield sse("done", {"query_id": query_id, **Answer(**result.model_dump()).model_dump()})
         return
     tokens: queue.Queue[str | Answer] = queue.Queue()
 
@@ -262,4 +283,4 @@ def stream_answer(rag: QuorumRAG, body: QueryRequest, result: Evidence,
     threading.Thread(target=generate, name="qrag-answer", daemon=True).start()
     while not isinstance(item := tokens.get(), Answer):
         yield sse("token", {"text": item})
-    yield sse("done", item.model_dump())
+    yield sse("done", {"query_id": query_id, **item.model_dump()})
