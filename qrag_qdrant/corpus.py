@@ -1,6 +1,7 @@
 """Finding the documents to ingest and extracting their text through the registered loaders.
 
-Each file is extracted once, into a spool (memory for small documents, a temporary file for
+A file is hashed first and extracted only when the caller still needs its text, so an
+unchanged corpus is never parsed. A needed file is extracted once, into a spool (memory for small documents, a temporary file for
 large ones), so every chunking reads the same text without parsing the file again, and a file
 that cannot be used is skipped with its reason before any of it reaches the index.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -34,6 +35,7 @@ class Document:
 
     ``content_hash`` is over the file's bytes, so an unchanged file is not ingested again.
     ``marks`` say where its pages or headings change in the extracted text (none for text).
+    A document the caller did not need is never extracted and has no text (``spool`` is None).
     """
 
     source: str
@@ -72,9 +74,11 @@ class Corpus:
     def source_of(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
 
-    def documents(self) -> Iterator[Document]:
-        """Usable documents; files that cannot be used are appended to ``skipped``.
-        The caller closes each document when done with it."""
+    def documents(self, needs_text: Callable[[str, str], bool] = lambda source, digest: True,
+                  ) -> Iterator[Document]:
+        """Usable documents; files that cannot be used are appended to ``skipped``. Only files for
+        which ``needs_text(source, content_hash)`` holds are extracted; the others come without
+        text. The caller closes each document when done with it."""
         for path in self.files:
             source = self.source_of(path)
             try:
@@ -82,7 +86,11 @@ class Corpus:
                 if loader is None:
                     self.skipped.append(SkippedFile(source, f"{UNSUPPORTED_FORMAT} ({path.suffix or 'no suffix'})"))
                     continue
-                yield extract(source, path, loader)
+                digest = content_hash(path)
+                if not needs_text(source, digest):
+                    yield Document(source, path, digest)
+                    continue
+                yield extract(source, path, loader, digest)
             except LoaderError as exc:
                 self.skipped.append(SkippedFile(source, str(exc)))
             except OSError as exc:
@@ -97,7 +105,7 @@ def content_hash(path: Path) -> str:
     return digest.hexdigest()
 
 
-def extract(source: str, path: Path, loader: Loader) -> Document:
+def extract(source: str, path: Path, loader: Loader, digest: str) -> Document:
     """The file's text, spooled, with the marks of its pages or headings; LoaderError if unusable."""
     separator = getattr(loader, "separator", BLOCK_SEPARATOR)
     spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY, mode="w+", encoding="utf-8")
@@ -120,7 +128,7 @@ def extract(source: str, path: Path, loader: Loader) -> Document:
     except BaseException:
         spool.close()
         raise
-    return Document(source, path, content_hash(path), tuple(marks), spool)
+    return Document(source, path, digest, tuple(marks), spool)
 
 
 def visible(root: Path, folder: str, name: str) -> bool:

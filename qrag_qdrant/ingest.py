@@ -121,14 +121,16 @@ class Ingestor:
         corpus = open_corpus(path, exclude)
         report = IngestReport(root=str(path), rebuilt=rebuild)
         progress.files_found(len(corpus.files))
-        documents = corpus.documents()
+        stored = {spec.name: self._stored_hashes(spec, rebuild) for spec in self.settings.collections}
+        documents = corpus.documents(
+            needs_text=lambda source, digest: any(h.get(source) != {digest} for h in stored.values()))
         first = next(documents, None)
         if first is None:  # nothing readable: say why, and create nothing
             reasons = "; ".join(f"{s.source}: {s.reason}" for s in corpus.skipped[:3])
             more = f" (and {len(corpus.skipped) - 3} more)" if len(corpus.skipped) > 3 else ""
             raise CorpusError(f"no readable documents under {path}: {reasons}{more}")
         report.dropped = self.store.drop_unserved(self.settings.namespace)
-        writers = [self._open(spec, rebuild) for spec in self.settings.collections]
+        writers = [self._open(spec, rebuild, stored[spec.name]) for spec in self.settings.collections]
         sources: set[str] = set()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="qrag-writer") as pool:
             in_flight: list[Future[None]] = []
@@ -170,7 +172,13 @@ class Ingestor:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _open(self, spec: CollectionSpec, rebuild: bool) -> CollectionWriter:
+    def _stored_hashes(self, spec: CollectionSpec, rebuild: bool) -> dict[str, set[str]]:
+        """The documents the collection holds already, read before anything is created."""
+        if rebuild or self.store.manifest(spec.name) is None:
+            return {}
+        return self.store.document_hashes(spec.name)
+
+    def _open(self, spec: CollectionSpec, rebuild: bool, stored_hashes: dict[str, set[str]]) -> CollectionWriter:
         model = self.settings.embedding.model
         manifest = CollectionManifest.expected(self.settings.namespace, spec, model, model_dim(model),
                                                self.settings.qdrant.bm25_source)
@@ -180,7 +188,7 @@ class Ingestor:
             return CollectionWriter(spec, target, manifest.bm25_embedder(), {})
         stored = self.store.open_collection(spec.name, manifest, create=True)
         assert stored is not None
-        return CollectionWriter(spec, spec.name, stored.bm25_embedder(), self.store.document_hashes(spec.name))
+        return CollectionWriter(spec, spec.name, stored.bm25_embedder(), stored_hashes)
 
     def _switch(self, targets: dict[str, str]) -> list[str]:
         """Move the aliases to the rebuilt collections at once, then drop what they served."""

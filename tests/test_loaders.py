@@ -242,6 +242,37 @@ def test_a_plugin_loader_registers_like_the_built_ins(tmp_path, monkeypatch):
     assert [(s.source, s.reason) for s in corpus.skipped] == [("bad.csv", "blank row 2")]
 
 
+def test_only_new_or_changed_files_are_extracted_again(tmp_path, monkeypatch, embedder):
+    extracted: list[str] = []
+
+    class CountingLoader:
+        suffixes = (".txt",)
+
+        def sniff(self, head: bytes) -> bool:
+            return False
+
+        def blocks(self, path: Path) -> Iterator[TextBlock]:
+            extracted.append(path.name)
+            yield TextBlock(path.read_text())
+
+    monkeypatch.setattr(loaders, "_REGISTRY", {})
+    register_loader("text", CountingLoader())
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "bees.txt").write_text(BEES)
+    (corpus / "volcano.txt").write_text(VOLCANO)
+    settings = load_settings(store=tmp_path / "store")
+    with QuorumRAG(settings, store=EdgeStore(settings.store), embedder=embedder) as rag:
+        rag.ingest(corpus)
+        assert sorted(extracted) == ["bees.txt", "volcano.txt"]  # once each, for all three chunkings
+        extracted.clear()
+        assert rag.ingest(corpus).unchanged == 2
+        assert extracted == []  # hashed, not parsed
+        (corpus / "bees.txt").write_text(BEES + " " + KEEPERS)
+        report = rag.ingest(corpus)
+        assert (extracted, report.unchanged) == (["bees.txt"], 1)
+
+
 def test_spans_cut_from_chunks_keep_their_pages_and_headings():
     marks = [Mark(0, 1, None), Mark(100, 2, None), Mark(250, 3, None)]
     assert locate(marks, 10, 90) == ([1, 1], None)
