@@ -5,7 +5,7 @@ budget centred where its members agree most."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -40,12 +40,9 @@ def merge_spans(spans: Iterable[Span]) -> list[Span]:
         current: Span | None = None
         for span in sorted(source_spans, key=lambda s: (s.start, -s.end)):
             if current is not None and span.start < current.end:
+                current = replace(current, marks=current.marks | span.marks)
                 if span.end > current.end:
-                    current = Span(current.source, current.start, span.end,
-                                   current.text + span.text[current.end - span.start:], current.marks | span.marks)
-                else:
-                    current = Span(current.source, current.start, current.end, current.text,
-                                   current.marks | span.marks)
+                    current = replace(current, end=span.end, text=current.text + span.text[current.end - span.start:])
                 continue
             if current is not None:
                 merged.append(current)

@@ -12,8 +12,8 @@ their per-question F1.
 from __future__ import annotations
 
 import random
-from collections import Counter
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -26,7 +26,7 @@ from ..generation import GenerationBackend, Usage
 from ..generation.answer import generate_answer
 from ..generation.verify import CITATION
 from .dataset import CATEGORIES, EvalQuestion
-from .metrics import SystemAnswer, mean_of, exact_match, holds_answer, percentile, token_f1
+from .metrics import SystemAnswer, exact_match, holds_answer, mean_of, percentile, token_f1
 
 
 @dataclass
@@ -148,7 +148,7 @@ def paired_f1(first: Sequence[GeneratedAnswer], second: Sequence[GeneratedAnswer
 
 
 class AnswerEvaluation:
-    """Generates for the first ``limit`` questions of an evaluation, for each of ``systems``."""
+    """Generates an answer from each of ``systems``' contexts for every question it is given."""
 
     def __init__(self, settings: Settings, backend: Callable[[], GenerationBackend], systems: Sequence[str]):
         self.settings, self.backend, self.systems = settings, backend, list(systems)
