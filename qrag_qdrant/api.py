@@ -65,8 +65,12 @@ class QuorumRAG:
     def ingest(self, path: str | Path, prune: bool = False, rebuild: bool = False,
                progress: IngestProgress | None = None, exclude: Collection[str] = ()) -> IngestReport:
         """``exclude``: sources (paths relative to ``path``) to leave out, e.g. an eval's held-out documents."""
-        return Ingestor(self.settings, self.store, self.embedder).run(Path(path), prune=prune, rebuild=rebuild,
-                                                                      progress=progress, exclude=exclude)
+        try:
+            return Ingestor(self.settings, self.store, self.embedder).run(Path(path), prune=prune, rebuild=rebuild,
+                                                                          progress=progress, exclude=exclude)
+        finally:
+            if self._coordinator is not None:
+                self._coordinator.index_changed()
 
     def retrieve(self, question: str) -> Evidence:
         return self.coordinator.retrieve(question)

@@ -499,11 +499,15 @@ app.add_typer(key_app, name="key")
 def key_add(
     namespace: Annotated[str, typer.Option("--namespace", help="the one namespace this key reaches")],
     read_only: Annotated[bool, typer.Option("--read-only", help="query only, no ingest")] = False,
+    admin: Annotated[bool, typer.Option("--admin", help="may also ingest a folder on the server's disk")] = False,
     config: ConfigOption = None,
 ) -> None:
     """Mint a key for a team's namespace, store its SHA-256 in the key file, and print the key once."""
+    if read_only and admin:
+        raise ConfigError("--read-only and --admin exclude each other")
     settings = load_settings(config, namespace=namespace)  # validates the namespace's name
-    key = KeyFile.load(settings.service.keys).add(settings.namespace, "read" if read_only else "read-write")
+    role = "read" if read_only else "admin" if admin else "read-write"
+    key = KeyFile.load(settings.service.keys).add(settings.namespace, role)
     sys.stdout.write(key + "\n")
 
 

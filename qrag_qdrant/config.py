@@ -170,6 +170,7 @@ class ServiceSettings(Section):
     keys: Path = Field(Path(".qrag-keys.toml"), description="the key file: each team's key (hashed), namespace "
                        "and role; `qrag-qdrant key add` writes it")
     max_body_bytes: PositiveInt = Field(1 << 20, description="a larger request body is refused with 413")
+    max_upload_bytes: PositiveInt = Field(256 << 20, description="the same for the files of one POST /v1/ingest")
     cache_entries: NonNegativeInt = Field(1024, description="repeated questions answered from the result cache "
                                           "(per service, all namespaces); 0: off")
 

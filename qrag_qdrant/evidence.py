@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 AbstainReason = Literal["no_quorum", "low_confidence", "model_declined", "unsupported_answer"]
 
@@ -20,6 +20,7 @@ class Passage(BaseModel):
     pages: list[int] | None = Field(None, description="[first, last] page of a PDF source")
     heading: str | None = Field(None, description='the heading path of an HTML or Word source, e.g. "Setup › Accounts"')
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def location(self) -> str:
         """What a reader looks up: "handbook.pdf p. 12–13", "wiki.html › Setup › Accounts", "notes.txt"."""

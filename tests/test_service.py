@@ -17,9 +17,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from qrag_qdrant import QuorumRAG
+from qrag_qdrant import QuorumRAG, loaders
 from qrag_qdrant.config import load_settings
 from qrag_qdrant.eval.gate_training import SystemRows
+from qrag_qdrant.loaders import TextBlock
 
 from .cli_helpers import assert_clean_error, run
 from .ollama_standin import ollama_standin
@@ -51,8 +52,8 @@ def teams(tmp_path, embedder):
         with QuorumRAG(settings, embedder=embedder) as rag:
             rag.ingest(folder)
     keys = KeyFile.load(key_file)
-    auth = {team: {"Authorization": f"Bearer {keys.add(f'team-{team}', role)}"}
-            for team, role in (("a", "read-write"), ("b", "read"))}
+    auth = {team: {"Authorization": f"Bearer {keys.add(f'team-{namespace}', role)}"}
+            for team, namespace, role in (("a", "a", "read-write"), ("b", "b", "read"), ("a-admin", "a", "admin"))}
 
     def start(**overrides) -> TestClient:
         settings = load_settings(store=store, service={"keys": key_file, "max_body_bytes": 200_000}, **overrides)
@@ -177,6 +178,10 @@ def test_key_add_prints_the_key_once_and_stores_its_hash(tmp_path):
     assert KeyFile.load(keys).principal(key) == Principal("team-a", "read")
     assert_clean_error(run("key", "add", "--namespace", "Team A", env={"QRAG_SERVICE_KEYS": str(keys)}), 1,
                        "namespace")
+    admin = run("key", "add", "--namespace", "team-a", "--admin", env={"QRAG_SERVICE_KEYS": str(keys)})
+    assert KeyFile.load(keys).principal(admin.stdout.strip()) == Principal("team-a", "admin")
+    assert_clean_error(run("key", "add", "--namespace", "team-a", "--admin", "--read-only",
+                           env={"QRAG_SERVICE_KEYS": str(keys)}), 1, "exclude each other")
 
 
 def test_a_client_that_leaves_mid_stream_does_not_break_the_service(teams):
@@ -292,3 +297,113 @@ def test_feedback_is_kept_per_namespace_and_exported_as_gate_rows(service, tmp_p
     assert SystemRows.of([row]).x.shape == (1, 15)
     assert_clean_error(run("feedback", "export", "--store", str(store), "--namespace", "team-b", "--out",
                            str(out)), 1, "no feedback")
+
+
+OWLS = "Barn owls hunt at night and find mice in total darkness by sound alone. " * 4
+
+
+def finished(client, job: dict, headers: dict) -> dict:
+    """The job once it has ended: polled until its state says so, however long the box takes."""
+    while job["state"] in ("queued", "running"):
+        job = client.get(f"/v1/jobs/{job['id']}", headers=headers).json()
+    return job
+
+
+def test_uploaded_files_are_ingested_by_a_job_the_team_can_follow(service):
+    client, auth = service
+    files = [("files", ("birds/owls.txt", OWLS.encode(), "text/plain")),
+             ("files", ("photo.png", b"\x89PNG\r\n", "image/png"))]
+    started = client.post("/v1/ingest", files=files, headers=auth["a"])
+    assert started.status_code == 202, started.text
+    assert started.headers["location"] == f"/v1/jobs/{started.json()['id']}"
+    job = finished(client, started.json(), auth["a"])
+    assert job["state"] == "done" and job["error"] is None, job
+    assert (job["files_total"], job["files_done"]) == (2, 1) and job["chunks_embedded"] > 0
+    assert job["report"]["skipped"] == [{"source": "photo.png", "reason": "unsupported format (.png)"}]
+    owls = client.post("/v1/query", json={"question": "How do barn owls find mice?", "generate": False},
+                       headers=auth["a"]).json()
+    assert "birds/owls.txt" in sources(owls)
+    # another team cannot follow the job, and a read-only key cannot ingest
+    assert client.get(f"/v1/jobs/{job['id']}", headers=auth["b"]).json()["code"] == "unknown_job"
+    refused = client.post("/v1/ingest", files=files, headers=auth["b"])
+    assert refused.status_code == 403 and refused.json()["code"] == "forbidden"
+    assert "birds/owls.txt" not in {s for c in client.post(
+        "/v1/query", json={"question": "How do barn owls find mice?", "generate": False},
+        headers=auth["b"]).json()["clusters"] for s in (p["source"] for p in c["passages"])}
+
+
+@pytest.mark.parametrize("name", ["../escape.txt", "/etc/passwd", ".hidden.txt", "a/../../b.txt", ""])
+def test_an_upload_name_outside_the_job_folder_is_refused(service, name):
+    client, auth = service
+    response = client.post("/v1/ingest", files=[("files", (name, b"text", "text/plain"))], headers=auth["a"])
+    assert response.status_code == 422 and response.json()["code"] == "invalid_request", response.text
+
+
+def test_a_server_path_needs_an_admin_key(service, tmp_path):
+    client, auth = service
+    folder = tmp_path / "server-docs"
+    folder.mkdir()
+    (folder / "owls.txt").write_text(OWLS)
+    body = {"path": str(folder)}
+    refused = client.post("/v1/ingest", json=body, headers=auth["a"])
+    assert refused.status_code == 403 and "admin" in refused.json()["message"]
+    job = finished(client, client.post("/v1/ingest", json=body, headers=auth["a-admin"]).json(), auth["a"])
+    assert job["state"] == "done" and job["report"]["documents"] == 1 and job["source"] == str(folder)
+    assert folder.joinpath("owls.txt").exists()  # a server folder is never removed
+    missing = client.post("/v1/ingest", json={"path": str(tmp_path / "nope")}, headers=auth["a-admin"])
+    assert missing.status_code == 400 and missing.json()["code"] == "bad_corpus"
+    unknown = client.post("/v1/ingest", json={"path": str(folder), "colour": "red"}, headers=auth["a-admin"])
+    assert unknown.status_code == 422 and unknown.json()["code"] == "invalid_request"
+    neither = client.post("/v1/ingest", content=b"path", headers={**auth["a"], "Content-Type": "text/plain"})
+    assert neither.status_code == 415 and neither.json()["code"] == "unsupported_media_type"
+
+
+def test_a_job_that_finds_nothing_readable_fails_with_the_reason(service):
+    client, auth = service
+    started = client.post("/v1/ingest", files=[("files", ("blob.txt", bytes(range(256)) * 8, "text/plain"))],
+                          headers=auth["a"])
+    job = finished(client, started.json(), auth["a"])
+    assert job["state"] == "failed" and job["error"]["code"] == "bad_corpus"
+    assert "blob.txt: binary file" in job["error"]["message"]
+
+
+class HeldLoader:
+    """Reads .held files only when the test lets it: an ingest that stays in flight on cue."""
+
+    suffixes = (".held",)
+
+    def __init__(self):
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def sniff(self, head: bytes) -> bool:
+        return False
+
+    def blocks(self, path: Path):
+        self.entered.set()
+        assert self.release.wait(300), "the test never released the ingest"
+        yield TextBlock(path.read_text())
+
+
+def test_queries_go_on_during_an_ingest_and_a_second_ingest_waits(service, monkeypatch):
+    client, auth = service
+    held = HeldLoader()
+    monkeypatch.setitem(loaders._REGISTRY, "held", held)
+    ask = lambda: client.post("/v1/query", json={"question": "How do barn owls find mice?",  # noqa: E731
+                                                 "generate": False}, headers=auth["a"])
+    before = ask().json()
+    first = client.post("/v1/ingest", files=[("files", ("owls.held", OWLS.encode(), "text/plain"))],
+                        headers=auth["a"]).json()
+    assert held.entered.wait(300)  # the first job is inside its ingest now
+    second = client.post("/v1/ingest", files=[("files", ("more.txt", BEES.encode(), "text/plain"))],
+                         headers=auth["a"]).json()
+    during = [ask() for _ in range(3)]
+    assert all(r.status_code == 200 for r in during)
+    assert all(sources(r.json()) == sources(before) for r in during)  # the old index, served meanwhile
+    assert client.get(f"/v1/jobs/{first['id']}", headers=auth["a"]).json()["state"] == "running"
+    assert client.get(f"/v1/jobs/{second['id']}", headers=auth["a"]).json()["state"] == "queued"
+    other = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["b"])
+    assert other.status_code == 200  # another namespace is not held up either
+    held.release.set()
+    assert finished(client, first, auth["a"])["state"] == "done"
+    assert finished(client, second, auth["a"])["state"] == "done"
+    assert "owls.held" in sources(ask().json())

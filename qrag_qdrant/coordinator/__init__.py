@@ -49,6 +49,10 @@ class Coordinator:
         self._gate: GateModel | None = None
         self._pool = ThreadPoolExecutor(max_workers=len(settings.collections), thread_name_prefix="qrag-query")
 
+    def index_changed(self) -> None:
+        """After an ingest in this process: check the collections and count their points again."""
+        self._collections = None
+
     @property
     def collections(self) -> list[tuple[CollectionSpec, Bm25Embedder]]:
         """Checked once: every collection exists and was built with our model and BM25 setup;
@@ -59,7 +63,7 @@ class Coordinator:
         """
         if self._collections is None:
             model = self.settings.embedding.model
-            collections, missing = [], []
+            collections, missing, points = [], [], {}
             for spec in self.settings.collections:
                 expected = CollectionManifest.expected(self.settings.namespace, spec, model, model_dim(model))
                 stored = self.store.open_collection(spec.name, expected, create=False)
@@ -67,16 +71,16 @@ class Coordinator:
                     missing.append(spec.name)
                 else:
                     collections.append((spec, stored.bm25_embedder()))
-                    self._points[spec.name] = self.store.count(spec.name)
+                    points[spec.name] = self.store.count(spec.name)
             if missing:
                 raise NothingIngestedError(
                     f"nothing ingested in namespace {self.settings.namespace!r} for "
                     f"{', '.join(missing)}; run: qrag-qdrant ingest PATH"
                 )
-            if not any(self._points.values()):
+            if not any(points.values()):
                 raise NothingIngestedError(f"namespace {self.settings.namespace!r} holds no documents; "
                                            "run: qrag-qdrant ingest PATH")
-            self._collections = collections
+            self._points, self._collections = points, collections
         return self._collections
 
     def check_question(self, question: str) -> str:

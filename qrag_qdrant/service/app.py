@@ -8,32 +8,45 @@ from __future__ import annotations
 
 import json
 import queue
+import shutil
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
+from importlib import resources
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..api import CollectionInfo, QuorumRAG
 from ..config import Settings
 from ..embedding import DenseEmbedder
-from ..errors import (ConfigError, GenerationError, NothingIngestedError, QragError, QuestionError, StoreError,
-                      StoreInUseError)
+from ..errors import (ConfigError, CorpusError, GenerationError, NothingIngestedError, QragError, QuestionError,
+                      StoreError, StoreInUseError)
 from ..evidence import Answer, Evidence
+from ..ingest import IngestProgress, IngestReport
 from .auth import KeyFile, Principal
 from .cache import ResultCache, normalise
 from .feedback import AskedQuery, FeedbackFile, RecentQueries
+from .jobs import IngestJobs
+
+#: the web page and its script and style, shipped in the package
+WEB = resources.files(__package__) / "static"
 
 #: the CLI's error classes as HTTP statuses and stable codes, most specific first
 ERROR_CODES: tuple[tuple[type[QragError], int, str], ...] = (
     (QuestionError, 400, "bad_question"),
+    (CorpusError, 400, "bad_corpus"),
     (NothingIngestedError, 404, "nothing_ingested"),
     (StoreInUseError, 409, "store_in_use"),
     (StoreError, 503, "store_unavailable"),
@@ -55,6 +68,25 @@ class QueryRequest(BaseModel):
     question: str
     generate: bool = Field(True, description="answer with the generation backend; false: the evidence only")
     stream: bool = Field(False, description="Server-Sent Events: evidence, then answer tokens, then done")
+
+
+class IngestPathRequest(BaseModel):
+    """An admin's ingest of a folder on the server's own disk."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="a folder or file on the server")
+    prune: bool = Field(False, description="remove the chunks of files that are gone from the folder")
+    rebuild: bool = Field(False, description="build fresh collections, then switch to them at once")
+
+
+#: POST /v1/ingest reads its body itself (files, or a path as JSON); this documents both
+INGEST_BODY = {"requestBody": {"required": True, "content": {
+    "multipart/form-data": {"schema": {"type": "object", "required": ["files"], "properties": {
+        "files": {"type": "array", "items": {"type": "string", "format": "binary"},
+                  "description": "documents; each file name (may hold folders) becomes its source"}}}},
+    "application/json": {"schema": IngestPathRequest.model_json_schema()},
+}}}
 
 
 class FeedbackRequest(BaseModel):
@@ -91,6 +123,12 @@ class Namespaces:
         with lock:
             return rag.retrieve(question)
 
+    def ingest(self, namespace: str, path: Path, progress: IngestProgress, prune: bool = False,
+               rebuild: bool = False) -> IngestReport:
+        """Outside the retrieval lock: queries go on during an ingest and see the old index until
+        each document's new version is complete."""
+        return self.rag(namespace).ingest(path, prune=prune, rebuild=rebuild, progress=progress)
+
     def collections(self, namespace: str) -> list[CollectionInfo]:
         rag, lock = self._open(namespace)
         with lock:
@@ -117,8 +155,41 @@ class Namespaces:
             rag.close()
 
 
+def one_line(message: str) -> str:
+    return " ".join(message.split())[:500]
+
+
 def error_response(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"code": code, "message": " ".join(message.split())[:500]}, status_code=status)
+    return JSONResponse({"code": code, "message": one_line(message)}, status_code=status)
+
+
+def error_of(exc: BaseException) -> tuple[int, str, str]:
+    """An exception as the service's error: status, stable code, one-line message."""
+    if isinstance(exc, QragError):
+        status, code = next((s, c) for kind, s, c in ERROR_CODES if isinstance(exc, kind))
+        return status, code, one_line(str(exc))
+    return 500, "internal", f"unexpected {type(exc).__name__}"
+
+
+def upload_name(filename: str | None) -> PurePosixPath:
+    """An uploaded file's name as a relative path inside the job's folder, or a 422."""
+    name = PurePosixPath((filename or "").replace("\\", "/"))
+    if not name.parts or name.is_absolute() or any(part in ("..", ".") or part.startswith(".") for part in name.parts):
+        raise ServiceError(422, "invalid_request", f"file name {filename!r} is not a plain relative name")
+    return name
+
+
+def save_uploads(files: list[UploadFile]) -> tuple[Path, list[str]]:
+    """The uploaded files written into a fresh folder, which the job removes when it ends."""
+    names = [upload_name(f.filename) for f in files]
+    if len(set(names)) != len(names):
+        raise ServiceError(422, "invalid_request", "two uploaded files have the same name")
+    folder = Path(tempfile.mkdtemp(prefix="qrag-upload-"))
+    for name, upload in zip(names, files):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        with (folder / name).open("wb") as out:
+            shutil.copyfileobj(upload.file, out)
+    return folder, [str(name) for name in names]
 
 
 def sse(event: str, data: Any) -> str:
@@ -148,6 +219,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         model.embed(["warm up"])  # load the model now, so /readyz means it
         state["namespaces"] = app.state.namespaces = Namespaces(settings, model)
         yield
+        jobs.close()  # jobs in flight finish before the store closes
         state.pop("namespaces").close()
 
     app = FastAPI(title="qrag-qdrant", lifespan=lifespan,
@@ -157,9 +229,10 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
     @app.middleware("http")
     async def limit_body(request: Request, call_next):  # noqa: ANN001, ANN202 - Starlette's signature
         length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > settings.service.max_body_bytes):
-            return error_response(413, "body_too_large",
-                                  f"the request body is larger than {settings.service.max_body_bytes} bytes")
+        limit = (settings.service.max_upload_bytes if request.url.path == "/v1/ingest"
+                 else settings.service.max_body_bytes)
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            return error_response(413, "body_too_large", f"the request body is larger than {limit} bytes")
         return await call_next(request)
 
     @app.exception_handler(ServiceError)
@@ -168,8 +241,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
 
     @app.exception_handler(QragError)
     async def qrag_error(_: Request, exc: QragError) -> JSONResponse:
-        status, code = next((s, c) for kind, s, c in ERROR_CODES if isinstance(exc, kind))
-        return error_response(status, code, str(exc))
+        return error_response(*error_of(exc))
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -184,10 +256,14 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
-        return error_response(500, "internal", f"unexpected {type(exc).__name__}")
+        return error_response(*error_of(exc))
 
     def namespaces() -> Namespaces:
         return state["namespaces"]
+
+    jobs = IngestJobs(lambda namespace, path, progress, options: namespaces().ingest(namespace, path, progress,
+                                                                                     **options),
+                      lambda exc: error_of(exc)[1:])
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
@@ -246,6 +322,51 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
             raise ServiceError(404, "unknown_query", f"no recent query {body.query_id[:40]!r} in this namespace")
         feedback_file.add(body.query_id, asked, body.rating, body.comment)
         return {"query_id": body.query_id, "rating": body.rating}
+
+    @app.post("/v1/ingest", status_code=202, openapi_extra=INGEST_BODY)
+    async def ingest(request: Request, caller: Caller) -> JSONResponse:
+        """Start an ingest job: uploaded files (multipart, field ``files``), or for an admin key a
+        path on the server (JSON). Poll ``GET /v1/jobs/{id}`` for its progress and report."""
+        if not caller.can_write:
+            raise ServiceError(403, "forbidden", "this key may only query; ingest needs a read-write key")
+        content_type = request.headers.get("content-type", "")
+        if content_type.startswith("multipart/form-data"):
+            async with request.form(max_files=10_000) as form:
+                files = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
+                if not files:
+                    raise ServiceError(422, "invalid_request", "files: upload at least one file in the field 'files'")
+                folder, names = await run_in_threadpool(save_uploads, files)
+            source = ", ".join(names) if len(names) <= 3 else f"{names[0]} and {len(names) - 1} more files"
+            job = jobs.submit(caller.namespace, folder, source, remove_after=True)
+        elif content_type.startswith("application/json"):
+            try:
+                body = IngestPathRequest.model_validate_json(await request.body())
+            except ValidationError as exc:
+                raise RequestValidationError(exc.errors()) from None
+            if not caller.can_read_server_paths:
+                raise ServiceError(403, "forbidden", "ingesting a path on the server needs an admin key; "
+                                   "upload the files instead")
+            if not Path(body.path).exists():
+                raise ServiceError(400, "bad_corpus", f"path does not exist on the server: {body.path}")
+            job = jobs.submit(caller.namespace, Path(body.path), body.path, remove_after=False,
+                              options={"prune": body.prune, "rebuild": body.rebuild})
+        else:
+            raise ServiceError(415, "unsupported_media_type",
+                               "send the files as multipart/form-data, or a server path as application/json")
+        return JSONResponse(job.view(), status_code=202, headers={"Location": f"/v1/jobs/{job.id}"})
+
+    @app.get("/v1/jobs/{job_id}")
+    def job(job_id: str, caller: Caller) -> dict[str, Any]:
+        found = jobs.get(job_id, caller.namespace)
+        if found is None:
+            raise ServiceError(404, "unknown_job", f"no job {job_id[:40]!r} in this namespace")
+        return found.view()
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(str(WEB / "index.html"))
+
+    app.mount("/static", StaticFiles(directory=str(WEB)), name="static")
 
     def remember(namespace: str, answer: Answer, stamp: tuple[int, ...]) -> None:
         """A complete, checked answer is reused for the same question until the index changes."""

@@ -1,4 +1,5 @@
-"""Team keys: a bearer key maps to exactly one namespace and a role, read or read-write.
+"""Team keys: a bearer key maps to exactly one namespace and a role: read (query), read-write
+(also ingest uploaded files) or admin (also ingest a path on the server's own disk).
 
 The key file (TOML, ``service.keys``) holds each key's SHA-256, never the key: whoever reads
 the file cannot call the service. One design serves both stores: the embedded one has no
@@ -18,8 +19,8 @@ from typing import Literal
 
 from ..errors import ConfigError
 
-Role = Literal["read", "read-write"]
-ROLES: tuple[Role, ...] = ("read", "read-write")
+Role = Literal["read", "read-write", "admin"]
+ROLES: tuple[Role, ...] = ("read", "read-write", "admin")
 KEY_PREFIX = "qrag_"
 
 
@@ -30,7 +31,11 @@ class Principal:
 
     @property
     def can_write(self) -> bool:
-        return self.role == "read-write"
+        return self.role in ("read-write", "admin")
+
+    @property
+    def can_read_server_paths(self) -> bool:
+        return self.role == "admin"
 
 
 def digest(key: str) -> str:

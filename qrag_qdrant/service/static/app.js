@@ -1,0 +1,174 @@
+// The page talks to the same API as everyone else: POST /v1/query with stream: true (Server-Sent
+// Events: evidence, then answer tokens, then done) and POST /v1/feedback. No libraries, no CDN.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const keyInput = $("key");
+keyInput.value = localStorage.getItem("qrag-key") || "";
+let queryId = null;
+
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function setStatus(text, isError) {
+  $("status").textContent = text;
+  $("status").className = isError ? "error" : "";
+}
+
+function headers() {
+  return { "Content-Type": "application/json", "Authorization": "Bearer " + keyInput.value.trim() };
+}
+
+async function errorMessage(response) {
+  try {
+    const body = await response.json();
+    return body.message || response.statusText;
+  } catch (_) {
+    return response.statusText;
+  }
+}
+
+function renderEvidence(evidence) {
+  const list = $("clusters");
+  list.replaceChildren();
+  for (const cluster of evidence.clusters) {
+    const item = element("li", "cluster");
+    item.append(element("span", "support", `${cluster.support}/${evidence.retrievers} retrievers`), " ",
+                element("span", "retrievers", cluster.retrievers.join(", ")));
+    for (const passage of cluster.passages) {
+      const block = element("div", "passage");
+      block.id = `passage-${passage.citation}`;
+      block.dataset.citation = passage.citation;
+      block.append(element("div", "source", `[${passage.citation}] ${passage.location}`),
+                   element("div", "text", passage.text));
+      item.append(block);
+    }
+    list.append(item);
+  }
+}
+
+// The answer's [n] become links to passage n; the cited passages are highlighted.
+function renderAnswer(text, shown) {
+  const answer = $("answer");
+  answer.replaceChildren();
+  const cited = new Set();
+  let last = 0;
+  for (const match of text.matchAll(/\[(\d+)\]/g)) {
+    const number = Number(match[1]);
+    answer.append(text.slice(last, match.index));
+    if (shown.has(number)) {
+      const link = element("a", "cite", match[0]);
+      link.href = `#passage-${number}`;
+      answer.append(link);
+      cited.add(number);
+    } else {
+      answer.append(match[0]);
+    }
+    last = match.index + match[0].length;
+  }
+  answer.append(text.slice(last));
+  for (const block of document.querySelectorAll(".passage")) {
+    block.classList.toggle("cited", cited.has(Number(block.dataset.citation)));
+  }
+}
+
+const ABSTAINED = {
+  no_quorum: "No answer: the retrievers did not agree on any evidence.",
+  low_confidence: "No answer: the evidence the retrievers agreed on is too weak to answer from.",
+  model_declined: "No answer: the passages do not hold the answer.",
+  unsupported_answer: "No answer: the answer made claims its passages do not support.",
+};
+
+function finish(done) {
+  const shown = new Set(done.clusters.flatMap((c) => c.passages.map((p) => p.citation)));
+  $("answer").classList.toggle("abstained", done.abstained);
+  if (done.abstained) {
+    $("answer").textContent = ABSTAINED[done.abstain_reason] || "No answer.";
+  } else {
+    renderAnswer(done.answer || "", shown);
+  }
+  const warnings = $("warnings");
+  warnings.replaceChildren(...(done.warnings || []).map((w) => element("li", "", w)));
+  if (done.error) warnings.append(element("li", "", "error: " + done.error));
+  $("feedback").hidden = false;
+  setStatus("");
+}
+
+// Server-Sent Events from a POST: fetch's body stream, split into events at blank lines.
+async function* events(response) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const raw = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const name = (raw.match(/^event: (.*)$/m) || [])[1];
+      const data = (raw.match(/^data: (.*)$/m) || [])[1];
+      if (name && data !== undefined) yield [name, JSON.parse(data)];
+    }
+  }
+}
+
+$("ask").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  localStorage.setItem("qrag-key", keyInput.value.trim());
+  $("submit").disabled = true;
+  $("result").hidden = true;
+  $("feedback").hidden = true;
+  $("feedback-status").textContent = "";
+  document.querySelectorAll("#feedback button").forEach((b) => { b.disabled = false; b.classList.remove("chosen"); });
+  setStatus("Searching…");
+  try {
+    const response = await fetch("/v1/query", {
+      method: "POST", headers: headers(),
+      body: JSON.stringify({ question: $("question").value, stream: true }),
+    });
+    if (!response.ok) throw new Error(await errorMessage(response));
+    let text = "";
+    for await (const [name, data] of events(response)) {
+      if (name === "evidence") {
+        queryId = data.query_id;
+        $("answer").textContent = "";
+        $("answer").classList.remove("abstained");
+        $("warnings").replaceChildren();
+        renderEvidence(data);
+        $("result").hidden = false;
+        setStatus(data.abstained ? "" : "Answering…");
+      } else if (name === "token") {
+        text += data.text;
+        $("answer").textContent = text;
+      } else if (name === "done") {
+        finish(data);
+      }
+    }
+  } catch (error) {
+    setStatus(error.message, true);
+  } finally {
+    $("submit").disabled = false;
+  }
+});
+
+for (const button of document.querySelectorAll("#feedback button")) {
+  button.addEventListener("click", async () => {
+    const response = await fetch("/v1/feedback", {
+      method: "POST", headers: headers(),
+      body: JSON.stringify({ query_id: queryId, rating: button.dataset.rating }),
+    });
+    if (response.ok) {
+      button.classList.add("chosen");
+      document.querySelectorAll("#feedback button").forEach((b) => { b.disabled = true; });
+      $("feedback-status").textContent = "Thanks: recorded.";
+    } else {
+      $("feedback-status").textContent = await errorMessage(response);
+    }
+  });
+}

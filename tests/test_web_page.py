@@ -1,0 +1,119 @@
+"""The web page at ``/`` in a real headless browser (Debian's chromium through chromedriver):
+ask, watch the answer stream in, see the evidence with its support badge and the cited passage
+highlighted, and give a thumbs up that reaches the feedback file."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from qrag_qdrant import QuorumRAG
+from qrag_qdrant.config import load_settings
+
+from .ollama_standin import ollama_standin
+from .test_service import BEES, free_port
+
+pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
+uvicorn = pytest.importorskip("uvicorn", reason="the service extra brings uvicorn")
+webdriver = pytest.importorskip("selenium.webdriver", reason="the test extra brings selenium")
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+if not (CHROMIUM and CHROMEDRIVER):
+    pytest.skip("no browser: apt-get install chromium chromium-driver (CI installs them)", allow_module_level=True)
+
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+from qrag_qdrant.service.app import create_app  # noqa: E402
+from qrag_qdrant.service.auth import KeyFile  # noqa: E402
+
+#: the longest any step may take on a slow shared box; each wait ends as soon as its event is seen
+PATIENCE_S = 180
+
+
+@pytest.fixture
+def served(tmp_path, corpus, embedder) -> Iterator[tuple[str, str]]:
+    """The service over the sample corpus on a real port, answering through the Ollama stand-in."""
+    store, key_file = tmp_path / "store", tmp_path / "keys.toml"
+    with QuorumRAG(load_settings(store=store), embedder=embedder) as rag:
+        rag.ingest(corpus)
+    key = KeyFile.load(key_file).add("default", "read-write")
+    with ollama_standin(tokens=["Foragers ", "perform ", "the waggle dance ", "[1]."]) as ollama:
+        settings = load_settings(store=store, service={"keys": key_file}, ollama={"host": ollama.host},
+                                 generation={"backend": "ollama", "judge": False})
+        port = free_port()
+        server = uvicorn.Server(uvicorn.Config(create_app(settings, embedder=embedder), host="127.0.0.1",
+                                               port=port, log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        while not server.started:  # set once it listens: an observable event
+            assert thread.is_alive(), "the service did not start"
+            thread.join(0.05)
+        try:
+            yield f"http://127.0.0.1:{port}", key
+        finally:
+            server.should_exit = True
+            thread.join(PATIENCE_S)
+
+
+@pytest.fixture
+def browser() -> Iterator[webdriver.Chrome]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_ask_watch_the_answer_see_the_evidence_and_give_feedback(served, browser, tmp_path):
+    base, key = served
+    wait = WebDriverWait(browser, PATIENCE_S)
+    browser.get(base + "/")
+    assert browser.title == "qrag-qdrant"
+    browser.find_element(By.ID, "key").send_keys(key)
+    browser.find_element(By.ID, "question").send_keys(BEES)
+    browser.find_element(By.ID, "submit").click()
+
+    feedback = browser.find_element(By.ID, "feedback")
+    wait.until(lambda _: feedback.is_displayed())  # shown when the final event has arrived
+    answer = browser.find_element(By.ID, "answer")
+    assert answer.text == "Foragers perform the waggle dance [1]."
+    link = answer.find_element(By.CSS_SELECTOR, "a.cite")
+    assert link.text == "[1]" and link.get_attribute("href").endswith("#passage-1")
+
+    clusters = browser.find_elements(By.CSS_SELECTOR, "#clusters > li")
+    assert clusters
+    badge = clusters[0].find_element(By.CLASS_NAME, "support").text
+    assert re.fullmatch(r"[1-5]/5 retrievers", badge), badge
+    cited = browser.find_element(By.ID, "passage-1")
+    assert "cited" in cited.get_attribute("class").split()
+    assert cited.find_element(By.CLASS_NAME, "source").text == "[1] honeybees.txt"
+    assert "waggle dance" in cited.find_element(By.CLASS_NAME, "text").text
+    others = browser.find_elements(By.CSS_SELECTOR, ".passage:not(#passage-1)")
+    assert all("cited" not in p.get_attribute("class").split() for p in others)  # only what the answer cites
+
+    browser.find_element(By.CSS_SELECTOR, "#feedback button[data-rating='up']").click()
+    status = browser.find_element(By.ID, "feedback-status")
+    wait.until(lambda _: status.text)
+    assert status.text == "Thanks: recorded."
+    (row,) = [json.loads(line) for line in (tmp_path / "store" / "feedback-default.jsonl").read_text().splitlines()]
+    assert row["rating"] == "up" and row["question"] == BEES
+
+
+def test_a_wrong_key_is_shown_as_the_services_one_line_error(served, browser):
+    base, _ = served
+    browser.get(base + "/")
+    browser.find_element(By.ID, "key").send_keys("qrag_wrong")
+    browser.find_element(By.ID, "question").send_keys(BEES)
+    browser.find_element(By.ID, "submit").click()
+    status = browser.find_element(By.ID, "status")
+    WebDriverWait(browser, PATIENCE_S).until(lambda _: "error" in status.get_attribute("class"))
+    assert status.text == "a valid bearer key is needed: Authorization: Bearer <key>"
