@@ -3,15 +3,17 @@
     python benchmarks/service_latency.py --store $S --namespace eval-squad-dev \
         --questions ../shared/data/squad-dev/questions.jsonl --n 200 --clients 1 4 16 --json-out latency.json
 
-One run, four phases, in this order because the embedded store admits one process at a time:
+One run, five phases, in this order because the embedded store admits one process at a time:
 1. in-process: ``QuorumRAG.retrieve`` on N questions, warm (the first question not counted);
 2. CLI: ``qrag-qdrant query --no-generate --json`` in a new process, wall clock from start to
    exit (its evidence printed), median of ``--cli-runs``;
 3. ``qrag-qdrant serve`` on a local port, result cache off (``QRAG_SERVICE_CACHE_ENTRIES=0``), so
    every request retrieves: N distinct questions at each concurrency, each client thread with
-   its own keep-alive connection; p50/p95 per request and throughput;
+   its own keep-alive connection; p50/p95 per request and throughput; and ``GET /healthz`` as
+   the floor that HTTP and the client cost with no work behind them;
 4. the CLI's questions again through the running service with ``curl``, a new process per
-   question as a user types it.
+   question as a user types it;
+5. in-process again, the same questions as phase 1.
 Evidence only (no generation). Needs the service extra and curl.
 """
 
@@ -137,6 +139,13 @@ def main() -> None:
                 raise SystemExit(f"serve failed: {server.stderr.read()}")
             result["service_start_to_ready_s"] = round(time.perf_counter() - started, 2)
             through_http(base, key, questions[:5], 1)  # warm: first requests pay lazy imports
+            with httpx.Client(base_url=base) as http:  # the floor: HTTP and the client, no work behind it
+                floor = []
+                for _ in range(args.n):
+                    started = time.perf_counter()
+                    http.get("/healthz").raise_for_status()
+                    floor.append((time.perf_counter() - started) * 1000)
+            result["http_floor_healthz"] = summary(floor)
             for index, clients in enumerate(args.clients, start=1):
                 share = questions[index * args.n: (index + 1) * args.n]  # new questions: no cache can help
                 result[f"http_{clients}_clients"] = through_http(base, key, share, clients)
@@ -150,9 +159,12 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(60)
+    # in-process again: the box's load drifts, so the ratio is given against both measurements
+    result["in_process_after"] = in_process({"store": args.store, "namespace": args.namespace}, questions[: args.n])
     one = result.get("http_1_clients")
     if isinstance(one, dict):
-        result["http_1_client_p50_over_in_process"] = round(one["p50_ms"] / result["in_process"]["p50_ms"], 2)
+        result["http_1_client_p50_over_in_process"] = [
+            round(one["p50_ms"] / result[phase]["p50_ms"], 2) for phase in ("in_process", "in_process_after")]
     result["cli_over_service_time_to_evidence"] = round(
         result["cli_time_to_evidence_s"]["median"] / result["service_time_to_evidence_s"]["median"], 1)
     print(json.dumps(result, indent=2))
