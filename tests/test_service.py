@@ -320,6 +320,7 @@ def test_uploaded_files_are_ingested_by_a_job_the_team_can_follow(service):
     assert job["state"] == "done" and job["error"] is None, job
     assert (job["files_total"], job["files_done"]) == (2, 1) and job["chunks_embedded"] > 0
     assert job["report"]["skipped"] == [{"source": "photo.png", "reason": "unsupported format (.png)"}]
+    assert job["report"]["root"] == "(uploaded files)"  # not the server's temporary folder
     owls = client.post("/v1/query", json={"question": "How do barn owls find mice?", "generate": False},
                        headers=auth["a"]).json()
     assert "birds/owls.txt" in sources(owls)

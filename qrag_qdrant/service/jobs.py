@@ -103,6 +103,8 @@ class IngestJobs:
         try:
             report = self._run(job.namespace, path, JobProgress(job), options)
             job.report = dataclasses.asdict(report)
+            if remove_after:  # the upload folder is the server's business, and gone
+                job.report["root"] = "(uploaded files)"
             job.state = "done"
         except Exception as exc:  # noqa: BLE001 - the job reports it; the service goes on
             code, message = self._error_of(exc)
