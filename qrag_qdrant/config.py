@@ -115,6 +115,11 @@ class EmbeddingSettings(Section):
     batch_size: PositiveInt = 64
     threads: PositiveInt | None = None
     allow_download: bool = Field(False, description="let fastembed fetch the model from its hub")
+    pooling: Literal["chunk", "late"] = Field(
+        "chunk", description="chunk: embed each chunk's text on its own; late: run the model once over "
+        "windows of each document and mean-pool the token vectors inside every chunk, for all chunkings")
+    late_window_stride: PositiveInt = Field(192, description="late pooling: tokens between window starts "
+                                            "(windows hold 254; the overlap gives tokens context on both sides)")
 
 
 class OllamaSettings(Section):

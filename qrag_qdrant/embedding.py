@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ OFFLINE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 OFFLINE_TOKENIZER = Path("embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
 OFFLINE_TOKENIZER_CONFIG = '{"model_max_length": 256, "pad_token": "[PAD]"}\n'
 MODEL_FILES = ("model.onnx", "tokenizer.json", "tokenizer_config.json")
+#: tokens of text in one window of the model (its 256 less [CLS] and [SEP])
+WINDOW_TOKENS = 254
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,7 @@ class DenseEmbedder:
         self.model_name = settings.model
         self.dim = model_dim(settings.model)
         self.batch_size = settings.batch_size
+        self._tokenizer: Any = None
         model_dir = settings.path or _offline_model_dir(settings.model)
         # lazy_load: a session starts on its first use, so an unchanged re-ingest never pays for one
         kwargs: dict[str, Any] = {"lazy_load": True}
@@ -135,6 +139,74 @@ class DenseEmbedder:
 
     def query_embed(self, text: str) -> np.ndarray:
         return np.asarray(next(iter(self._query_model.query_embed(text))), dtype=np.float32)
+
+    def embed_spans(self, text: str, spans: Sequence[tuple[int, int]], stride: int = 192) -> np.ndarray:
+        """Late pooling: the model runs once over overlapping windows of ``text``, and each span
+        ``(start, end)`` (character offsets) gets the mean of the token vectors inside it, unit length.
+
+        Every chunking of a document is pooled from the same pass, and a span longer than the
+        model's window loses none of its tokens. Each token's vector comes from the window where
+        it sits furthest from an edge, so it has context on both sides.
+        """
+        if not spans:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        encoding = self._window_tokenizer().encode(text, add_special_tokens=False)
+        offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
+        vectors = self._token_vectors(np.asarray(encoding.ids, dtype=np.int64), stride)
+        sums = np.concatenate([np.zeros((1, self.dim)), np.cumsum(vectors, axis=0, dtype=np.float64)])
+        bounds = np.asarray(spans, dtype=np.int64)
+        first = np.searchsorted(offsets[:, 1], bounds[:, 0], side="right")  # first token ending inside
+        end = np.searchsorted(offsets[:, 0], bounds[:, 1], side="left")  # past the last token starting inside
+        pooled = (sums[end] - sums[first]) / np.maximum(end - first, 1)[:, None]
+        empty = np.flatnonzero(end <= first)  # no token inside (whitespace): embed the text itself
+        if len(empty):
+            pooled[empty] = self.embed([text[start:stop] for start, stop in bounds[empty]])
+        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return pooled.astype(np.float32)
+
+    def _window_tokenizer(self) -> Any:
+        """fastembed's tokenizer without its truncation and padding: the windows are cut here."""
+        if self._tokenizer is None:
+            from tokenizers import Tokenizer
+
+            self._tokenizer = Tokenizer.from_str(self._onnx().tokenizer.to_str())
+            self._tokenizer.no_truncation()
+            self._tokenizer.no_padding()
+        return self._tokenizer
+
+    def _onnx(self) -> Any:
+        """fastembed's ONNX model object (its session is ``.model``), loaded on first use."""
+        onnx = self._model.model
+        if getattr(onnx, "model", None) is None:  # lazy_load: not even the attribute yet
+            onnx.load_onnx_model()
+        return onnx
+
+    def _token_vectors(self, ids: np.ndarray, stride: int) -> np.ndarray:
+        """One vector per token of ``ids``, from windows of ``WINDOW_TOKENS`` starting every ``stride``."""
+        count, width = len(ids), WINDOW_TOKENS
+        stride = min(stride, width)
+        starts = list(range(0, max(count - width, 0) + 1, stride))
+        if starts[-1] + width < count:
+            starts.append(count - width)
+        # token i is taken from window k for i in [cut[k], cut[k + 1]): the middle of each overlap
+        cuts = [0] + [(nxt + min(start + width, count)) // 2 for start, nxt in zip(starts, starts[1:])] + [count]
+        tokenizer, onnx = self._window_tokenizer(), self._onnx()
+        cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+        vectors = np.zeros((count, self.dim), dtype=np.float32)
+        for batch in range(0, len(starts), self.batch_size):
+            windows = starts[batch: batch + self.batch_size]
+            lengths = [min(width, count - start) for start in windows]
+            input_ids = np.zeros((len(windows), max(lengths) + 2), dtype=np.int64)
+            mask = np.zeros_like(input_ids)
+            for row, (start, length) in enumerate(zip(windows, lengths)):
+                input_ids[row, : length + 2] = [cls, *ids[start: start + length], sep]
+                mask[row, : length + 2] = 1
+            hidden = onnx.model.run(None, {"input_ids": input_ids, "attention_mask": mask,
+                                           "token_type_ids": np.zeros_like(input_ids)})[0]
+            for row, start in enumerate(windows):
+                k = batch + row
+                vectors[cuts[k]: cuts[k + 1]] = hidden[row, 1 + cuts[k] - start: 1 + cuts[k + 1] - start]
+        return vectors
 
 
 def model_dim(model: str) -> int:

@@ -27,11 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
+
 from .chunking import Chunk, iter_chunks
 from .config import CollectionSpec, Settings
 from .corpus import Document, SkippedFile, open_corpus
 from .embedding import Bm25Embedder, DenseEmbedder, model_dim
-from .errors import CorpusError
+from .errors import ConfigError, CorpusError
 from .locations import marks_covering
 from .store import ChunkPoint, CollectionManifest, Store
 from .store.base import Sparse, point_id
@@ -87,7 +89,8 @@ class CollectionWriter:
     target: str
     sparse: Bm25Embedder
     stored_hashes: dict[str, set[str]]
-    pending: list[tuple[Document, Chunk]] = field(default_factory=list)
+    #: chunks waiting to be written, with their dense vector when late pooling gave one already
+    pending: list[tuple[Document, Chunk, np.ndarray | None]] = field(default_factory=list)
     first_chunks: dict[str, ChunkPoint] = field(default_factory=dict)
     finished: list[Document] = field(default_factory=list)
     written: bool = False
@@ -140,12 +143,12 @@ class Ingestor:
                 stale = [w for w in writers if not w.is_current(document)]
                 if not stale:
                     report.unchanged += 1
+                for writer, chunk, vector in self._chunks(document, stale):
+                    writer.pending.append((document, chunk, vector))
+                    progress.chunks_queued(1)
+                    if len(writer.pending) >= FLUSH_CHUNKS:
+                        report.embedded_chunks += self._flush(writer, pool, in_flight, progress)
                 for writer in stale:
-                    for chunk in writer.chunks(document):
-                        writer.pending.append((document, chunk))
-                        progress.chunks_queued(1)
-                        if len(writer.pending) >= FLUSH_CHUNKS:
-                            report.embedded_chunks += self._flush(writer, pool, in_flight, progress)
                     writer.finished.append(document)
                 document.close()
                 progress.file_done()
@@ -172,6 +175,18 @@ class Ingestor:
         report.seconds = time.perf_counter() - started
         return report
 
+    def _chunks(self, document: Document, writers: list[CollectionWriter],
+                ) -> Iterator[tuple[CollectionWriter, Chunk, np.ndarray | None]]:
+        """Each writer's chunks of the document. With late pooling they come with their dense
+        vectors, pooled for every chunking from one pass of the model over the document;
+        otherwise the vector is left to ``_flush``, which embeds each chunk's text in batches."""
+        if self.settings.embedding.pooling != "late" or not writers:
+            return ((writer, chunk, None) for writer in writers for chunk in writer.chunks(document))
+        chunked = [(writer, chunk) for writer in writers for chunk in writer.chunks(document)]
+        vectors = self.embedder.embed_spans("".join(document.blocks()), [(c.start, c.end) for _, c in chunked],
+                                            self.settings.embedding.late_window_stride)
+        return ((writer, chunk, vector) for (writer, chunk), vector in zip(chunked, vectors))
+
     def _stored_hashes(self, spec: CollectionSpec, rebuild: bool) -> dict[str, set[str]]:
         """The documents the collection holds already, read before anything is created."""
         if rebuild or self.store.manifest(spec.name) is None:
@@ -180,14 +195,18 @@ class Ingestor:
 
     def _open(self, spec: CollectionSpec, rebuild: bool, stored_hashes: dict[str, set[str]]) -> CollectionWriter:
         model = self.settings.embedding.model
+        pooling = self.settings.embedding.pooling
         manifest = CollectionManifest.expected(self.settings.namespace, spec, model, model_dim(model),
-                                               self.settings.qdrant.bm25_source)
+                                               self.settings.qdrant.bm25_source).model_copy(update={"pooling": pooling})
         if rebuild:
             target = self.store.next_version(spec.name)
             self.store.create_collection(target, manifest)
             return CollectionWriter(spec, target, manifest.bm25_embedder(), {})
         stored = self.store.open_collection(spec.name, manifest, create=True)
         assert stored is not None
+        if stored.pooling != pooling:  # its unchanged documents would keep the other kind of vector
+            raise ConfigError(f"collection {spec.name} was embedded with embedding.pooling = {stored.pooling!r}, "
+                              f"not {pooling!r}: ingest --rebuild to change it")
         return CollectionWriter(spec, spec.name, stored.bm25_embedder(), stored_hashes)
 
     def _switch(self, targets: dict[str, str]) -> list[str]:
@@ -207,11 +226,12 @@ class Ingestor:
         if not pending and not finished:
             return 0
         writer.written = True
-        dense = self.embedder.embed([chunk.text for _, chunk in pending])
-        sparse = writer.sparse.embed([chunk.text for _, chunk in pending])
+        embedded = iter(self.embedder.embed([chunk.text for _, chunk, vector in pending if vector is None]))
+        dense = [vector if vector is not None else next(embedded) for _, _, vector in pending]
+        sparse = writer.sparse.embed([chunk.text for _, chunk, _ in pending])
         progress.chunks_embedded(len(pending))
         rest = []
-        for (document, chunk), vector, bm25 in zip(pending, dense, sparse):
+        for (document, chunk, _), vector, bm25 in zip(pending, dense, sparse):
             point = self._point(writer.spec.name, document, chunk, vector, bm25)
             if chunk.index == 0:
                 writer.first_chunks[document.source] = point
