@@ -23,6 +23,9 @@ OFFLINE_TOKENIZER_CONFIG = '{"model_max_length": 256, "pad_token": "[PAD]"}\n'
 MODEL_FILES = ("model.onnx", "tokenizer.json", "tokenizer_config.json")
 #: tokens of text in one window of the model (its 256 less [CLS] and [SEP])
 WINDOW_TOKENS = 254
+#: late pooling works through a long document in pieces of about this many characters (~50k
+#: tokens, ~75 MB of token vectors)
+LATE_SEGMENT_CHARS = 200_000
 
 
 @dataclass(frozen=True)
@@ -146,23 +149,39 @@ class DenseEmbedder:
 
         Every chunking of a document is pooled from the same pass, and a span longer than the
         model's window loses none of its tokens. Each token's vector comes from the window where
-        it sits furthest from an edge, so it has context on both sides.
+        it sits furthest from an edge, so it has context on both sides. A long document is
+        pooled in segments of about ``LATE_SEGMENT_CHARS``, so its token vectors never all sit
+        in memory at once.
         """
-        if not spans:
-            return np.zeros((0, self.dim), dtype=np.float32)
+        bounds = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+        pooled = np.zeros((len(bounds), self.dim), dtype=np.float32)
+        order = np.argsort(bounds[:, 0], kind="stable")
+        group: list[int] = []
+        for index in [*order, None]:
+            if group and (index is None or bounds[index, 1] - bounds[group[0], 0] > LATE_SEGMENT_CHARS):
+                offset = int(bounds[group[0], 0])
+                segment = text[offset: int(bounds[group, 1].max())]
+                pooled[group] = self._pool_segment(segment, bounds[group] - offset, stride)
+                group = []
+            if index is not None:
+                group.append(int(index))
+        return pooled
+
+    def _pool_segment(self, text: str, bounds: np.ndarray, stride: int) -> np.ndarray:
         encoding = self._window_tokenizer().encode(text, add_special_tokens=False)
         offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
         vectors = self._token_vectors(np.asarray(encoding.ids, dtype=np.int64), stride)
-        sums = np.concatenate([np.zeros((1, self.dim)), np.cumsum(vectors, axis=0, dtype=np.float64)])
-        bounds = np.asarray(spans, dtype=np.int64)
         first = np.searchsorted(offsets[:, 1], bounds[:, 0], side="right")  # first token ending inside
         end = np.searchsorted(offsets[:, 0], bounds[:, 1], side="left")  # past the last token starting inside
-        pooled = (sums[end] - sums[first]) / np.maximum(end - first, 1)[:, None]
+        pooled = np.zeros((len(bounds), self.dim), dtype=np.float32)
+        for row, (low, high) in enumerate(zip(first, end)):
+            if high > low:
+                pooled[row] = vectors[low:high].mean(axis=0)
         empty = np.flatnonzero(end <= first)  # no token inside (whitespace): embed the text itself
         if len(empty):
             pooled[empty] = self.embed([text[start:stop] for start, stop in bounds[empty]])
         pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return pooled.astype(np.float32)
+        return pooled
 
     def _window_tokenizer(self) -> Any:
         """fastembed's tokenizer without its truncation and padding: the windows are cut here."""
@@ -184,6 +203,8 @@ class DenseEmbedder:
     def _token_vectors(self, ids: np.ndarray, stride: int) -> np.ndarray:
         """One vector per token of ``ids``, from windows of ``WINDOW_TOKENS`` starting every ``stride``."""
         count, width = len(ids), WINDOW_TOKENS
+        if count == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
         stride = min(stride, width)
         starts = list(range(0, max(count - width, 0) + 1, stride))
         if starts[-1] + width < count:

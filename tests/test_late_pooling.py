@@ -36,13 +36,16 @@ def test_a_span_longer_than_the_window_keeps_its_tail(embedder):
     assert float(late[0] @ late[1]) < 0.9999  # pooled over every token: they are
 
 
-def test_windows_cover_a_long_document_and_agree_with_a_single_window(embedder):
+def test_windows_cover_a_long_document_and_a_short_one_needs_one_window(embedder):
     text = " ".join(DOCUMENTS.values())
     spans = [(c.start, c.end) for c in chunk_words(text, 100, 50)]
-    one_pass = embedder.embed_spans(text, spans)
-    assert np.isfinite(one_pass).all() and len(one_pass) == len(spans)
-    first = spans[0]  # inside the first window: the same with any stride that keeps it there
-    assert float(one_pass[0] @ embedder.embed_spans(text, [first], stride=64)[0]) > 0.97
+    assert len(embedder._window_tokenizer().encode(text, add_special_tokens=False).ids) > 4 * WINDOW_TOKENS
+    for stride in (64, 192, WINDOW_TOKENS):  # overlapping windows, and windows edge to edge
+        pooled = embedder.embed_spans(text, spans, stride=stride)
+        assert pooled.shape == (len(spans), embedder.dim) and np.allclose(np.linalg.norm(pooled, axis=1), 1, atol=1e-5)
+    short = DOCUMENTS["honeybees.txt"][:400]  # well inside one window: the stride cannot matter
+    one, other = (embedder.embed_spans(short, [(0, 200), (150, 400)], stride=stride) for stride in (16, 192))
+    assert np.allclose(one, other, atol=1e-5)
 
 
 def test_late_pooling_ingests_every_chunking_and_is_fixed_per_collection(tmp_path, corpus, embedder):
@@ -59,3 +62,19 @@ def test_late_pooling_ingests_every_chunking_and_is_fixed_per_collection(tmp_pat
         with pytest.raises(ConfigError, match="pooling = 'late'.*--rebuild"):
             rag.ingest(corpus)
         assert rag.ingest(corpus, rebuild=True).embedded_chunks > 0  # a rebuild switches it
+
+
+def test_a_long_document_is_pooled_in_segments_with_nearly_the_same_result(embedder, monkeypatch):
+    from qrag_qdrant import embedding
+
+    text = " ".join(list(DOCUMENTS.values()) * 4)
+    spans = [(c.start, c.end) for size in (50, 100, 200) for c in chunk_words(text, size, size // 2)]
+    whole = embedder.embed_spans(text, spans)
+    segments = []
+    pool = embedder._pool_segment
+    monkeypatch.setattr(embedder, "_pool_segment", lambda *args: segments.append(len(args[0])) or pool(*args))
+    monkeypatch.setattr(embedding, "LATE_SEGMENT_CHARS", 12_000)  # about a dozen windows each
+    pieces = embedder.embed_spans(text, spans)
+    assert len(segments) > 2 and max(segments) <= 12_000 + 2_000  # a segment ends with its last span
+    # only tokens near a segment's edge lose context on one side
+    assert float(np.einsum("ij,ij->i", whole, pieces).mean()) > 0.97
