@@ -308,16 +308,19 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         rag = spaces.rag(namespace)
         wanted = "answer" if body.generate else "evidence"
         started = time.perf_counter()
-        stamp = spaces.stamp(namespace)
-        cached = cache.get((namespace, normalise(body.question), wanted), lambda: stamp) or (
-            cache.get((namespace, normalise(body.question), "evidence"), lambda: stamp) if body.generate else None)
+        # taken before retrieval, so an ingest that lands meanwhile leaves the entry stale; with
+        # the cache off there is nothing to compare, and no manifests are read
+        stamp = spaces.stamp(namespace) if cache.enabled else ()
+        question = normalise(body.question)
+        cached = cache.get((namespace, question, wanted), stamp) or (
+            cache.get((namespace, question, "evidence"), stamp) if body.generate else None)
         lookup_ms = (time.perf_counter() - started) * 1000
         if cached is not None:
             result = cached.model_copy(update={"timings_ms": {"cache_hit": round(lookup_ms, 3)}})
         else:
             result = spaces.retrieve(namespace, body.question)
             result.timings_ms["cache_miss"] = round(lookup_ms, 3)
-            cache.put((namespace, normalise(body.question), "evidence"), stamp, result)
+            cache.put((namespace, question, "evidence"), stamp, result)
         query_id = uuid.uuid4().hex
         recent.add(query_id, AskedQuery.of(namespace, result))
         if body.stream:

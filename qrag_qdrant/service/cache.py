@@ -10,7 +10,7 @@ is not built: no paraphrase set here can show the 97% precision it would need.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from dataclasses import dataclass
 from threading import Lock
 from typing import Generic, TypeVar
@@ -39,10 +39,14 @@ class ResultCache(Generic[Result]):
         self._entries: OrderedDict[Hashable, tuple[Hashable, Result]] = OrderedDict()
         self._lock = Lock()
 
-    def get(self, key: Hashable, stamp: Callable[[], Hashable]) -> Result | None:
+    @property
+    def enabled(self) -> bool:
+        return self.max_entries > 0
+
+    def get(self, key: Hashable, stamp: Hashable) -> Result | None:
         with self._lock:
             entry = self._entries.get(key)
-            if entry is not None and entry[0] == stamp():
+            if entry is not None and entry[0] == stamp:
                 self._entries.move_to_end(key)
                 self.counters.hits += 1
                 return entry[1]
@@ -53,7 +57,7 @@ class ResultCache(Generic[Result]):
             return None
 
     def put(self, key: Hashable, stamp: Hashable, result: Result) -> None:
-        if self.max_entries == 0:
+        if not self.enabled:
             return
         with self._lock:
             self._entries[key] = (stamp, result)
