@@ -1,9 +1,10 @@
 """Finding the documents to ingest and extracting their text through the registered loaders.
 
 A file is hashed first and extracted only when the caller still needs its text, so an
-unchanged corpus is never parsed. A needed file is extracted once, into a spool (memory for small documents, a temporary file for
-large ones), so every chunking reads the same text without parsing the file again, and a file
-that cannot be used is skipped with its reason before any of it reaches the index.
+unchanged corpus is never parsed. A needed file is extracted once, into a spool (memory for
+small documents, a temporary file for large ones), so every chunking reads the same text
+without parsing the file again, and a file that cannot be used is skipped with its reason
+before any of it reaches the index.
 """
 
 from __future__ import annotations
