@@ -36,14 +36,10 @@ import httpx
 
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config import load_settings
-from qrag_qdrant.eval.metrics import percentile
 from qrag_qdrant.service.auth import KeyFile
+from query_latency import summary  # this folder's: p50/p95 as query_latency.py reports them
 
 CLI = str(Path(sys.executable).parent / "qrag-qdrant")
-
-
-def summary(latencies_ms: list[float]) -> dict[str, float]:
-    return {"p50_ms": round(percentile(latencies_ms, 50), 2), "p95_ms": round(percentile(latencies_ms, 95), 2)}
 
 
 def in_process(settings_kwargs: dict, questions: list[str]) -> dict[str, float]:
