@@ -50,6 +50,10 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+#: how a chunk's dense vector is made (``embedding.pooling``)
+Pooling = Literal["chunk", "late", "anchored"]
+
+
 class RetrieverSpec(Section):
     """One independent retriever: a vector kind searched over one chunking of the corpus."""
 
@@ -115,9 +119,17 @@ class EmbeddingSettings(Section):
     batch_size: PositiveInt = 64
     threads: PositiveInt | None = None
     allow_download: bool = Field(False, description="let fastembed fetch the model from its hub")
-    pooling: Literal["chunk", "late"] = Field(
+    pooling: Pooling = Field(
         "chunk", description="chunk: embed each chunk's text on its own; late: run the model once over "
-        "windows of each document and mean-pool the token vectors inside every chunk, for all chunkings")
+        "windows of each document and mean-pool the token vectors inside every chunk, for all chunkings; "
+        "anchored: as late, but the windows are the chunks of one chunking (anchor_size)")
+    anchor_size: PositiveInt = Field(100, description="anchored pooling: the chunk size (words) of the chunking "
+                                     "whose chunks are the model's windows; one of the retrievers' sizes")
+
+    @property
+    def pooled_as(self) -> str:
+        """What a collection's manifest records of the pooling: ``chunk``, ``late``, ``anchored-100``."""
+        return f"anchored-{self.anchor_size}" if self.pooling == "anchored" else self.pooling
     late_window_stride: PositiveInt = Field(192, description="late pooling: tokens between window starts "
                                             "(windows hold 254; the overlap gives tokens context on both sides)")
 
@@ -248,12 +260,20 @@ class Settings(BaseSettings):
             if spec.name in seen:
                 raise ValueError(f"retrievers: duplicate retriever {spec.name}")
             seen.add(spec.name)
+        if self.embedding.pooling == "anchored" and self.anchor is None:
+            raise ValueError(f"embedding.anchor_size ({self.embedding.anchor_size}) is not the chunk size of any "
+                             f"retriever: anchored pooling needs one of {sorted({r.size for r in self.retrievers})}")
         if self.retrieval.quorum > len(self.retrievers):
             raise ValueError(
                 f"retrieval.quorum ({self.retrieval.quorum}) is greater than the number of "
                 f"retrievers ({len(self.retrievers)})"
             )
         return self
+
+    @property
+    def anchor(self) -> CollectionSpec | None:
+        """Anchored pooling's chunking: the first collection of ``embedding.anchor_size`` words."""
+        return next((spec for spec in self.collections if spec.size == self.embedding.anchor_size), None)
 
     @property
     def collections(self) -> tuple[CollectionSpec, ...]:

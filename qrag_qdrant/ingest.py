@@ -177,14 +177,18 @@ class Ingestor:
 
     def _chunks(self, document: Document, writers: list[CollectionWriter],
                 ) -> Iterator[tuple[CollectionWriter, Chunk, np.ndarray | None]]:
-        """Each writer's chunks of the document. With late pooling they come with their dense
-        vectors, pooled for every chunking from one pass of the model over the document;
+        """Each writer's chunks of the document. With late or anchored pooling they come with their
+        dense vectors, pooled for every chunking from one pass of the model over the document;
         otherwise the vector is left to ``_flush``, which embeds each chunk's text in batches."""
-        if self.settings.embedding.pooling != "late" or not writers:
+        options = self.settings.embedding
+        if options.pooling == "chunk" or not writers:
             return ((writer, chunk, None) for writer in writers for chunk in writer.chunks(document))
         chunked = [(writer, chunk) for writer in writers for chunk in writer.chunks(document)]
+        anchor = self.settings.anchor
+        windows = None if options.pooling == "late" or anchor is None else [
+            (chunk.start, chunk.end) for chunk in iter_chunks(document.blocks(), anchor.size, anchor.overlap)]
         vectors = self.embedder.embed_spans("".join(document.blocks()), [(c.start, c.end) for _, c in chunked],
-                                            self.settings.embedding.late_window_stride)
+                                            options.late_window_stride, windows)
         return ((writer, chunk, vector) for (writer, chunk), vector in zip(chunked, vectors))
 
     def _stored_hashes(self, spec: CollectionSpec, rebuild: bool) -> dict[str, set[str]]:
@@ -195,7 +199,7 @@ class Ingestor:
 
     def _open(self, spec: CollectionSpec, rebuild: bool, stored_hashes: dict[str, set[str]]) -> CollectionWriter:
         model = self.settings.embedding.model
-        pooling = self.settings.embedding.pooling
+        pooling = self.settings.embedding.pooled_as
         manifest = CollectionManifest.expected(self.settings.namespace, spec, model, model_dim(model),
                                                self.settings.qdrant.bm25_source).model_copy(update={"pooling": pooling})
         if rebuild:
@@ -205,7 +209,7 @@ class Ingestor:
         stored = self.store.open_collection(spec.name, manifest, create=True)
         assert stored is not None
         if stored.pooling != pooling:  # its unchanged documents would keep the other kind of vector
-            raise ConfigError(f"collection {spec.name} was embedded with embedding.pooling = {stored.pooling!r}, "
+            raise ConfigError(f"collection {spec.name} was embedded with pooling {stored.pooling!r}, "
                               f"not {pooling!r}: ingest --rebuild to change it")
         return CollectionWriter(spec, spec.name, stored.bm25_embedder(), stored_hashes)
 

@@ -59,22 +59,75 @@ def test_late_pooling_ingests_every_chunking_and_is_fixed_per_collection(tmp_pat
     chunk = load_settings(store=tmp_path / "store")
     with QuorumRAG(chunk, embedder=embedder) as rag:
         (corpus / "new.txt").write_text("Barn owls hunt at night and find mice by sound alone. " * 4)
-        with pytest.raises(ConfigError, match="pooling = 'late'.*--rebuild"):
+        with pytest.raises(ConfigError, match="pooling 'late'.*--rebuild"):
             rag.ingest(corpus)
         assert rag.ingest(corpus, rebuild=True).embedded_chunks > 0  # a rebuild switches it
 
 
-def test_a_long_document_is_pooled_in_segments_with_nearly_the_same_result(embedder, monkeypatch):
+@pytest.mark.parametrize("anchored", [False, True])
+def test_a_long_document_is_pooled_in_segments_with_nearly_the_same_result(embedder, monkeypatch, anchored):
     from qrag_qdrant import embedding
 
     text = " ".join(list(DOCUMENTS.values()) * 4)
     spans = [(c.start, c.end) for size in (50, 100, 200) for c in chunk_words(text, size, size // 2)]
-    whole = embedder.embed_spans(text, spans)
+    windows = [(c.start, c.end) for c in chunk_words(text, 100, 50)] if anchored else None
+    whole = embedder.embed_spans(text, spans, windows=windows)
     segments = []
     pool = embedder._pool_segment
     monkeypatch.setattr(embedder, "_pool_segment", lambda *args: segments.append(len(args[0])) or pool(*args))
     monkeypatch.setattr(embedding, "LATE_SEGMENT_CHARS", 12_000)  # about a dozen windows each
-    pieces = embedder.embed_spans(text, spans)
+    pieces = embedder.embed_spans(text, spans, windows=windows)
     assert len(segments) > 2 and max(segments) <= 12_000 + 2_000  # a segment ends with its last span
     # only tokens near a segment's edge lose context on one side
     assert float(np.einsum("ij,ij->i", whole, pieces).mean()) > 0.97
+    if anchored:  # whole windows are taken into a segment: no vector changes
+        assert np.allclose(whole, pieces, atol=1e-4)
+
+
+def test_anchored_pooling_gives_the_anchor_chunks_their_own_embedding(embedder):
+    text = " ".join(DOCUMENTS.values())
+    spans = {size: [(c.start, c.end) for c in chunk_words(text, size, size // 2)] for size in (50, 100, 200)}
+    every = [span for size in (50, 100, 200) for span in spans[size]]
+    pooled = dict(zip(every, embedder.embed_spans(text, every, windows=spans[100])))
+    anchors = np.array([pooled[span] for span in spans[100]])
+    alone = embedder.embed([text[start:end] for start, end in spans[100]])
+    assert np.einsum("ij,ij->i", anchors, alone).min() > 0.9999  # what chunk pooling gives them
+    for size in (50, 200):  # the others are pooled from the anchors' token vectors
+        vectors = np.array([pooled[span] for span in spans[size]])
+        alone = embedder.embed([text[start:end] for start, end in spans[size]])
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+        assert (np.argmax(vectors @ alone.T, axis=1) == np.arange(len(vectors))).mean() >= 0.8
+        assert 0.8 < np.einsum("ij,ij->i", vectors, alone).mean() < 0.9999
+
+
+def test_anchored_windows_cover_every_token_whatever_the_chunks():
+    from qrag_qdrant.embedding import _cover
+
+    count = 1000
+    chunks = [(0, 120), (60, 180), (60, 100), (300, 900), (950, 990)]  # one inside another, gaps, one too long
+    windows = _cover(chunks, count, 192)
+    assert all(0 < end - start <= WINDOW_TOKENS for start, end in windows)
+    assert (0, 120) in windows and (60, 180) in windows and (60, 100) not in windows
+    assert [start for start, _ in windows] == sorted(start for start, _ in windows)
+    position = 0
+    for start, end in windows:  # each window starts inside (or right after) the ones before it
+        assert start <= position
+        position = max(position, end)
+    assert position == count
+
+
+def test_anchored_pooling_needs_a_chunking_of_its_size_and_is_recorded_with_it(tmp_path, corpus, embedder):
+    with pytest.raises(ConfigError, match="anchor_size \\(70\\) is not the chunk size of any retriever"):
+        load_settings(embedding={"pooling": "anchored", "anchor_size": 70})
+    anchored = load_settings(store=tmp_path / "store", embedding={"pooling": "anchored"})
+    with QuorumRAG(anchored, embedder=embedder) as rag:
+        report = rag.ingest(corpus)
+        assert report.embedded_chunks == sum(report.chunks.values()) > 0
+        assert {rag.store.manifest(spec.name).pooling for spec in anchored.collections} == {"anchored-100"}
+        evidence = rag.retrieve("How do honeybee foragers tell their sisters where the flowers are?")
+        assert not evidence.abstained and evidence.clusters[0].passages[0].source == "honeybees.txt"
+    other_anchor = load_settings(store=tmp_path / "store", embedding={"pooling": "anchored", "anchor_size": 50})
+    with QuorumRAG(other_anchor, embedder=embedder) as rag:
+        (corpus / "new.txt").write_text("Barn owls hunt at night and find mice by sound alone. " * 4)
+        with pytest.raises(ConfigError, match="pooling 'anchored-100', not 'anchored-50'"):
+            rag.ingest(corpus)

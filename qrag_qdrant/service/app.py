@@ -236,7 +236,8 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         model = embedder or DenseEmbedder(settings.embedding)
-        model.embed(["warm up"])  # load the model now, so /readyz means it
+        model.embed(["warm up"])  # load the models for documents and questions now, so /readyz means it
+        model.query_embed("warm up")
         state["namespaces"] = app.state.namespaces = Namespaces(settings, model)
         yield
         jobs.close()  # jobs in flight finish before the store closes

@@ -49,9 +49,9 @@ class CollectionManifest(BaseModel):
     bm25: dict[str, Any]
     #: who computes the BM25 vectors, a key of ``embedding.BM25_SOURCES``; fixed at creation
     bm25_source: Literal["client", "server"] = "client"
-    #: how the dense vectors were pooled (``embedding.pooling``); fixed at creation, checked by ingest only:
-    #: a question is embedded the same way for both
-    pooling: Literal["chunk", "late"] = "chunk"
+    #: how the dense vectors were pooled (``EmbeddingSettings.pooled_as``); fixed at creation, checked by
+    #: ingest only: a question is embedded the same way for all
+    pooling: str = "chunk"
     #: stamped by every ingest that writes, when it starts and when it ends, so a result cache
     #: can tell that the index changed (not part of what must match)
     indexed: int = 0
