@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -15,9 +15,10 @@ from .errors import StoreError
 from .evidence import Answer, Evidence
 from .generation import GenerationBackend, open_backend
 from .generation.answer import generate_answer
-from .ingest import IngestProgress, IngestReport, Ingestor
 from .store import Store, open_store
-from .tokens import is_collection_scoped
+
+if TYPE_CHECKING:  # ingest's modules load when an ingest runs: a query starts sooner
+    from .ingest import IngestProgress, IngestReport
 
 
 class CollectionInfo(BaseModel):
@@ -65,6 +66,8 @@ class QuorumRAG:
     def ingest(self, path: str | Path, prune: bool = False, rebuild: bool = False,
                progress: IngestProgress | None = None, exclude: Collection[str] = ()) -> IngestReport:
         """``exclude``: sources (paths relative to ``path``) to leave out, e.g. an eval's held-out documents."""
+        from .ingest import Ingestor
+
         try:
             return Ingestor(self.settings, self.store, self.embedder).run(Path(path), prune=prune, rebuild=rebuild,
                                                                           progress=progress, exclude=exclude)
@@ -98,6 +101,8 @@ class QuorumRAG:
 
     def collections(self, all_namespaces: bool = False) -> list[CollectionInfo]:
         """What readers of this namespace (or, for an admin, of every namespace) see."""
+        from .tokens import is_collection_scoped
+
         key = self.settings.qdrant.api_key
         if all_namespaces and self.settings.qdrant.url and is_collection_scoped(key and key.get_secret_value()):
             raise StoreError("listing every namespace needs the server's API key: this token reaches only "

@@ -17,12 +17,11 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import click
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .api import QuorumRAG
@@ -30,10 +29,13 @@ from .config import load_settings
 from .corpus import UNSUPPORTED_FORMAT
 from .errors import ConfigError, QragError
 from .evidence import Answer, Evidence
-from .ingest import IngestProgress
 from .service.auth import KeyFile
 from .service.feedback import FeedbackFile, gate_rows
-from .tokens import mint_token, parse_ttl
+
+if TYPE_CHECKING:  # what only ingest and token need is imported by them: a query starts sooner
+    from rich.progress import Progress
+
+    from .ingest import IngestProgress
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Quorum RAG on Qdrant: answers only from evidence several retrievers agree on.")
@@ -100,6 +102,8 @@ def print_json(value: Any) -> None:
 
 def progress_bar() -> Progress:
     """A transient bar on stderr, so --json output on stdout stays clean."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(TextColumn("{task.description:>16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=err, transient=True)
 
@@ -326,6 +330,8 @@ def token(
     settings = load_settings(config, namespace=namespace)
     if settings.qdrant.api_key is None:
         raise ConfigError("set QRAG_QDRANT_API_KEY to the server's API key: tokens are signed with it")
+    from .tokens import mint_token, parse_ttl
+
     minted = mint_token(settings.qdrant.api_key.get_secret_value(), [spec.name for spec in settings.collections],
                         read_only, parse_ttl(ttl))
     if as_json:

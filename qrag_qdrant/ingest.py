@@ -40,8 +40,16 @@ from .store.base import Sparse, point_id
 
 #: Chunks gathered per collection before they are embedded together and handed to the writer.
 FLUSH_CHUNKS = 256
+#: anchored pooling: documents are pooled together until their text is this long (about 160 windows)
+POOLED_BATCH_CHARS = 50_000
+#: between documents pooled together: no token, so no window holds it
+DOCUMENT_JOINT = "\n\n"
 #: Write jobs that may wait for the store while the embedder goes on.
 WRITES_IN_FLIGHT = 2
+
+
+#: a chunk for one writer, with its dense vector when pooling gave one already
+Chunked = tuple["CollectionWriter", Chunk, "np.ndarray | None"]
 
 
 class IngestProgress(Protocol):
@@ -137,13 +145,12 @@ class Ingestor:
         sources: set[str] = set()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="qrag-writer") as pool:
             in_flight: list[Future[None]] = []
-            for document in itertools.chain([first], documents):
+            for document, stale, chunks in self._chunked(itertools.chain([first], documents), writers):
                 sources.add(document.source)
                 report.documents += 1
-                stale = [w for w in writers if not w.is_current(document)]
                 if not stale:
                     report.unchanged += 1
-                for writer, chunk, vector in self._chunks(document, stale):
+                for writer, chunk, vector in chunks:
                     writer.pending.append((document, chunk, vector))
                     progress.chunks_queued(1)
                     if len(writer.pending) >= FLUSH_CHUNKS:
@@ -175,21 +182,51 @@ class Ingestor:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _chunks(self, document: Document, writers: list[CollectionWriter],
-                ) -> Iterator[tuple[CollectionWriter, Chunk, np.ndarray | None]]:
-        """Each writer's chunks of the document. With late or anchored pooling they come with their
-        dense vectors, pooled for every chunking from one pass of the model over the document;
-        otherwise the vector is left to ``_flush``, which embeds each chunk's text in batches."""
-        options = self.settings.embedding
-        if options.pooling == "chunk" or not writers:
-            return ((writer, chunk, None) for writer in writers for chunk in writer.chunks(document))
-        chunked = [(writer, chunk) for writer in writers for chunk in writer.chunks(document)]
-        anchor = self.settings.anchor
-        windows = None if options.pooling == "late" or anchor is None else [
-            (chunk.start, chunk.end) for chunk in iter_chunks(document.blocks(), anchor.size, anchor.overlap)]
-        vectors = self.embedder.embed_spans("".join(document.blocks()), [(c.start, c.end) for _, c in chunked],
-                                            options.late_window_stride, windows)
-        return ((writer, chunk, vector) for (writer, chunk), vector in zip(chunked, vectors))
+    def _chunked(self, documents: Iterator[Document], writers: list[CollectionWriter],
+                 ) -> Iterator[tuple[Document, list[CollectionWriter], Iterator[Chunked]]]:
+        """Each document, the writers whose collection lacks it, and their chunks of it. With
+        late or anchored pooling the chunks come with their dense vectors, pooled for every
+        chunking from one pass of the model; otherwise the vector is left to ``_flush``, which
+        embeds each chunk's text in batches.
+
+        Anchored pooling runs the model over several documents' windows at once (about
+        ``POOLED_BATCH_CHARS`` of text): one short document fills a small part of a batch. Their
+        texts are joined, which changes no vector, as no window crosses a chunk's edge nor a chunk
+        a document's. Late pooling's windows would cross, so it pools one document at a time.
+        """
+        pooling = self.settings.embedding.pooling
+        group: list[tuple[Document, list[CollectionWriter], str]] = []
+        for document in documents:
+            stale = [w for w in writers if not w.is_current(document)]
+            if pooling == "chunk" or not stale:
+                yield from self._pooled(group)
+                group = []
+                yield document, stale, ((w, chunk, None) for w in stale for chunk in w.chunks(document))
+                continue
+            group.append((document, stale, "".join(document.blocks())))
+            if pooling == "late" or sum(len(text) for _, _, text in group) >= POOLED_BATCH_CHARS:
+                yield from self._pooled(group)
+                group = []
+        yield from self._pooled(group)
+
+    def _pooled(self, group: list[tuple[Document, list[CollectionWriter], str]],
+                ) -> Iterator[tuple[Document, list[CollectionWriter], Iterator[Chunked]]]:
+        """The documents' chunks with vectors from one ``embed_spans`` over their joined text."""
+        if not group:
+            return
+        anchor = self.settings.anchor if self.settings.embedding.pooling == "anchored" else None
+        chunked, spans, windows, offset = [], [], [], 0
+        for document, stale, text in group:
+            chunked.append([(writer, chunk) for writer in stale for chunk in writer.chunks(document)])
+            spans += [(offset + chunk.start, offset + chunk.end) for _, chunk in chunked[-1]]
+            if anchor is not None:
+                windows += [(offset + c.start, offset + c.end) for c in iter_chunks([text], anchor.size, anchor.overlap)]
+            offset += len(text) + len(DOCUMENT_JOINT)
+        vectors = iter(self.embedder.embed_spans(DOCUMENT_JOINT.join(text for _, _, text in group), spans,
+                                                 self.settings.embedding.late_window_stride,
+                                                 windows if anchor is not None else None))
+        for (document, stale, _), chunks in zip(group, chunked):
+            yield document, stale, iter([(writer, chunk, next(vectors)) for writer, chunk in chunks])
 
     def _stored_hashes(self, spec: CollectionSpec, rebuild: bool) -> dict[str, set[str]]:
         """The documents the collection holds already, read before anything is created."""

@@ -124,6 +124,15 @@ def test_anchored_pooling_needs_a_chunking_of_its_size_and_is_recorded_with_it(t
         report = rag.ingest(corpus)
         assert report.embedded_chunks == sum(report.chunks.values()) > 0
         assert {rag.store.manifest(spec.name).pooling for spec in anchored.collections} == {"anchored-100"}
+        # documents pooled together get the vectors each gets pooled alone
+        text = DOCUMENTS["honeybees.txt"]
+        windows = [(c.start, c.end) for c in chunk_words(text, 100, 50)]
+        for spec in anchored.collections:
+            points = sorted((p for p in rag.store.scroll_points(spec.name) if p.payload["source"] == "honeybees.txt"),
+                            key=lambda p: p.payload["chunk_index"])
+            alone = embedder.embed_spans(text, [(p.payload["start"], p.payload["end"]) for p in points],
+                                         windows=windows)
+            assert np.allclose(np.array([p.dense for p in points]), alone, atol=1e-5)
         evidence = rag.retrieve("How do honeybee foragers tell their sisters where the flowers are?")
         assert not evidence.abstained and evidence.clusters[0].passages[0].source == "honeybees.txt"
     other_anchor = load_settings(store=tmp_path / "store", embedding={"pooling": "anchored", "anchor_size": 50})
