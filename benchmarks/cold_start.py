@@ -5,8 +5,8 @@
 
 - ``time_to_evidence_s``: ``qrag-qdrant query --no-generate --json QUESTION`` run as a user
   runs it, a new question each time; median and every run.
-- ``phases_ms``: one process timed stage by stage: imports, the first ``retrieve`` (the model
-  loads while the shards open) and the process's exit.
+- ``phases_ms``: one process timed stage by stage: imports, the first ``retrieve`` (the shards
+  open, the model loads) and the process's start and exit.
 - ``imports``: ``python -X importtime``: the cumulative time of ``qrag_qdrant.cli`` and of the
   slowest packages it pulls in.
 - With ``--baseline-src`` (another checkout's source, e.g. a ``git worktree`` of an earlier
@@ -42,9 +42,9 @@ print(f"{(imported - started) * 1000:.1f} {(retrieved - imported) * 1000:.1f}")
 QUERY = "import sys; from qrag_qdrant.cli import main; sys.argv[0] = 'qrag-qdrant'; main()"
 
 
-def timed(command: list[str], env: dict[str, str]) -> float:
+def timed(command: list[str], env: dict[str, str], cwd: Path | None = None) -> float:
     started = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=cwd)
     seconds = time.perf_counter() - started
     if done.returncode != 0 or '"clusters"' not in done.stdout:
         raise SystemExit(f"{' '.join(command[:3])} failed: {done.stderr.strip() or done.stdout[:300]}")
@@ -84,7 +84,7 @@ def main() -> None:
 
     lines = args.questions.read_text().splitlines()[: args.runs]
     questions = [json.loads(line)["question"] for line in lines]
-    env = {**os.environ, "QRAG_STORE": str(args.store), "QRAG_NAMESPACE": args.namespace}
+    env = {**os.environ, "QRAG_STORE": str(args.store.resolve()), "QRAG_NAMESPACE": args.namespace}
     result: dict[str, object] = {"store": str(args.store), "namespace": args.namespace, "runs": len(questions),
                                  "load_average": os.getloadavg()}
     runs = [timed([CLI, "query", "--no-generate", "--json", question], env) for question in questions]
@@ -100,8 +100,10 @@ def main() -> None:
         paired: dict[str, list[float]] = {name: [] for name in sources}
         for n, question in enumerate(questions):
             for name in (list(sources) if n % 2 == 0 else list(sources)[::-1]):
+                # run from the source's folder: ``-c`` puts the working folder first on sys.path
                 paired[name].append(timed([sys.executable, "-S", "-c", QUERY, "query", "--no-generate", "--json",
-                                           question], {**env, "PYTHONPATH": f"{sources[name]}:{packages}"}))
+                                           question], {**env, "PYTHONPATH": f"{sources[name]}:{packages}"},
+                                          cwd=sources[name]))
         medians = {name: round(statistics.median(values), 3) for name, values in paired.items()}
         result["paired_with_baseline_s"] = {**medians, "ratio": round(medians["this"] / medians["baseline"], 3),
                                             "baseline_src": str(args.baseline_src)}

@@ -51,27 +51,19 @@ class Coordinator:
 
     def index_changed(self) -> None:
         """After an ingest in this process: check the collections and count their points again."""
-        self._collections, self._points = None, {}
+        self._collections = None
 
     @property
     def collections(self) -> list[tuple[CollectionSpec, Bm25Embedder]]:
-        """Checked once: every collection exists, was built with our model and BM25 setup, and
-        the namespace holds points; each is queried with the BM25 source its manifest recorded."""
-        collections = self._checked_manifests()
-        if not self._points:
-            points = {spec.name: self.store.count(spec.name) for spec, _ in collections}  # opens the shards
-            if not any(points.values()):
-                raise NothingIngestedError(f"namespace {self.settings.namespace!r} holds no documents; "
-                                           "run: qrag-qdrant ingest PATH")
-            self._points = points
-        return collections
+        """Checked once: every collection exists and was built with our model and BM25 setup;
+        each is queried with the BM25 source its manifest recorded.
 
-    def _checked_manifests(self) -> list[tuple[CollectionSpec, Bm25Embedder]]:
-        """The manifests' check needs only the model's name and dimension, so a namespace built
-        with another model is refused before any model is loaded."""
+        The check needs only the model's name and dimension, so a namespace built with
+        another model is refused before any model is loaded.
+        """
         if self._collections is None:
             model = self.settings.embedding.model
-            collections, missing = [], []
+            collections, missing, points = [], [], {}
             for spec in self.settings.collections:
                 expected = CollectionManifest.expected(self.settings.namespace, spec, model, model_dim(model))
                 stored = self.store.open_collection(spec.name, expected, create=False)
@@ -79,12 +71,16 @@ class Coordinator:
                     missing.append(spec.name)
                 else:
                     collections.append((spec, stored.bm25_embedder()))
+                    points[spec.name] = self.store.count(spec.name)
             if missing:
                 raise NothingIngestedError(
                     f"nothing ingested in namespace {self.settings.namespace!r} for "
                     f"{', '.join(missing)}; run: qrag-qdrant ingest PATH"
                 )
-            self._points, self._collections = {}, collections
+            if not any(points.values()):
+                raise NothingIngestedError(f"namespace {self.settings.namespace!r} holds no documents; "
+                                           "run: qrag-qdrant ingest PATH")
+            self._points, self._collections = points, collections
         return self._collections
 
     def check_question(self, question: str) -> str:
@@ -99,16 +95,10 @@ class Coordinator:
             )
         return question
 
-    def embed(self, question: str, cold_start: bool = False) -> QueryVectors:
-        """``cold_start``: on a first query, the model loads and embeds on another thread while
-        this one opens the shards (Edge holds the GIL while it loads them; building the model's
-        ONNX session lets go of it)."""
+    def embed(self, question: str) -> QueryVectors:
         question = self.check_question(question)
-        self._checked_manifests()
-        embedder = self._embedder_factory()
-        first = self._pool.submit(embedder.query_embed, question) if cold_start and not self._points else None
         collections = self.collections
-        dense = (first.result() if first is not None else embedder.query_embed(question)).tolist()
+        dense = self._embedder_factory().query_embed(question).tolist()
         return QueryVectors(question, dense, {spec.name: sparse.query_embed(question) for spec, sparse in collections})
 
     def queries(self, vectors: QueryVectors, spec: CollectionSpec, top_k: int | None = None) -> list[VectorQuery]:
@@ -179,7 +169,7 @@ class Coordinator:
         options = self.settings.retrieval
         timings: dict[str, float] = {}
         with _timed(timings, "embed"):
-            vectors = self.embed(question, cold_start=True)
+            vectors = self.embed(question)
         with _timed(timings, "search"):
             lists = self.search(vectors)
         ranked = self.rank(lists, options, timings)
