@@ -123,7 +123,7 @@ class EmbeddingSettings(Section):
         "chunk", description="chunk: embed each chunk's text on its own; late: run the model once over "
         "windows of each document and mean-pool the token vectors inside every chunk, for all chunkings; "
         "anchored: as late, but the windows are the chunks of one chunking (anchor_size)")
-    anchor_size: PositiveInt = Field(100, description="anchored pooling: the chunk size (words) of the chunking "
+    anchor_size: PositiveInt = Field(50, description="anchored pooling: the chunk size (words) of the chunking "
                                      "whose chunks are the model's windows; one of the retrievers' sizes")
 
     @property

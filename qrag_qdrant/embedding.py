@@ -185,6 +185,11 @@ class DenseEmbedder:
         in segments of about ``LATE_SEGMENT_CHARS``, so its token vectors never all sit in
         memory at once.
         """
+        from fastembed.text.pooled_embedding import PooledEmbedding
+
+        if not isinstance(self._model.model, PooledEmbedding):  # e.g. a model that embeds by [CLS]
+            raise EmbeddingError(f"{self.model_name} does not mean-pool its tokens, so late and anchored "
+                                 "pooling would not match its questions' vectors: use embedding.pooling = chunk")
         bounds = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
         anchors = np.asarray(windows if windows is not None else [], dtype=np.int64).reshape(-1, 2)
         pooled = np.zeros((len(bounds), self.dim), dtype=np.float32)

@@ -40,7 +40,7 @@ from .store.base import Sparse, point_id
 
 #: Chunks gathered per collection before they are embedded together and handed to the writer.
 FLUSH_CHUNKS = 256
-#: anchored pooling: documents are pooled together until their text is this long (about 160 windows)
+#: anchored pooling: documents are pooled together until their text is this long (a few batches of windows)
 POOLED_BATCH_CHARS = 50_000
 #: between documents pooled together: no token, so no window holds it
 DOCUMENT_JOINT = "\n\n"
@@ -133,6 +133,7 @@ class Ingestor:
         report = IngestReport(root=str(path), rebuilt=rebuild)
         progress.files_found(len(corpus.files))
         stored = {spec.name: self._stored_hashes(spec, rebuild) for spec in self.settings.collections}
+        self.settings = self._with_recorded_pooling(rebuild)
         documents = corpus.documents(
             needs_text=lambda source, digest: any(h.get(source) != {digest} for h in stored.values()))
         first = next(documents, None)
@@ -227,6 +228,19 @@ class Ingestor:
                                                  windows if anchor is not None else None))
         for (document, stale, _), chunks in zip(group, chunked):
             yield document, stale, iter([(writer, chunk, next(vectors)) for writer, chunk in chunks])
+
+    def _with_recorded_pooling(self, rebuild: bool) -> Settings:
+        """The settings, with the pooling the namespace's collections recorded when
+        ``embedding.pooling`` is not set: a new default never makes a built namespace rebuild."""
+        embedding = self.settings.embedding
+        if rebuild or "pooling" in embedding.model_fields_set:
+            return self.settings
+        recorded = {m.pooling for spec in self.settings.collections if (m := self.store.manifest(spec.name))}
+        if len(recorded) != 1:
+            return self.settings
+        pooling, _, anchor = recorded.pop().partition("-")
+        update: dict[str, object] = {"pooling": pooling} | ({"anchor_size": int(anchor)} if anchor else {})
+        return self.settings.model_copy(update={"embedding": embedding.model_copy(update=update)})
 
     def _stored_hashes(self, spec: CollectionSpec, rebuild: bool) -> dict[str, set[str]]:
         """The documents the collection holds already, read before anything is created."""

@@ -56,12 +56,18 @@ def test_late_pooling_ingests_every_chunking_and_is_fixed_per_collection(tmp_pat
         evidence = rag.retrieve("How do honeybee foragers tell their sisters where the flowers are?")
         assert not evidence.abstained and evidence.clusters[0].passages[0].source == "honeybees.txt"
         assert rag.ingest(corpus).embedded_chunks == 0  # unchanged: nothing pooled again
-    chunk = load_settings(store=tmp_path / "store")
-    with QuorumRAG(chunk, embedder=embedder) as rag:
+    unset = load_settings(store=tmp_path / "store")  # pooling not set: the namespace keeps its own
+    with QuorumRAG(unset, embedder=embedder) as rag:
         (corpus / "new.txt").write_text("Barn owls hunt at night and find mice by sound alone. " * 4)
+        assert rag.ingest(corpus).embedded_chunks > 0
+        assert {rag.store.manifest(spec.name).pooling for spec in unset.collections} == {"late"}
+    chunk = load_settings(store=tmp_path / "store", embedding={"pooling": "chunk"})
+    with QuorumRAG(chunk, embedder=embedder) as rag:
+        (corpus / "other.txt").write_text("Otters crack shellfish open on stones they keep. " * 4)
         with pytest.raises(ConfigError, match="pooling 'late'.*--rebuild"):
             rag.ingest(corpus)
         assert rag.ingest(corpus, rebuild=True).embedded_chunks > 0  # a rebuild switches it
+        assert {rag.store.manifest(spec.name).pooling for spec in chunk.collections} == {"chunk"}
 
 
 @pytest.mark.parametrize("anchored", [False, True])
@@ -123,10 +129,10 @@ def test_anchored_pooling_needs_a_chunking_of_its_size_and_is_recorded_with_it(t
     with QuorumRAG(anchored, embedder=embedder) as rag:
         report = rag.ingest(corpus)
         assert report.embedded_chunks == sum(report.chunks.values()) > 0
-        assert {rag.store.manifest(spec.name).pooling for spec in anchored.collections} == {"anchored-100"}
+        assert {rag.store.manifest(spec.name).pooling for spec in anchored.collections} == {"anchored-50"}
         # documents pooled together get the vectors each gets pooled alone
         text = DOCUMENTS["honeybees.txt"]
-        windows = [(c.start, c.end) for c in chunk_words(text, 100, 50)]
+        windows = [(c.start, c.end) for c in chunk_words(text, 50, 25)]
         for spec in anchored.collections:
             points = sorted((p for p in rag.store.scroll_points(spec.name) if p.payload["source"] == "honeybees.txt"),
                             key=lambda p: p.payload["chunk_index"])
@@ -135,8 +141,18 @@ def test_anchored_pooling_needs_a_chunking_of_its_size_and_is_recorded_with_it(t
             assert np.allclose(np.array([p.dense for p in points]), alone, atol=1e-5)
         evidence = rag.retrieve("How do honeybee foragers tell their sisters where the flowers are?")
         assert not evidence.abstained and evidence.clusters[0].passages[0].source == "honeybees.txt"
-    other_anchor = load_settings(store=tmp_path / "store", embedding={"pooling": "anchored", "anchor_size": 50})
+    other_anchor = load_settings(store=tmp_path / "store", embedding={"pooling": "anchored", "anchor_size": 100})
     with QuorumRAG(other_anchor, embedder=embedder) as rag:
         (corpus / "new.txt").write_text("Barn owls hunt at night and find mice by sound alone. " * 4)
-        with pytest.raises(ConfigError, match="pooling 'anchored-100', not 'anchored-50'"):
+        with pytest.raises(ConfigError, match="pooling 'anchored-50', not 'anchored-100'"):
             rag.ingest(corpus)
+
+
+def test_pooling_is_refused_for_a_model_that_does_not_mean_pool(embedder, monkeypatch):
+    from types import SimpleNamespace
+
+    from qrag_qdrant.errors import EmbeddingError
+
+    monkeypatch.setattr(embedder, "_documents", SimpleNamespace(model=object()))  # as a [CLS]-pooled model
+    with pytest.raises(EmbeddingError, match="does not mean-pool its tokens.*pooling = chunk"):
+        embedder.embed_spans("Honeybees dance.", [(0, 16)])
