@@ -27,7 +27,8 @@ import sysconfig
 import time
 from pathlib import Path
 
-CLI = str(Path(sys.executable).parent / "qrag-qdrant")
+from service_latency import CLI, timed_process  # this folder's: a command timed to its evidence
+
 SOURCE = Path(__file__).resolve().parents[1]
 PHASES = """
 import sys, time
@@ -40,15 +41,6 @@ retrieved = time.perf_counter()
 print(f"{(imported - started) * 1000:.1f} {(retrieved - imported) * 1000:.1f}")
 """
 QUERY = "import sys; from qrag_qdrant.cli import main; sys.argv[0] = 'qrag-qdrant'; main()"
-
-
-def timed(command: list[str], env: dict[str, str], cwd: Path | None = None) -> float:
-    started = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=cwd)
-    seconds = time.perf_counter() - started
-    if done.returncode != 0 or '"clusters"' not in done.stdout:
-        raise SystemExit(f"{' '.join(command[:3])} failed: {done.stderr.strip() or done.stdout[:300]}")
-    return seconds
 
 
 def phases(question: str, env: dict[str, str]) -> dict[str, float]:
@@ -87,7 +79,7 @@ def main() -> None:
     env = {**os.environ, "QRAG_STORE": str(args.store.resolve()), "QRAG_NAMESPACE": args.namespace}
     result: dict[str, object] = {"store": str(args.store), "namespace": args.namespace, "runs": len(questions),
                                  "load_average": os.getloadavg()}
-    runs = [timed([CLI, "query", "--no-generate", "--json", question], env) for question in questions]
+    runs = [timed_process([CLI, "query", "--no-generate", "--json", question], env) for question in questions]
     result["time_to_evidence_s"] = {"median": round(statistics.median(runs), 3), "runs": [round(s, 3) for s in runs]}
     result["phases_ms"] = {name: statistics.median(values) for name, values in zip(
         ("imports", "first_retrieve", "start_and_exit"),
@@ -101,9 +93,9 @@ def main() -> None:
         for n, question in enumerate(questions):
             for name in (list(sources) if n % 2 == 0 else list(sources)[::-1]):
                 # run from the source's folder: ``-c`` puts the working folder first on sys.path
-                paired[name].append(timed([sys.executable, "-S", "-c", QUERY, "query", "--no-generate", "--json",
-                                           question], {**env, "PYTHONPATH": f"{sources[name]}:{packages}"},
-                                          cwd=sources[name]))
+                paired[name].append(timed_process(
+                    [sys.executable, "-S", "-c", QUERY, "query", "--no-generate", "--json", question],
+                    {**env, "PYTHONPATH": f"{sources[name]}:{packages}"}, cwd=sources[name]))
         medians = {name: round(statistics.median(values), 3) for name, values in paired.items()}
         result["paired_with_baseline_s"] = {**medians, "ratio": round(medians["this"] / medians["baseline"], 3),
                                             "baseline_src": str(args.baseline_src)}

@@ -53,12 +53,13 @@ def in_process(settings_kwargs: dict, questions: list[str]) -> dict[str, float]:
     return summary(latencies)
 
 
-def timed_process(command: list[str], env: dict[str, str]) -> float:
+def timed_process(command: list[str], env: dict[str, str], cwd: Path | None = None) -> float:
+    """Seconds a command took to print evidence (its JSON's clusters)."""
     started = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=cwd)
     seconds = time.perf_counter() - started
     if done.returncode != 0 or '"clusters"' not in done.stdout:
-        raise SystemExit(f"{command[0]} failed: {done.stderr.strip() or done.stdout[:300]}")
+        raise SystemExit(f"{' '.join(command[:3])} failed: {done.stderr.strip() or done.stdout[:300]}")
     return seconds
 
 

@@ -125,13 +125,18 @@ class EmbeddingSettings(Section):
         "anchored: as late, but the windows are the chunks of one chunking (anchor_size)")
     anchor_size: PositiveInt = Field(50, description="anchored pooling: the chunk size (words) of the chunking "
                                      "whose chunks are the model's windows; one of the retrievers' sizes")
+    late_window_stride: PositiveInt = Field(192, description="late pooling: tokens between window starts "
+                                            "(windows hold 254; the overlap gives tokens context on both sides)")
 
     @property
     def pooled_as(self) -> str:
-        """What a collection's manifest records of the pooling: ``chunk``, ``late``, ``anchored-100``."""
+        """What a collection's manifest records of the pooling: ``chunk``, ``late``, ``anchored-50``."""
         return f"anchored-{self.anchor_size}" if self.pooling == "anchored" else self.pooling
-    late_window_stride: PositiveInt = Field(192, description="late pooling: tokens between window starts "
-                                            "(windows hold 254; the overlap gives tokens context on both sides)")
+
+    def pooling_recorded(self, pooled_as: str) -> EmbeddingSettings:
+        """These settings with the pooling a manifest recorded (``pooled_as`` read back)."""
+        pooling, _, anchor = pooled_as.partition("-")
+        return self.model_copy(update={"pooling": pooling} | ({"anchor_size": int(anchor)} if anchor else {}))
 
 
 class OllamaSettings(Section):

@@ -97,7 +97,7 @@ class CollectionWriter:
     target: str
     sparse: Bm25Embedder
     stored_hashes: dict[str, set[str]]
-    #: chunks waiting to be written, with their dense vector when late pooling gave one already
+    #: chunks waiting to be written, with their dense vector when late or anchored pooling gave one already
     pending: list[tuple[Document, Chunk, np.ndarray | None]] = field(default_factory=list)
     first_chunks: dict[str, ChunkPoint] = field(default_factory=dict)
     finished: list[Document] = field(default_factory=list)
@@ -238,9 +238,7 @@ class Ingestor:
         recorded = {m.pooling for spec in self.settings.collections if (m := self.store.manifest(spec.name))}
         if len(recorded) != 1:
             return self.settings
-        pooling, _, anchor = recorded.pop().partition("-")
-        update: dict[str, object] = {"pooling": pooling} | ({"anchor_size": int(anchor)} if anchor else {})
-        return self.settings.model_copy(update={"embedding": embedding.model_copy(update=update)})
+        return self.settings.model_copy(update={"embedding": embedding.pooling_recorded(recorded.pop())})
 
     def _stored_hashes(self, spec: CollectionSpec, rebuild: bool) -> dict[str, set[str]]:
         """The documents the collection holds already, read before anything is created."""
