@@ -41,12 +41,14 @@ class QuorumRAG:
     ...     evidence = rag.retrieve("How does it abstain?")
     """
 
-    def __init__(self, settings: Settings, store: Store | None = None, embedder: DenseEmbedder | None = None):
+    def __init__(self, settings: Settings, store: Store | None = None, embedder: DenseEmbedder | None = None,
+                 generator: GenerationBackend | None = None):
+        """``generator``: a backend object to use instead of opening generation.backend."""
         self.settings = settings
         self.store = store or open_store(settings)
         self._embedder = embedder
         self._coordinator: Coordinator | None = None
-        self._generator: GenerationBackend | None = None
+        self._generator = generator
 
     @classmethod
     def from_config(cls, config_file: Path | None = None, **overrides: Any) -> QuorumRAG:
@@ -60,7 +62,7 @@ class QuorumRAG:
     @property
     def coordinator(self) -> Coordinator:
         if self._coordinator is None:
-            self._coordinator = Coordinator(self.settings, self.store, self.embedder)
+            self._coordinator = Coordinator(self.settings, self.store, self.embedder, self.generator)
         return self._coordinator
 
     def ingest(self, path: str | Path, prune: bool = False, rebuild: bool = False,

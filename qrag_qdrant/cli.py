@@ -264,7 +264,19 @@ class AnswerStream:
         sys.stdout.flush()
 
 
+def print_expansions(evidence: Evidence) -> None:
+    """What the model wrote and was searched beside the question, or why an expansion was not used."""
+    if evidence.expansions:
+        out.print("[bold]Searched beside the question[/bold] (retrieval.expansions)")
+    for expansion in evidence.expansions:
+        if expansion.error:
+            out.print(f"  {expansion.kind}: not used: {expansion.error}", markup=False)
+        for label, text in zip(expansion.labels, expansion.texts):
+            out.print(f"  {label}: {' '.join(text.split())}", markup=False)
+
+
 def print_evidence(evidence: Evidence, quorum: int, min_confidence: float) -> None:
+    print_expansions(evidence)
     if evidence.abstain_reason == "no_quorum":
         out.print(f"No answer: the retrievers did not agree on any evidence (no cluster reached the quorum "
                   f"of {quorum} of {evidence.retrievers} retrievers).")
@@ -278,7 +290,8 @@ def print_evidence(evidence: Evidence, quorum: int, min_confidence: float) -> No
         out.print(f"[bold]Evidence[/bold] (confidence {evidence.confidence:.3f})")
     for cluster in evidence.clusters:
         out.print(f"#{cluster.rank} score {cluster.score:.3f} · support {cluster.support}/{evidence.retrievers} "
-                  f"retrievers ({', '.join(cluster.retrievers)})")
+                  f"retrievers ({', '.join(cluster.retrievers)})"
+                  + (f", also found by {', '.join(cluster.expansions)}" if cluster.expansions else ""), markup=False)
         for passage in cluster.passages:
             out.print(f"  [{passage.citation}] {passage.location} chars {passage.start}-{passage.end}", markup=False)
             out.print(f"      {' '.join(passage.text.split())}", markup=False, style="dim")

@@ -40,8 +40,32 @@ DEFAULT_CONFIG_FILE = Path("configs/default.toml")
 NAMESPACE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_]*(-[a-z0-9_]+)*$")
 #: A namespace must not look like a collection suffix, or ``team`` could list ``team-c100-o50``'s data.
 RESERVED_NAMESPACE_SUFFIX = re.compile(r"-c\d+(-o\d+)?(-v\d+)?$")
+#: A query expansion as configured: ``hyde``, ``multi_query:3`` (a registered name, and how many texts).
+EXPANSION_ITEM = re.compile(r"^(?P<name>[a-z][a-z0-9_]*)(?::(?P<count>[1-9][0-9]?))?$")
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
+
+
+def check_expansions(items: tuple[str, ...]) -> None:
+    """``NAME`` or ``NAME:COUNT``, each name once; whether the name is registered is checked where
+    expansions are made (``coordinator.expansion``), which config does not import."""
+    names = []
+    for item in items:
+        match = EXPANSION_ITEM.match(item)
+        if not match:
+            raise ValueError(f"expansion {item!r}: use NAME or NAME:COUNT, e.g. \"multi_query:3\" or \"hyde\"")
+        names.append(match["name"])
+    if len(set(names)) < len(names):
+        raise ValueError(f"expansions {list(items)}: each expansion at most once")
+
+
+def parse_expansion(item: str) -> tuple[str, int | None]:
+    """``"multi_query:3"`` -> ``("multi_query", 3)``; ``"hyde"`` -> ``("hyde", None)``."""
+    match = EXPANSION_ITEM.match(item)
+    if match is None:
+        raise ConfigError(f"expansion {item!r}: use NAME or NAME:COUNT")
+    return match["name"], int(match["count"]) if match["count"] else None
+
 
 
 class Section(BaseModel):
@@ -60,11 +84,14 @@ class RetrieverSpec(Section):
     kind: Literal["dense", "bm25"]
     size: PositiveInt = Field(description="chunk size in words")
     overlap: NonNegativeInt = Field(description="words shared by consecutive chunks")
+    expansions: tuple[str, ...] | None = Field(
+        None, description="the query expansions this retriever also searches; None: retrieval.expansions")
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> RetrieverSpec:
         if self.overlap >= self.size:
             raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size})")
+        check_expansions(self.expansions or ())
         return self
 
     @property
@@ -111,6 +138,17 @@ class RetrievalSettings(Section):
         "holds the answer; None: the gate model's own threshold, chosen on its development split; 0: no gate")
     gate_model: Path | None = Field(None, description="gate weights from `qrag-qdrant gate train`; default: "
                                     "the shipped model")
+    expansions: tuple[str, ...] = Field(
+        (), description='query expansions every retriever also searches (a retriever\'s own `expansions` '
+        'overrides): "multi_query:3" (three rewrites of the question), "hyde" (a hypothetical answer); '
+        "each costs a model call per question. Off by default: neither beat plain quorum (docs/benchmarks.md)")
+    expansion_timeout: PositiveFloat = Field(
+        60.0, description="seconds to wait for the model's expansions; past it, the question is searched alone")
+
+    @model_validator(mode="after")
+    def _known_expansion_syntax(self) -> RetrievalSettings:
+        check_expansions(self.expansions)
+        return self
 
 
 class EmbeddingSettings(Section):
@@ -274,6 +312,10 @@ class Settings(BaseSettings):
                 f"retrievers ({len(self.retrievers)})"
             )
         return self
+
+    def expansions_of(self, retriever: RetrieverSpec) -> tuple[str, ...]:
+        """The expansions ``retriever`` searches: its own, else retrieval.expansions."""
+        return retriever.expansions if retriever.expansions is not None else self.retrieval.expansions
 
     @property
     def anchor(self) -> CollectionSpec | None:

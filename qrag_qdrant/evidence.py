@@ -36,6 +36,19 @@ class EvidenceCluster(BaseModel):
     support: int = Field(description="distinct retrievers that found this evidence")
     retrievers: list[str]
     passages: list[Passage]
+    expansions: list[str] = Field(default_factory=list, description="the query expansions (labels) whose "
+                                  "searches also found this evidence; they add rank, not support")
+
+
+class QueryExpansion(BaseModel):
+    """What one query expansion (retrieval.expansions) wrote and searched, or why it did not."""
+
+    kind: str = Field(description="multi_query, hyde, or a plug-in's")
+    texts: list[str] = Field(default_factory=list, description="what the model wrote; each was searched")
+    labels: list[str] = Field(default_factory=list, description="each text's name in clusters' expansions")
+    retrievers: list[str] = Field(default_factory=list, description="the retrievers that searched the texts")
+    seconds: float | None = Field(None, description="the model's time for this expansion")
+    error: str | None = Field(None, description="why it was not used; the question was searched without it")
 
 
 class Evidence(BaseModel):
@@ -48,6 +61,8 @@ class Evidence(BaseModel):
     confidence: float | None = Field(None, description="the gate's confidence that the context holds the answer")
     retrievers: int = Field(description="retrievers consulted; support is out of this many")
     clusters: list[EvidenceCluster]
+    expansions: list[QueryExpansion] = Field(default_factory=list, description="retrieval.expansions: what the "
+                                             "model wrote and was searched beside the question")
     timings_ms: dict[str, float]
     #: the gate's inputs, kept for feedback rows (``feedback export``); not part of the JSON
     gate_features: dict[str, float] | None = Field(None, exclude=True)

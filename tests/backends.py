@@ -84,13 +84,13 @@ class RagOpener:
         self.opened: list[QuorumRAG] = []
         self.stores: dict[str, Store] = {}
 
-    def __call__(self, namespace: str = "default", **overrides: Any) -> QuorumRAG:
+    def __call__(self, namespace: str = "default", generator: Any = None, **overrides: Any) -> QuorumRAG:
         namespace = self.prefix + namespace
         key = namespace if self.backend == "edge" else "shared"
         if key not in self.stores:
             self.stores[key] = self.factory(namespace)
         rag = QuorumRAG(load_settings(namespace=namespace, **overrides), store=self.stores[key],
-                        embedder=self.embedder)
+                        embedder=self.embedder, generator=generator)
         self.opened.append(rag)
         return rag
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -134,3 +135,18 @@ def test_cli_with_a_missing_gguf_prints_the_evidence_then_one_error(corpus, tmp_
     assert result.exit_code == 2
     data = json.loads(result.stdout)
     assert data["clusters"] and data["answer"] is None and "GGUF model not found" in data["error"]
+
+
+@needs_model
+def test_the_model_writes_rewrites_that_are_searched_and_stops_when_cancelled(answering, corpus):
+    settings = answering.settings.model_copy(update={"retrieval": answering.settings.retrieval.model_copy(
+        update={"expansions": ("multi_query:2",), "expansion_timeout": 3600})})
+    rag = QuorumRAG(settings, store=answering.store, embedder=answering.embedder())
+    evidence = rag.retrieve(QUESTION)
+    expansion = evidence.expansions[0]
+    assert expansion.error is None and 1 <= len(expansion.texts) <= 2, expansion
+    assert expansion.seconds > 0 and evidence.clusters
+    cancelled = threading.Event()
+    cancelled.set()  # told to stop before it starts: llama.cpp stops at its first token
+    reply = rag.generator().complete("Count from one to one hundred in words.", "Go.", 200, cancelled)
+    assert len(reply.split()) <= 2, reply

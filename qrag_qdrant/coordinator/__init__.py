@@ -1,6 +1,7 @@
 """The coordinator: every retriever searches, RRF fuses, clusters form, the quorum decides.
 
-Stages, each its own module: fusion (RRF), clustering (cosine of stored vectors or
+Stages, each its own module: expansion (optional texts the model writes from the question,
+searched beside it), fusion (RRF), clustering (cosine of stored vectors or
 overlapping spans), quorum (support >= N distinct retrievers), ranking, context (numbered
 passages) and the gate (answer, or abstain on evidence too weak to answer from).
 """
@@ -8,21 +9,21 @@ passages) and the gate (answer, or abstain on evidence too weak to answer from).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 
-from ..config import CollectionSpec, RetrievalSettings, Settings
+from ..config import CollectionSpec, RetrievalSettings, RetrieverSpec, Settings
 from ..embedding import Bm25Embedder, DenseEmbedder, model_dim
 from ..errors import NothingIngestedError, QuestionError
-from ..evidence import Evidence, EvidenceCluster
+from ..evidence import Evidence, EvidenceCluster, QueryExpansion
 from ..store import CollectionManifest, Hit, Store, VectorQuery
 from ..store.base import Sparse
 from .clustering import greedy_clusters
 from .context import build_context
-from .fusion import RankedList, reciprocal_rank_fusion
+from .expansion import Completer, ExpandedText, Expander, ExpansionPlan, no_completer
+from .fusion import QUESTION, RankedList, reciprocal_rank_fusion
 from .gate import GateInput, GateModel, decide, quorum_features
 from .quorum import apply_quorum
 from .ranking import ScoredCluster, rank_clusters
@@ -40,10 +41,15 @@ class QueryVectors:
 
 
 class Coordinator:
-    def __init__(self, settings: Settings, store: Store, embedder: Callable[[], DenseEmbedder]):
+    def __init__(self, settings: Settings, store: Store, embedder: Callable[[], DenseEmbedder],
+                 completer: Callable[[], Completer] | None = None):
+        """``completer``: the model that writes the question's expansions (retrieval.expansions)."""
         self.settings = settings
         self.store = store
         self._embedder_factory = embedder
+        plans = ExpansionPlan.from_settings(settings)
+        self.expander = Expander(plans, completer or no_completer, settings.retrieval.expansion_timeout) \
+            if plans else None
         self._collections: list[tuple[CollectionSpec, Bm25Embedder]] | None = None
         self._points: dict[str, int] = {}
         self._gate: GateModel | None = None
@@ -110,20 +116,45 @@ class Coordinator:
                 for r in spec.retrievers]
 
     def search(self, vectors: QueryVectors, top_k: int | None = None) -> list[RankedList]:
-        """Every retriever's ranked list: one search round trip per collection. On a server the
+        """Every retriever's ranked list for the question: one search round trip per collection."""
+        return self._search([(QUESTION, vectors, None)], top_k)
+
+    def search_expansions(self, texts: Sequence[ExpandedText], top_k: int | None = None) -> list[RankedList]:
+        """The ranked lists of the question's expansions, each searched by the retrievers that
+        asked for it, all of a collection's in one round trip."""
+        if not texts:
+            return []
+        embedder = self._embedder_factory()
+        return self._search([(text.label, QueryVectors(text.text, embedder.query_embed(text.text).tolist(),
+                                                       {spec.name: sparse.query_embed(text.text)
+                                                        for spec, sparse in self.collections}),
+                              text.retrievers) for text in texts], top_k)
+
+    def _search(self, queries: Sequence[tuple[str, QueryVectors, Collection[str] | None]],
+                top_k: int | None) -> list[RankedList]:
+        """``queries``: (label, vectors, the retrievers that search them; None: all). On a server the
         collections are searched concurrently; in-process (Edge) one after another: on 2 cores
         threads measured slightly slower, and 4 times slower beside other load."""
-        specs = [spec for spec, _ in self.collections]
-        search_one = partial(self._search_collection, vectors=vectors, top_k=top_k)
-        results = self._pool.map(search_one, specs) if self.store.concurrent_queries else map(search_one, specs)
-        return [RankedList(retriever.name, spec.name, hits)
-                for spec, per_retriever in zip(specs, list(results))
-                for retriever, hits in zip(spec.retrievers, per_retriever)]
+        searches = []
+        for spec, _ in self.collections:
+            planned = [(label, retriever, request)
+                       for label, vectors, wanted in queries
+                       for retriever, request in zip(spec.retrievers, self.queries(vectors, spec, top_k))
+                       if wanted is None or retriever.name in wanted]
+            if planned:
+                searches.append((spec, planned))
+        specs, plans = [spec for spec, _ in searches], [planned for _, planned in searches]
+        mapper = self._pool.map if self.store.concurrent_queries else map
+        results = list(mapper(self._search_collection, specs, plans))
+        return [RankedList(retriever.name, spec.name, hits, label)
+                for (spec, planned), per_query in zip(searches, results)
+                for (label, retriever, _), hits in zip(planned, per_query)]
 
-    def _search_collection(self, spec: CollectionSpec, vectors: QueryVectors, top_k: int | None) -> list[list[Hit]]:
-        """One collection's retrievers, keeping only hits of each file's newest complete version:
+    def _search_collection(self, spec: CollectionSpec,
+                           planned: Sequence[tuple[str, RetrieverSpec, VectorQuery]]) -> list[list[Hit]]:
+        """One collection's searches, keeping only hits of each file's newest complete version:
         a query during a rewrite sees the old file or the new one, never both (one more lookup)."""
-        results = self.store.query(spec.name, self.queries(vectors, spec, top_k))
+        results = self.store.query(spec.name, [request for _, _, request in planned])
         sources = {hit.payload["source"] for hits in results for hit in hits}
         current = self.store.current_versions(spec.name, sources)
         return [[hit for hit in hits if current.get(hit.payload["source"]) == hit.payload["doc_hash"]]
@@ -166,13 +197,24 @@ class Coordinator:
         return features, self.gate.confidence("quorum", features) or 0.0
 
     def retrieve(self, question: str) -> Evidence:
+        """The question's evidence. Its expansions, if any are configured, are written by the model
+        while the question itself is embedded and searched; their lists join the fusion, but the
+        gate reads the question's own lists, which its features describe."""
         options = self.settings.retrieval
         timings: dict[str, float] = {}
+        pending = self.expander.start(self.check_question(question)) if self.expander else None
         with _timed(timings, "embed"):
             vectors = self.embed(question)
         with _timed(timings, "search"):
             lists = self.search(vectors)
-        ranked = self.rank(lists, options, timings)
+        expanded: list[RankedList] = []
+        expansions: list[QueryExpansion] = []
+        if pending is not None:
+            with _timed(timings, "expansion_wait"):
+                texts, expansions = pending.collect()
+            with _timed(timings, "expansion_search"):
+                expanded = self.search_expansions(texts)
+        ranked = self.rank(lists + expanded, options, timings)
         with _timed(timings, "context"):
             evidence = build_context(ranked, options.context_clusters, options.word_budget)
         with _timed(timings, "gate"):
@@ -180,10 +222,12 @@ class Coordinator:
         reason = decide(len(ranked), confidence, self.min_confidence(options))
         return Evidence(question=vectors.question, abstained=reason is not None, abstain_reason=reason,
                         confidence=round(confidence, 4), retrievers=len(self.settings.retrievers),
-                        clusters=evidence, timings_ms=timings, gate_features=features)
+                        clusters=evidence, expansions=expansions, timings_ms=timings, gate_features=features)
 
     def close(self) -> None:
         self._pool.shutdown()
+        if self.expander is not None:
+            self.expander.close()
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .fusion import Candidate
+from .fusion import QUESTION, Candidate
 
 
 @dataclass
@@ -42,6 +42,12 @@ class Cluster:
     @property
     def support(self) -> int:
         return len(self.best_ranks)
+
+    @property
+    def expansions(self) -> list[str]:
+        """The question's expansions whose searches found any member, first-seen order."""
+        return list(dict.fromkeys(query for member in self.members for query in member.queries
+                                  if query != QUESTION))
 
 
 def link_matrix(candidates: Sequence[Candidate], threshold: float) -> np.ndarray:

@@ -138,5 +138,5 @@ def build_context(ranked: Sequence[ScoredCluster], limit: int, word_budget: int 
                                     text=span.text, pages=pages, heading=heading))
         clusters.append(EvidenceCluster(rank=len(clusters) + 1, score=round(scored.score, 6),
                                         support=scored.cluster.support, retrievers=scored.cluster.retrievers,
-                                        passages=passages))
+                                        passages=passages, expansions=scored.cluster.expansions))
     return clusters

@@ -38,6 +38,9 @@ class Usage:
 
 
 class GenerationBackend(Protocol):
+    """Answers from passages. A backend that also has ``complete(system, prompt, max_tokens,
+    cancelled)`` can write query expansions (``coordinator.expansion.Completer``); both built-ins do."""
+
     def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
         """The answer's text as it arrives; a failure is one GenerationError naming the fix.
         A backend that can tell sets ``last_usage`` (a ``Usage``) when the stream ends."""

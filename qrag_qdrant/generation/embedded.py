@@ -172,14 +172,25 @@ class EmbeddedGenerator:
 
     def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
         """Tokens as llama.cpp produces them (its callback runs on a worker thread)."""
+        return self._chat({"messages": build_messages(question, passages), "max_tokens": self.settings.max_tokens})
+
+    def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
+        """One short completion (a query expansion); llama.cpp stops at its next token once
+        ``cancelled`` is set, so a timed-out expansion does not hold the model."""
+        return "".join(self._chat({"messages": [{"role": "system", "content": system},
+                                                {"role": "user", "content": prompt}],
+                                   "max_tokens": max_tokens}, cancelled))
+
+    def _chat(self, request: dict[str, Any], cancelled: threading.Event | None = None) -> Iterator[str]:
+        """A streamed chat completion, greedy; closing the iterator early stops the model too."""
         chunks: queue.Queue[Any] = queue.Queue()
         done = object()
-        request = {"messages": build_messages(question, passages), "max_tokens": self.settings.max_tokens,
-                   "temperature": 0.0, "stream": True}
+        stop = threading.Event()
+        request = {**request, "temperature": 0.0, "stream": True}
 
         def on_chunk(chunk: dict[str, Any]) -> bool:
             chunks.put(chunk)
-            return False  # go on
+            return stop.is_set() or (cancelled is not None and cancelled.is_set())  # True: stop generating
 
         def run() -> None:
             try:
@@ -190,20 +201,23 @@ class EmbeddedGenerator:
 
         self.last_usage = None
         threading.Thread(target=run, name="qrag-llm", daemon=True).start()
-        while (chunk := chunks.get()) is not done:
-            if isinstance(chunk, Exception):
-                raise GenerationError(f"the embedded model failed: {chunk}") from None
-            if "error" in chunk or chunk.get("code", 200) >= 400:
-                raise GenerationError(f"the embedded model failed: {chunk.get('message') or chunk.get('error')}")
-            if timings := chunk.get("timings"):  # llama.cpp's server sends them with the last chunk
-                self.last_usage = Usage(prompt_tokens=timings["prompt_n"] + timings.get("cache_n", 0),
-                                        cached_tokens=timings.get("cache_n", 0),
-                                        completion_tokens=timings["predicted_n"],
-                                        completion_seconds=timings["predicted_ms"] / 1000)
-            for choice in chunk.get("choices", ()):
-                text = (choice.get("delta") or {}).get("content")
-                if text:
-                    yield text
+        try:
+            while (chunk := chunks.get()) is not done:
+                if isinstance(chunk, Exception):
+                    raise GenerationError(f"the embedded model failed: {chunk}") from None
+                if "error" in chunk or chunk.get("code", 200) >= 400:
+                    raise GenerationError(f"the embedded model failed: {chunk.get('message') or chunk.get('error')}")
+                if timings := chunk.get("timings"):  # llama.cpp's server sends them with the last chunk
+                    self.last_usage = Usage(prompt_tokens=timings["prompt_n"] + timings.get("cache_n", 0),
+                                            cached_tokens=timings.get("cache_n", 0),
+                                            completion_tokens=timings["predicted_n"],
+                                            completion_seconds=timings["predicted_ms"] / 1000)
+                for choice in chunk.get("choices", ()):
+                    text = (choice.get("delta") or {}).get("content")
+                    if text:
+                        yield text
+        finally:
+            stop.set()
 
     def yes_probability(self, system: str, prompt: str) -> float:
         """P("yes") against P("no") for the first answer token, from llama.cpp's top log-probs."""

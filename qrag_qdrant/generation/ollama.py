@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -29,12 +30,25 @@ class OllamaGenerator:
 
     def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
         """The answer's text as it arrives; failures become one GenerationError naming the fix."""
+        return self._chat(build_messages(question, passages))
+
+    def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
+        """One short completion (a query expansion); stops reading once ``cancelled`` is set."""
+        text = []
+        for piece in self._chat([{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+                                {"num_predict": max_tokens, "temperature": 0}):
+            if cancelled.is_set():
+                break
+            text.append(piece)
+        return "".join(text)
+
+    def _chat(self, messages: list[dict[str, str]], options: dict[str, Any] | None = None) -> Iterator[str]:
         import ollama
 
         host, model = self.settings.host, self.settings.model
         self.last_usage = None
         try:
-            chunks: Any = self._client.chat(model=model, messages=build_messages(question, passages), stream=True)
+            chunks: Any = self._client.chat(model=model, messages=messages, stream=True, options=options)
             for chunk in chunks:
                 if chunk["message"]["content"]:
                     yield chunk["message"]["content"]
