@@ -3,19 +3,19 @@
     python benchmarks/paired_recall.py ../shared/data/squad-dev --store $S --sample 1000 --seed 0 \
         --systems quorum,qdrant-hybrid
 
-Prints how many questions only one of the two gets right, and the continuity-corrected
-McNemar p-value, which is what tells a real margin from noise on the same question set.
+Prints how many questions only one of the two gets right, and the exact McNemar p-value
+(a binomial test on those questions), which is what tells a real margin from noise on the same
+question set.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.eval import Evaluation, load_dataset
-from qrag_qdrant.eval.metrics import first_answer_rank
+from qrag_qdrant.eval.metrics import first_answer_rank, paired_test
 
 
 def main() -> None:
@@ -39,13 +39,10 @@ def main() -> None:
             search = evaluation.search_question(question)
             for name in right:
                 right[name].append(first_answer_rank(evaluation.answer(name, search), question.answers) is not None)
-    only_first = sum(a and not b for a, b in zip(right[first], right[second]))
-    only_second = sum(b and not a for a, b in zip(right[first], right[second]))
-    discordant = only_first + only_second
-    chi2 = max(abs(only_first - only_second) - 1, 0) ** 2 / discordant if discordant else 0.0
+    paired = paired_test([(float(a), float(b)) for a, b in zip(right[first], right[second])], exact_mcnemar=True)
     print(f"{first}: {sum(right[first])}/{len(right[first])} right, {second}: {sum(right[second])}/{len(right[second])}")
-    print(f"only {first}: {only_first}, only {second}: {only_second}, McNemar chi2 {chi2:.2f}, "
-          f"p {math.erfc(math.sqrt(chi2 / 2)):.4f}")
+    print(f"only {first}: {paired['wins']}, only {second}: {paired['losses']}, exact McNemar p "
+          f"{paired['p_value'] if paired['p_value'] is not None else 1.0:.4f}")
 
 
 if __name__ == "__main__":

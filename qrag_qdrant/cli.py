@@ -362,7 +362,8 @@ def evaluate(
     sweep: Annotated[bool, typer.Option("--sweep", help="run the quorum pipeline over the grid that follows")] = False,
     sample: Annotated[int | None, typer.Option("--sample", min=1, help="questions to draw")] = None,
     seed: Annotated[int, typer.Option("--seed", help="seed of the draw")] = 0,
-    systems: Annotated[str | None, typer.Option("--systems", help="comma-separated systems [default: all]")] = None,
+    systems: Annotated[str | None, typer.Option("--systems", help="comma-separated systems [default: all but "
+                                                "quorum+mq and quorum+hyde, which call the model per question]")] = None,
     top_k: Annotated[int | None, typer.Option("--top-k", min=1, help="candidates per retriever "
                                                "[default: retrieval.top_k for QA, 100 for relevance]")] = None,
     hold_out: Annotated[float, typer.Option("--hold-out", help="share of the corpus files NOT ingested: their "
@@ -375,6 +376,9 @@ def evaluate(
         "from quorum's and qdrant-hybrid's context (or the --systems given), and score the answers")] = None,
     answers_out: Annotated[Path | None, typer.Option("--answers-out", help="with --generate: write each answer "
                                                      "as a JSON line as soon as it is scored")] = None,
+    expansions_cache: Annotated[Path | None, typer.Option(
+        "--expansions-cache", help="with quorum+mq or quorum+hyde: reuse the expansions this JSONL file holds "
+        "and add the new ones, so a rerun asks the model only for new questions")] = None,
     json_out: Annotated[Path | None, typer.Option("--json-out", help="write the metrics as JSON")] = None,
     rows_out: Annotated[Path | None, typer.Option("--rows-out", help="write each question's gate features and "
                                                   "label as JSONL, for `qrag-qdrant gate train`")] = None,
@@ -385,7 +389,7 @@ def evaluate(
 ) -> None:
     """Run every system on the same questions of a public data set and compare them."""
     from .eval import Evaluation, load_dataset, parse_sweep
-    from .eval.report import answers_table, systems_table, sweep_table, write_report
+    from .eval.report import answers_table, expansions_table, systems_table, sweep_table, write_report
 
     if sweep_points and not sweep:
         raise typer.BadParameter(f"unexpected arguments {' '.join(sweep_points)} (did you mean --sweep?)")
@@ -396,7 +400,7 @@ def evaluate(
     with open_rag(config, store, namespace) as rag:
         with ingest_progress() as progress:
             rag.ingest(dataset.corpus, progress=progress, exclude=dataset.held_out)
-        evaluation = Evaluation(rag, dataset, systems.split(",") if systems else None, top_k)
+        evaluation = Evaluation(rag, dataset, systems.split(",") if systems else None, top_k, expansions_cache)
         with progress_bar() as bar:
             task = bar.add_task("questions", total=len(dataset.questions))
             result = evaluation.run(grid, advance=lambda: bar.advance(task))
@@ -404,6 +408,8 @@ def evaluate(
             result.generation = answer_questions(rag, result, generate, seed, evaluation.systems if systems else None,
                                                  answers_out)
     print_table(systems_table(result))
+    if (expanded := expansions_table(result)) is not None:
+        print_table(expanded)
     if result.generation:
         print_table(answers_table(result.generation))
     if result.sweep:

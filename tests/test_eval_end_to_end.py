@@ -124,6 +124,33 @@ def test_eval_generate_scores_each_systems_answers_from_the_same_model(tiny_qa, 
     assert "answers: 5 questions" in result.stdout and "Wilcoxon" in result.stdout
 
 
+def test_eval_compares_query_expansions_with_quorum_and_reuses_what_the_model_wrote(tiny_qa, tmp_path):
+    out, cache = tmp_path / "result.json", tmp_path / "expansions.jsonl"
+    args = ("eval", str(tiny_qa), "--systems", "quorum,quorum+mq,quorum+hyde", "--json-out", str(out),
+            "--expansions-cache", str(cache))
+    reply = ["- which dance do bee foragers perform\n", "- the Fresnel lens of lighthouses"]
+    with ollama_standin(tokens=reply) as ollama:
+        env = {"QRAG_GENERATION_BACKEND": "ollama", "QRAG_OLLAMA_HOST": ollama.host}
+        result = run(*args, env=env)
+        first_run = len(ollama.requests)
+        again = run(*args, env=env)
+        second_run = len(ollama.requests) - first_run
+    assert result.exit_code == again.exit_code == 0, result.stderr
+    assert first_run == 10 and second_run == 0  # 5 questions x 2 expansions, then all from the cache
+    assert len(cache.read_text().splitlines()) == 10
+    systems = json.loads(out.read_text())["systems"]
+    assert list(systems) == ["quorum", "quorum+mq", "quorum+hyde"]
+    mq, hyde = systems["quorum+mq"], systems["quorum+hyde"]
+    assert mq["expansion"]["failed"] == 0 and mq["expansion"]["texts_mean"] == 2.0
+    assert hyde["expansion"]["texts_mean"] == 1.0
+    assert set(mq["vs_quorum"]) == {"answer_recall", "mrr"}
+    paired = mq["vs_quorum"]["answer_recall"]
+    assert paired["questions"] == 4
+    assert paired["wins"] + paired["losses"] + paired["ties"] == 4
+    assert mq["answer_recall"] - systems["quorum"]["answer_recall"] == pytest.approx(paired["mean_difference"])
+    assert "query expansions against quorum" in again.stdout
+
+
 def test_eval_relevance_set(tmp_path):
     dataset = write_dataset(tmp_path, "tiny-rel", RELEVANCE)
     out = tmp_path / "result.json"

@@ -194,3 +194,19 @@ def test_the_questions_to_answer_are_drawn_reproducibly():
     assert draw(10, 20, seed=1) == list(range(10))
     picked = draw(100, 5, seed=1)
     assert picked == draw(100, 5, seed=1) == sorted(picked) and len(set(picked)) == 5 and picked != draw(100, 5, 2)
+
+
+def test_paired_comparison_counts_the_questions_only_one_system_answers():
+    from qrag_qdrant.eval.metrics import paired_comparison
+
+    questions = [EvalQuestion(id=str(n), question="q", answers=("gold",)) for n in range(12)]
+    right, wrong = SystemAnswer(units=[["the gold text"]]), SystemAnswer(units=[["nothing"]])
+    first = [right] * 10 + [wrong] * 2
+    second = [right] * 2 + [wrong] * 10
+    paired = paired_comparison(questions, first, second, "qa")
+    recall = paired["answer_recall"]
+    assert (recall["wins"], recall["losses"], recall["ties"]) == (8, 0, 4)
+    assert recall["mean_difference"] == pytest.approx(8 / 12)
+    assert recall["p_value"] == pytest.approx(2 / 2 ** 8)  # exact McNemar: 8 of 8 discordant one way
+    assert paired["mrr"]["wins"] == 8 and paired["mrr"]["p_value"] < 0.05  # Wilcoxon on 1/rank
+    assert paired_comparison(questions, first, first, "qa")["answer_recall"]["p_value"] is None

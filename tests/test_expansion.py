@@ -65,6 +65,8 @@ def test_a_hypothetical_answer_is_one_passage_and_a_fragment_is_refused():
     assert parse_passage("Foragers   perform the\nwaggle dance.", 1, BEES) == ["Foragers perform the waggle dance."]
     with pytest.raises(ExpansionFailed, match="too short"):
         parse_passage("I don't know.", 1, BEES)
+    with pytest.raises(ExpansionFailed, match="declined"):
+        parse_passage("I'm sorry, but I can't answer questions about bees.", 1, BEES)
 
 
 def test_expansions_are_checked_when_the_settings_are_read():
@@ -177,3 +179,16 @@ def test_query_json_shows_the_expansions_from_ollama(corpus, tmp_path):
                 env={"QRAG_OLLAMA_HOST": "http://127.0.0.1:9", "QRAG_RETRIEVAL_EXPANSIONS": '["hyde"]'})
     assert shown.exit_code == 0
     assert "hyde: not used: cannot reach Ollama at http://127.0.0.1:9" in shown.stdout
+
+
+def test_eval_expansion_systems_leave_out_the_retrievers_that_opt_out():
+    from qrag_qdrant.eval.runner import expanded_settings
+
+    settings = load_settings(retrievers=[
+        {"kind": "dense", "size": 50, "overlap": 25},
+        {"kind": "dense", "size": 100, "overlap": 50, "expansions": ["hyde", "multi_query:2"]},
+        {"kind": "bm25", "size": 100, "overlap": 50, "expansions": []}])
+    (hyde,) = ExpansionPlan.from_settings(expanded_settings(settings, "hyde"))
+    assert hyde.retrievers == {"dense-c50": 1, "dense-c100": 1}
+    (rewrites,) = ExpansionPlan.from_settings(expanded_settings(settings, "multi_query:3"))
+    assert rewrites.count == 3 and rewrites.retrievers == {"dense-c50": 3, "dense-c100": 2}

@@ -203,10 +203,15 @@ class Coordinator:
         options = self.settings.retrieval
         timings: dict[str, float] = {}
         pending = self.expander.start(self.check_question(question)) if self.expander else None
-        with _timed(timings, "embed"):
-            vectors = self.embed(question)
-        with _timed(timings, "search"):
-            lists = self.search(vectors)
+        try:
+            with _timed(timings, "embed"):
+                vectors = self.embed(question)
+            with _timed(timings, "search"):
+                lists = self.search(vectors)
+        except BaseException:
+            if pending is not None:  # nothing will read what the model writes
+                pending.cancelled.set()
+            raise
         expanded: list[RankedList] = []
         expansions: list[QueryExpansion] = []
         if pending is not None:

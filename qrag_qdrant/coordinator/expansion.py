@@ -34,6 +34,7 @@ from ..evidence import QueryExpansion
 
 #: an expansion longer than this many characters is cut there (a runaway reply)
 MAX_EXPANSION_CHARS = 1500
+REFUSAL = re.compile(r"^(?:i'?m sorry|i am sorry|sorry|i cannot|i can'?t|as an ai)\b", re.IGNORECASE)
 BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|query\s*\d*:|rewrite\s*\d*:)\s*", re.IGNORECASE)
 
 
@@ -100,6 +101,8 @@ def parse_rewrites(reply: str, count: int, question: str) -> list[str]:
 def parse_passage(reply: str, count: int, question: str) -> list[str]:
     """The reply as one passage; too short a reply, or a refusal, is not one."""
     text = " ".join(reply.split())
+    if REFUSAL.match(text):
+        raise ExpansionFailed(f"the model declined to write a hypothetical answer: {text[:80]!r}")
     if len(text.split()) < 4:
         raise ExpansionFailed(f"the model's hypothetical answer is too short to search: {text!r}")
     return [text[:MAX_EXPANSION_CHARS]]

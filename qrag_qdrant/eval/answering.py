@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
 
 from ..config import Settings
 from ..evidence import Answer
@@ -26,7 +25,7 @@ from ..generation import GenerationBackend, Usage
 from ..generation.answer import generate_answer
 from ..generation.verify import CITATION
 from .dataset import CATEGORIES, EvalQuestion
-from .metrics import SystemAnswer, exact_match, holds_answer, mean_of, percentile, token_f1
+from .metrics import SystemAnswer, exact_match, holds_answer, mean_of, paired_test, percentile, token_f1
 
 
 @dataclass
@@ -135,16 +134,7 @@ def answer_metrics(rows: Sequence[GeneratedAnswer]) -> dict[str, Any]:
 def paired_f1(first: Sequence[GeneratedAnswer], second: Sequence[GeneratedAnswer]) -> dict[str, Any]:
     """The first system's F1 against the second's on the same answerable questions, with a
     two-sided Wilcoxon signed-rank test (scipy; ties split between the signs)."""
-    from scipy.stats import wilcoxon
-
-    pairs = [(a.f1, b.f1) for a, b in zip(first, second) if a.category == "answerable"]
-    difference = np.array([a - b for a, b in pairs])
-    result: dict[str, Any] = {"questions": len(pairs), "mean_difference": float(difference.mean()) if pairs else None,
-                              "wins": int((difference > 0).sum()), "losses": int((difference < 0).sum()),
-                              "ties": int((difference == 0).sum()), "p_value": None}
-    if (difference != 0).any():
-        result["p_value"] = float(wilcoxon(difference, zero_method="zsplit").pvalue)
-    return result
+    return paired_test([(a.f1, b.f1) for a, b in zip(first, second) if a.category == "answerable"])
 
 
 class AnswerEvaluation:

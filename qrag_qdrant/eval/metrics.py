@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..evidence import Passage
+from ..evidence import Passage, QueryExpansion
 from .dataset import CATEGORIES, EvalQuestion
 
 ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -67,6 +67,8 @@ class SystemAnswer:
     gated: bool = False
     #: the context as numbered passages, what a model is shown (``eval --generate``)
     passages: list[Passage] = field(default_factory=list)
+    #: what the model wrote for an expanded system (``quorum+mq``, ``quorum+hyde``)
+    expansion: QueryExpansion | None = None
 
     @property
     def abstained(self) -> bool:
@@ -160,6 +162,47 @@ def relevance_metrics(questions: Sequence[EvalQuestion], answers: Sequence[Syste
     scores = ir_measures.calc_aggregate([nDCG @ 10, R @ 100], qrels, run)
     return {"ndcg@10": float(scores[nDCG @ 10]), "recall@100": float(scores[R @ 100]),
             **common_metrics(questions, answers, "relevance")}
+
+
+def per_question_ndcg(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer]) -> dict[str, float]:
+    """nDCG@10 of each judged query (trec_eval's, through ir-measures)."""
+    import ir_measures
+    from ir_measures import nDCG
+
+    judged = [(q, a) for q, a in zip(questions, answers) if q.answerable]
+    qrels = {q.id: {doc: 1 for doc in q.relevant_docs} for q, _ in judged}
+    run = {q.id: {doc: 1.0 / rank for rank, doc in enumerate(a.docs, start=1)} for q, a in judged}
+    scores = {m.query_id: float(m.value) for m in ir_measures.iter_calc([nDCG @ 10], qrels, run)}
+    return {q.id: scores.get(q.id, 0.0) for q, _ in judged}
+
+
+def paired_comparison(questions: Sequence[EvalQuestion], first: Sequence[SystemAnswer],
+                      second: Sequence[SystemAnswer], kind: str) -> dict[str, dict[str, Any]]:
+    """``first`` against ``second`` on the same questions, two-sided, per metric. QA: answer
+    recall, with an exact McNemar test (a binomial test on the questions only one of them
+    answers), and MRR; relevance: nDCG@10 per query. MRR and nDCG use a Wilcoxon signed-rank
+    test (ties split between the signs)."""
+    if kind == "qa":
+        answerable = [(q, a, b) for q, a, b in zip(questions, first, second) if q.answerable]
+        ranks = [(first_answer_rank(a, q.answers), first_answer_rank(b, q.answers)) for q, a, b in answerable]
+        return {"answer_recall": paired_test([(float(a is not None), float(b is not None)) for a, b in ranks],
+                                             exact_mcnemar=True),
+                "mrr": paired_test([(1.0 / a if a else 0.0, 1.0 / b if b else 0.0) for a, b in ranks])}
+    firsts, seconds = per_question_ndcg(questions, first), per_question_ndcg(questions, second)
+    return {"ndcg@10": paired_test([(firsts[qid], seconds[qid]) for qid in firsts])}
+
+
+def paired_test(pairs: Sequence[tuple[float, float]], exact_mcnemar: bool = False) -> dict[str, Any]:
+    from scipy.stats import binomtest, wilcoxon
+
+    difference = np.array([a - b for a, b in pairs])
+    wins, losses = int((difference > 0).sum()), int((difference < 0).sum())
+    p_value = None
+    if wins + losses:
+        p_value = float(binomtest(wins, wins + losses).pvalue if exact_mcnemar
+                        else wilcoxon(difference, zero_method="zsplit").pvalue)
+    return {"questions": len(pairs), "mean_difference": float(difference.mean()) if pairs else None, "wins": wins,
+            "losses": losses, "ties": len(pairs) - wins - losses, "p_value": p_value}
 
 
 def support_profile(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer],

@@ -50,6 +50,25 @@ def systems_table(result: EvalResult) -> Table:
     return table
 
 
+def expansions_table(result: EvalResult) -> Table | None:
+    """Each expanded system against quorum on the same questions, and what its model calls cost."""
+    expanded = {name: m for name, m in result.systems.items() if "vs_quorum" in m}
+    if not expanded:
+        return None
+    table = Table(title="query expansions against quorum (paired)")
+    for column in ("system", "metric", "difference", "wins / losses / ties", "p", "model s (mean / p50)",
+                   "added ms p50", "failed"):
+        table.add_column(column, justify="left" if column in ("system", "metric") else "right")
+    for name, metrics in expanded.items():
+        cost = metrics["expansion"]
+        for metric, paired in metrics["vs_quorum"].items():
+            table.add_row(name, metric, f"{paired['mean_difference']:+.4f}",
+                          f"{paired['wins']} / {paired['losses']} / {paired['ties']}", cell("p", paired["p_value"]),
+                          f"{cell('s', cost['model_seconds_mean'])} / {cell('s', cost['model_seconds_p50'])}",
+                          cell("added_ms", cost["added_ms_p50"]), str(cost["failed"]))
+    return table
+
+
 def sweep_table(result: EvalResult) -> Table:
     keys = [k for k in result.sweep[0] if k not in columns(result)]
     table = Table(title="quorum sweep")

@@ -5,7 +5,11 @@ Systems, all with the same context budget (``retrieval.context_clusters`` units,
 - ``qdrant-hybrid``: Qdrant's own prefetch (dense + bm25) with its RRF fusion, in the
   100/50 collection (else the first collection with both vectors searched);
 - ``rrf-all``: RRF over all retrievers, no clustering or quorum: the top fused chunks;
-- ``quorum``: the full pipeline: the top clusters, as merged passages.
+- ``quorum``: the full pipeline: the top clusters, as merged passages;
+- ``quorum+mq``, ``quorum+hyde`` (asked for by name: they call the model for every question):
+  quorum with every retriever also searching three rewrites of the question, or a hypothetical
+  answer (``coordinator.expansion``). Their latency includes the model's time; each is compared
+  with ``quorum`` on the same questions (``paired_comparison``).
 
 Latency of every system includes the question's embedding. ``rrf-all`` and ``quorum``
 share one search of all collections, so a sweep over fusion and clustering settings
@@ -19,27 +23,34 @@ its own threshold, so abstention and risk-coverage compare like with like.
 from __future__ import annotations
 
 import itertools
+import json
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..api import QuorumRAG
-from ..config import CollectionSpec, RetrievalSettings
+from ..config import CollectionSpec, RetrievalSettings, Settings, parse_expansion
 from ..coordinator import QueryVectors
+from ..coordinator.expansion import ExpandedText, Expander, ExpansionPlan
 from ..coordinator.context import build_context
 from ..coordinator.fusion import Candidate, RankedList, reciprocal_rank_fusion
 from ..coordinator.gate import decide, list_features
 from ..coordinator.ranking import ScoredCluster
 from ..errors import ConfigError
-from ..evidence import Passage
+from ..evidence import Passage, QueryExpansion
 from ..store import Hit
 from .dataset import CATEGORIES, Dataset, EvalQuestion
-from .metrics import SystemAnswer, is_correct, qa_metrics, relevance_metrics, support_profile
+from .metrics import (SystemAnswer, is_correct, mean_of, paired_comparison, percentile, qa_metrics,
+                      relevance_metrics, support_profile)
 
 HYBRID = "qdrant-hybrid"
 RRF_ALL = "rrf-all"
 QUORUM = "quorum"
+#: quorum with query expansions, searched by every retriever: system -> retrieval.expansions item
+EXPANDED_SYSTEMS = {"quorum+mq": "multi_query:3", "quorum+hyde": "hyde"}
 #: Candidates per retriever for relevance sets, so recall@100 is measured at depth 100.
 RELEVANCE_DEPTH = 100
 #: Settings applied after the search, so a sweep over them reuses it (top_k and
@@ -82,7 +93,43 @@ class EvalResult:
 
 
 def system_names(rag: QuorumRAG) -> list[str]:
+    """The systems an eval runs when none are named; EXPANDED_SYSTEMS run only when named."""
     return [r.name for r in rag.settings.retrievers] + [HYBRID, RRF_ALL, QUORUM]
+
+
+class ExpansionCache:
+    """Expansions already written, one JSON line each, so a rerun asks the model only for new
+    questions (CPU generation takes seconds per question). Failures are kept as they happened."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self.entries: dict[tuple[str, str], QueryExpansion] = {}
+        if path is not None and path.is_file():
+            for line in path.read_text().splitlines():
+                row = json.loads(line)
+                self.entries[(row["question"], row["expansion"])] = QueryExpansion(**row["result"])
+
+    def get(self, question: str, item: str, expander: Expander) -> QueryExpansion:
+        key = (question, item)
+        if key not in self.entries:
+            _, (report,) = expander.start(question).collect()
+            self.entries[key] = report
+            if self.path is not None:
+                with self.path.open("a") as sink:
+                    sink.write(json.dumps({"question": question, "expansion": item,
+                                           "result": report.model_dump()}) + "\n")
+        return self.entries[key]
+
+
+def expanded_settings(settings: Settings, item: str) -> Settings:
+    """The settings with ``item`` as the only expansion: searched by every retriever that does not
+    name its own, and by those that name it (so ``expansions = []`` on a retriever leaves it out)."""
+    name = parse_expansion(item)[0]
+    return settings.model_copy(update={
+        "retrieval": settings.retrieval.model_copy(update={"expansions": (item,)}),
+        "retrievers": tuple(r if r.expansions is None else r.model_copy(
+            update={"expansions": tuple(x for x in r.expansions if parse_expansion(x)[0] == name)})
+            for r in settings.retrievers)})
 
 
 def parse_sweep(items: Sequence[str]) -> list[dict[str, Any]]:
@@ -101,17 +148,27 @@ def parse_sweep(items: Sequence[str]) -> list[dict[str, Any]]:
 
 class Evaluation:
     def __init__(self, rag: QuorumRAG, dataset: Dataset, systems: Sequence[str] | None = None,
-                 top_k: int | None = None):
-        known = system_names(rag)
+                 top_k: int | None = None, expansions_cache: Path | None = None):
+        known = system_names(rag) + list(EXPANDED_SYSTEMS)
         unknown = [name for name in systems or () if name not in known]
         if unknown:
             raise ConfigError(f"unknown systems {', '.join(unknown)}; known: {', '.join(known)}")
         self.rag, self.dataset = rag, dataset
-        self.systems = list(systems or known)
+        self.systems = list(systems or system_names(rag))
+        self.expanders = {name: self._expander(rag, item) for name, item in EXPANDED_SYSTEMS.items()
+                          if name in self.systems}
+        self.expansions = ExpansionCache(expansions_cache)
         self.top_k = top_k or (RELEVANCE_DEPTH if dataset.kind == "relevance" else rag.settings.retrieval.top_k)
         self.options = rag.settings.retrieval.model_copy(update={"top_k": self.top_k})
         self.budget = rag.settings.retrieval.context_clusters
         self.searches: list[QuestionSearch] = []
+
+    @staticmethod
+    def _expander(rag: QuorumRAG, item: str) -> Expander:
+        plans = ExpansionPlan.from_settings(expanded_settings(rag.settings, item))
+        if not plans:
+            raise ConfigError(f"no retriever searches {item}: each names its own expansions without it")
+        return Expander(plans, rag.generator, rag.settings.retrieval.expansion_timeout)
 
     def run(self, sweep: Sequence[dict[str, Any]] = (), advance: Callable[[], None] = lambda: None) -> EvalResult:
         answers: dict[str, list[SystemAnswer]] = {name: [] for name in self.systems}
@@ -127,6 +184,11 @@ class Evaluation:
         result = EvalResult(self.dataset, self.rag.settings.model_dump(mode="json", exclude={"config_file"}),
                             {name: metrics(questions, per_question) for name, per_question in answers.items()},
                             support, contexts=answers)
+        for name in self.expanders:
+            result.systems[name]["expansion"] = expansion_metrics(answers[name], answers.get(QUORUM))
+            if QUORUM in answers:
+                result.systems[name]["vs_quorum"] = paired_comparison(questions, answers[name], answers[QUORUM],
+                                                                      self.dataset.kind)
         result.rows = [{"id": q.id, "group": q.group, "category": q.category, "system": name,
                         "label": is_correct(q, a, self.dataset.kind), "confidence": a.confidence,
                         "features": a.features}
@@ -142,12 +204,15 @@ class Evaluation:
         started = time.perf_counter()
         vectors = coordinator.embed(question.question)
         embedded = time.perf_counter()
-        lists = coordinator.search(vectors, self.top_k) if {RRF_ALL, QUORUM} & set(self.systems) else []
+        lists = coordinator.search(vectors, self.top_k) if {RRF_ALL, QUORUM, *self.expanders} & set(self.systems) \
+            else []
         return QuestionSearch(vectors, lists, (embedded - started) * 1000, (time.perf_counter() - embedded) * 1000)
 
     def answer(self, name: str, search: QuestionSearch) -> SystemAnswer:
         if name == QUORUM:
             return self._quorum(search, self.options)
+        if name in self.expanders:
+            return self._expanded(name, search)
         started = time.perf_counter()
         if name == RRF_ALL:
             candidates = reciprocal_rank_fusion(search.lists, self.options.rrf_k)
@@ -162,10 +227,26 @@ class Evaluation:
         hits = self.rag.store.query(spec.name, [query])[0]
         return self._timed(self._chunks(name, hits), search, started)
 
-    def _quorum(self, search: QuestionSearch, options: RetrievalSettings) -> SystemAnswer:
+    def _expanded(self, name: str, search: QuestionSearch) -> SystemAnswer:
+        """Quorum over the question's lists and its expansion's; the model's time counts in latency."""
+        expander = self.expanders[name]
+        report = self.expansions.get(search.vectors.question, EXPANDED_SYSTEMS[name], expander)
+        searchers = expander.plans[0].retrievers  # this config's, whoever wrote the cached texts
+        started = time.perf_counter()
+        lists = self.rag.coordinator.search_expansions(
+            [ExpandedText(report.kind, label, text, frozenset(r for r, count in searchers.items() if index < count))
+             for index, (label, text) in enumerate(zip(report.labels, report.texts))], self.top_k)
+        searched_ms = (time.perf_counter() - started) * 1000
+        answer = self._quorum(search, self.options, lists)
+        answer.expansion = report
+        answer.latency_ms += searched_ms + (report.seconds or 0.0) * 1000
+        return answer
+
+    def _quorum(self, search: QuestionSearch, options: RetrievalSettings,
+                expanded: Sequence[RankedList] = ()) -> SystemAnswer:
         started = time.perf_counter()
         coordinator = self.rag.coordinator
-        ranked = coordinator.rank(search.lists, options)
+        ranked = coordinator.rank([*search.lists, *expanded], options)
         clusters = build_context(ranked, options.context_clusters, options.word_budget)
         features, confidence = coordinator.assess(search.vectors, search.lists, ranked, clusters, options)
         answer = SystemAnswer(units=[[p.text for p in c.passages] for c in clusters], docs=_cluster_docs(ranked),
@@ -207,6 +288,19 @@ class Evaluation:
         specs = [spec for spec, _ in self.rag.coordinator.collections]
         preferred = [s for s in specs if (s.size, s.overlap) == (100, 50)]
         return (preferred or specs)[0]
+
+
+def expansion_metrics(answers: Sequence[SystemAnswer], plain: Sequence[SystemAnswer] | None) -> dict[str, Any]:
+    """What an expanded system's model calls cost, and how often they failed (searched without)."""
+    reports = [a.expansion for a in answers if a.expansion is not None]
+    seconds = [r.seconds for r in reports if r.seconds is not None]
+    added = [a.latency_ms - b.latency_ms for a, b in zip(answers, plain)] if plain else []
+    return {"model_seconds_mean": mean_of(seconds), "model_seconds_p50": percentile(seconds, 50),
+            "model_seconds_p95": percentile(seconds, 95), "failed": sum(r.error is not None for r in reports),
+            "failures": dict(Counter(r.error for r in reports if r.error)),
+            "texts_mean": mean_of([len(r.texts) for r in reports]),
+            "added_ms_p50": percentile(added, 50) if added else None,
+            "added_ms_mean": mean_of(added) if added else None}
 
 
 def _cluster_docs(ranked: Sequence[ScoredCluster]) -> list[str]:
