@@ -39,6 +39,9 @@ function renderEvidence(evidence) {
     const item = element("li", "cluster");
     item.append(element("span", "support", `${cluster.support}/${evidence.retrievers} retrievers`), " ",
                 element("span", "retrievers", cluster.retrievers.join(", ")));
+    if (cluster.expansions && cluster.expansions.length) {  // retrieval.expansions: rank, not support
+      item.append(" ", element("span", "expansions", `also found by ${cluster.expansions.join(", ")}`));
+    }
     for (const passage of cluster.passages) {
       const block = element("div", "passage");
       block.id = `passage-${passage.citation}`;
