@@ -130,6 +130,10 @@ class ExpansionPlan:
     #: retriever name -> how many of the texts it searches
     retrievers: dict[str, int]
 
+    def searchers(self, index: int) -> frozenset[str]:
+        """The retrievers that search the expansion's text number ``index`` (from 0)."""
+        return frozenset(r for r, count in self.retrievers.items() if index < count)
+
     @classmethod
     def from_settings(cls, settings: Settings) -> list[ExpansionPlan]:
         """One plan per expansion named anywhere; an unknown name is one ConfigError."""
@@ -151,9 +155,8 @@ class ExpansionPlan:
 
 @dataclass(frozen=True)
 class ExpandedText:
-    """One text to search: which expansion wrote it, its label, and the retrievers that search it."""
+    """One text to search: its label (``multi_query 2``, ``hyde``) and the retrievers that search it."""
 
-    kind: str
     label: str
     text: str
     retrievers: frozenset[str]
@@ -227,8 +230,7 @@ class PendingExpansions:
                 continue
             labels = [plan.kind.label(index, len(found)) for index in range(len(found))]
             for index, (label, text) in enumerate(zip(labels, found)):
-                texts.append(ExpandedText(plan.kind.name, label, text,
-                                          frozenset(r for r, count in plan.retrievers.items() if index < count)))
+                texts.append(ExpandedText(label, text, plan.searchers(index)))
             reports.append(QueryExpansion(kind=plan.kind.name, texts=found, labels=labels,
                                           retrievers=sorted(plan.retrievers), seconds=round(seconds, 3)))
         return texts, reports

@@ -231,10 +231,10 @@ class Evaluation:
         """Quorum over the question's lists and its expansion's; the model's time counts in latency."""
         expander = self.expanders[name]
         report = self.expansions.get(search.vectors.question, EXPANDED_SYSTEMS[name], expander)
-        searchers = expander.plans[0].retrievers  # this config's, whoever wrote the cached texts
+        plan = expander.plans[0]  # this config's retrievers, whoever wrote the cached texts
         started = time.perf_counter()
         lists = self.rag.coordinator.search_expansions(
-            [ExpandedText(report.kind, label, text, frozenset(r for r, count in searchers.items() if index < count))
+            [ExpandedText(label, text, plan.searchers(index))
              for index, (label, text) in enumerate(zip(report.labels, report.texts))], self.top_k)
         searched_ms = (time.perf_counter() - started) * 1000
         answer = self._quorum(search, self.options, lists)
