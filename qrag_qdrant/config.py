@@ -31,6 +31,7 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
@@ -356,6 +357,9 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
         raise ConfigError(f"config file {config_file or DEFAULT_CONFIG_FILE} is not valid TOML: {exc}") from None
     except ValidationError as exc:
         raise ConfigError(describe_validation_error(exc)) from None
+    except SettingsError as exc:  # an environment variable that is not the JSON a list or table needs
+        raise ConfigError(f"invalid config: {exc}: a list in an environment variable is JSON, e.g. "
+                          """QRAG_RETRIEVAL_EXPANSIONS='["hyde"]'""") from None
 
 
 def describe_validation_error(exc: ValidationError) -> str:

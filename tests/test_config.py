@@ -68,6 +68,14 @@ def test_server_settings_from_environment(monkeypatch):
     assert settings.store == Path("/data/store")
 
 
+def test_a_list_from_the_environment_is_json_or_one_clear_error(monkeypatch):
+    monkeypatch.setenv("QRAG_RETRIEVAL_EXPANSIONS", '["multi_query:2", "hyde"]')
+    assert load_settings().retrieval.expansions == ("multi_query:2", "hyde")
+    monkeypatch.setenv("QRAG_RETRIEVAL_EXPANSIONS", "multi_query:2")
+    with pytest.raises(ConfigError, match="""field "retrieval" .* is JSON, e.g. QRAG_RETRIEVAL_EXPANSIONS='\\["hyde"\\]'"""):
+        load_settings()
+
+
 def dense(size, overlap):
     return {"kind": "dense", "size": size, "overlap": overlap}
 
