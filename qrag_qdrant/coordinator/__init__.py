@@ -22,7 +22,7 @@ from ..store import CollectionManifest, Hit, Store, VectorQuery
 from ..store.base import Sparse
 from .clustering import greedy_clusters
 from .context import build_context
-from .expansion import Completer, ExpandedText, Expander, ExpansionPlan, no_completer
+from .expansion import ExpandedText, Expander, ExpansionPlan, no_completer
 from .fusion import QUESTION, RankedList, reciprocal_rank_fusion
 from .gate import GateInput, GateModel, decide, quorum_features
 from .quorum import apply_quorum
@@ -42,8 +42,9 @@ class QueryVectors:
 
 class Coordinator:
     def __init__(self, settings: Settings, store: Store, embedder: Callable[[], DenseEmbedder],
-                 completer: Callable[[], Completer] | None = None):
-        """``completer``: the model that writes the question's expansions (retrieval.expansions)."""
+                 completer: Callable[[], object] | None = None):
+        """``completer``: opens the model that writes the question's expansions (retrieval.expansions);
+        it is used if it can complete a prompt (``expansion.Completer``)."""
         self.settings = settings
         self.store = store
         self._embedder_factory = embedder

@@ -166,7 +166,7 @@ class Expander:
     """Asks the model for every planned expansion of a question on a worker thread, so the
     question's own search runs meanwhile; ``collect`` waits at most until the deadline."""
 
-    def __init__(self, plans: Sequence[ExpansionPlan], completer: Callable[[], Completer], timeout: float):
+    def __init__(self, plans: Sequence[ExpansionPlan], completer: Callable[[], object], timeout: float):
         self.plans, self._completer, self.timeout = list(plans), completer, timeout
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qrag-expand")
 

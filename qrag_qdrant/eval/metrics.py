@@ -152,14 +152,20 @@ def qa_metrics(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer
     }
 
 
+def trec_judgements(questions: Sequence[EvalQuestion],
+                    answers: Sequence[SystemAnswer]) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+    """The judged queries' relevant documents (qrels) and each system's document ranking (run)."""
+    judged = [(q, a) for q, a in zip(questions, answers) if q.answerable]
+    qrels = {q.id: {doc: 1 for doc in q.relevant_docs} for q, _ in judged}
+    run = {q.id: {doc: 1.0 / rank for rank, doc in enumerate(a.docs, start=1)} for q, a in judged}
+    return qrels, run
+
+
 def relevance_metrics(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer]) -> dict[str, Any]:
     import ir_measures
     from ir_measures import R, nDCG
 
-    judged = [(q, a) for q, a in zip(questions, answers) if q.answerable]
-    qrels = {q.id: {doc: 1 for doc in q.relevant_docs} for q, _ in judged}
-    run = {q.id: {doc: 1.0 / rank for rank, doc in enumerate(a.docs, start=1)} for q, a in judged}
-    scores = ir_measures.calc_aggregate([nDCG @ 10, R @ 100], qrels, run)
+    scores = ir_measures.calc_aggregate([nDCG @ 10, R @ 100], *trec_judgements(questions, answers))
     return {"ndcg@10": float(scores[nDCG @ 10]), "recall@100": float(scores[R @ 100]),
             **common_metrics(questions, answers, "relevance")}
 
@@ -169,11 +175,9 @@ def per_question_ndcg(questions: Sequence[EvalQuestion], answers: Sequence[Syste
     import ir_measures
     from ir_measures import nDCG
 
-    judged = [(q, a) for q, a in zip(questions, answers) if q.answerable]
-    qrels = {q.id: {doc: 1 for doc in q.relevant_docs} for q, _ in judged}
-    run = {q.id: {doc: 1.0 / rank for rank, doc in enumerate(a.docs, start=1)} for q, a in judged}
+    qrels, run = trec_judgements(questions, answers)
     scores = {m.query_id: float(m.value) for m in ir_measures.iter_calc([nDCG @ 10], qrels, run)}
-    return {q.id: scores.get(q.id, 0.0) for q, _ in judged}
+    return {qid: scores.get(qid, 0.0) for qid in qrels}
 
 
 def paired_comparison(questions: Sequence[EvalQuestion], first: Sequence[SystemAnswer],
@@ -193,6 +197,7 @@ def paired_comparison(questions: Sequence[EvalQuestion], first: Sequence[SystemA
 
 
 def paired_test(pairs: Sequence[tuple[float, float]], exact_mcnemar: bool = False) -> dict[str, Any]:
+    """Per-question (first, second) scores: wins, losses, ties and a two-sided p-value."""
     from scipy.stats import binomtest, wilcoxon
 
     difference = np.array([a - b for a, b in pairs])

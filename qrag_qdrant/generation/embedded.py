@@ -23,7 +23,7 @@ from ..config import LlmSettings, Settings, cache_dir
 from ..errors import GenerationError
 from ..evidence import Passage
 from . import Usage
-from .prompt import build_messages
+from .prompt import build_messages, chat_messages
 
 INSTALL_HINT = "pip install 'qrag-qdrant[local-llm]'"
 GGUF_MAGIC = b"GGUF"
@@ -177,9 +177,7 @@ class EmbeddedGenerator:
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); llama.cpp stops at its next token once
         ``cancelled`` is set, so a timed-out expansion does not hold the model."""
-        return "".join(self._chat({"messages": [{"role": "system", "content": system},
-                                                {"role": "user", "content": prompt}],
-                                   "max_tokens": max_tokens}, cancelled))
+        return "".join(self._chat({"messages": chat_messages(system, prompt), "max_tokens": max_tokens}, cancelled))
 
     def _chat(self, request: dict[str, Any], cancelled: threading.Event | None = None) -> Iterator[str]:
         """A streamed chat completion, greedy; closing the iterator early stops the model too."""
@@ -222,7 +220,7 @@ class EmbeddedGenerator:
     def yes_probability(self, system: str, prompt: str) -> float:
         """P("yes") against P("no") for the first answer token, from llama.cpp's top log-probs."""
         result = self._server.handle_chat_completions({
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+            "messages": chat_messages(system, prompt),
             "max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": 10})
         if "choices" not in result:
             raise GenerationError(f"the embedded model failed: {result.get('message') or result}")

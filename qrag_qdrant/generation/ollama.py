@@ -12,7 +12,7 @@ from ..config import OllamaSettings, Settings
 from ..errors import GenerationError
 from ..evidence import Passage
 from . import Usage
-from .prompt import build_messages
+from .prompt import build_messages, chat_messages
 
 
 class OllamaGenerator:
@@ -35,7 +35,7 @@ class OllamaGenerator:
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); stops reading once ``cancelled`` is set."""
         text = []
-        for piece in self._chat([{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+        for piece in self._chat(chat_messages(system, prompt),
                                 {"num_predict": max_tokens, "temperature": 0}):
             if cancelled.is_set():
                 break

@@ -24,12 +24,14 @@ def fence(passage: Passage) -> str:
             f"{passage.text.replace('</passage>', '</ passage>')}\n</passage>")
 
 
+def chat_messages(system: str, user: str) -> list[dict[str, str]]:
+    """A system prompt and one user turn, as every chat backend takes them."""
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
 def build_messages(question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
     fenced = "\n\n".join(fence(p) for p in passages)
-    return [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": f"Passages:\n\n{fenced}\n\nQuestion: {question}"},
-    ]
+    return chat_messages(SYSTEM_PROMPT, f"Passages:\n\n{fenced}\n\nQuestion: {question}")
 
 
 #: characters per token, a cautious estimate for English under Qwen's and Llama's tokenizers
