@@ -238,7 +238,8 @@ def query(
 def print_answer_checks(answer: Answer) -> None:
     """What the verifier found, under the streamed answer."""
     if answer.abstain_reason == "model_declined":
-        out.print("No answer: the model found that the passages do not hold the answer.")
+        odds = f" (it gave that reply {answer.decline_probability:.0%})" if answer.decline_probability is not None else ""
+        out.print(f"No answer: the model found that the passages do not hold the answer{odds}.")
     elif answer.abstain_reason == "unsupported_answer":
         out.print("No answer: the answer made claims its cited passages do not support (generation.unsupported = "
                   "'refuse'); the evidence follows.")
@@ -389,7 +390,7 @@ def evaluate(
 ) -> None:
     """Run every system on the same questions of a public data set and compare them."""
     from .eval import Evaluation, load_dataset, parse_sweep
-    from .eval.report import answers_table, expansions_table, systems_table, sweep_table, write_report
+    from .eval.report import answers_table, decline_table, expansions_table, systems_table, sweep_table, write_report
 
     if sweep_points and not sweep:
         raise typer.BadParameter(f"unexpected arguments {' '.join(sweep_points)} (did you mean --sweep?)")
@@ -412,6 +413,8 @@ def evaluate(
         print_table(expanded)
     if result.generation:
         print_table(answers_table(result.generation))
+        if (declines := decline_table(result.generation)) is not None:
+            print_table(declines)
     if result.sweep:
         print_table(sweep_table(result))
     if json_out:

@@ -195,6 +195,9 @@ class LlmSettings(Section):
     threads: PositiveInt = 1
     context: PositiveInt = Field(4096, description="the model's context window in tokens")
     max_tokens: PositiveInt = Field(256, description="the longest answer, in tokens")
+    decline_threshold: float | None = Field(
+        None, gt=0, le=1, description='answer "not in the documents" when the model gives that reply at least this '
+        "probability (from its first token), and answer otherwise; unset: whatever its likeliest first token starts")
 
 
 class GenerationSettings(Section):

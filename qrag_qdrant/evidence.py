@@ -86,5 +86,7 @@ class Answer(Evidence):
     answer: str | None = None
     complete: bool = Field(True, description="false when the answer stream was cut off")
     error: str | None = None
+    decline_probability: float | None = Field(
+        None, description='the model\'s probability of answering "not in the documents" (backends that report it)')
     claims: list[Claim] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list, description="what was changed or found, in one line each")

@@ -13,6 +13,7 @@ from qrag_qdrant.config import load_settings
 from qrag_qdrant.errors import GenerationError
 from qrag_qdrant.evidence import Evidence, EvidenceCluster, Passage
 from qrag_qdrant.generation import embedded_available
+from qrag_qdrant.generation.prompt import begins_decline
 from qrag_qdrant.generation.embedded import (PACKAGED_MODELS, PackagedModel, check_gguf, packaged_gguf,
                                              packaged_model_name)
 from qrag_qdrant.store.edge import EdgeStore
@@ -98,6 +99,7 @@ def test_streams_a_cited_answer_from_the_evidence(answering):
     cited = {n for claim in answer.claims for n in claim.citations}
     assert cited and cited <= shown  # no answer cites a passage that was not shown
     assert all(claim.score is not None for claim in answer.claims if claim.citations)
+    assert 0.0 <= answer.decline_probability < 0.5
 
 
 @needs_model
@@ -111,6 +113,16 @@ def test_the_model_declines_when_the_passages_do_not_hold_the_answer(answering):
     answer = answering.answer(evidence.question, evidence=evidence)
     assert answer.error is None
     assert answer.abstained and answer.abstain_reason == "model_declined", answer.answer
+    assert answer.decline_probability >= 0.5
+    # a threshold above the model's own probability makes it answer, from its likeliest other first token
+    settings = answering.settings.model_copy(update={"llm": answering.settings.llm.model_copy(
+        update={"decline_threshold": min(1.0, answer.decline_probability + 0.02)})})
+    forced = QuorumRAG(settings, store=answering.store, embedder=answering.embedder()).answer(
+        evidence.question, evidence=evidence)
+    # (llama.cpp's prompt cache moves the log-probabilities in the third decimal)
+    assert forced.error is None and forced.decline_probability == pytest.approx(answer.decline_probability, abs=0.01)
+    assert forced.answer and not begins_decline(forced.answer.split()[0]), forced.answer
+    assert not forced.abstained and any(claim.supported is False for claim in forced.claims)  # the judge objects
 
 
 @needs_model

@@ -174,6 +174,21 @@ def test_a_scored_answer_keeps_the_judges_scores_for_calibration():
     assert row.holds_gold is False and row.f1 == pytest.approx(2 * (1 / 5) * (1 / 2) / (1 / 5 + 1 / 2))
 
 
+def test_one_run_tells_the_answered_rate_at_every_decline_threshold():
+    rows = [generated(decline_probability=0.05), generated(decline_probability=0.35),
+            generated(outcome="model_declined", decline_probability=0.25),  # greedy declined, yet answers at t > 0.25
+            generated(outcome="gate", seconds=0.0),                        # withheld by the gate at every t
+            generated(category="unanswerable", decline_probability=0.15),
+            generated(category="unanswerable", outcome="model_declined", decline_probability=0.75)]
+    curve = answer_metrics(rows)["answered_rate_if_declined_at"]
+    assert curve["0.1"] == {"answerable": 0.25, "unanswerable": 0.0, "out_of_corpus": None}
+    assert curve["0.3"] == {"answerable": 0.5, "unanswerable": 0.5, "out_of_corpus": None}
+    assert curve["0.5"] == curve["0.7"] == {"answerable": 0.75, "unanswerable": 0.5, "out_of_corpus": None}
+    assert curve["0.8"]["unanswerable"] == 1.0
+    # a backend that reports no decline probability (Ollama) gives no curve
+    assert answer_metrics([generated(), generated(category="unanswerable")])["answered_rate_if_declined_at"] is None
+
+
 def test_an_uncited_answer_is_not_counted_as_citing_an_unshown_passage():
     rows = [generated(), generated(citations=0, citations_valid=None), generated(citations=2, citations_valid=False)]
     metrics = answer_metrics(rows)

