@@ -133,6 +133,9 @@ class RetrievalSettings(Section):
     weight_support: float = Field(0.6, ge=0.0)
     context_clusters: PositiveInt = 5
     word_budget: NonNegativeInt = Field(500, description="context words shared by the clusters; 0: whole spans")
+    context_passages: Literal["window", "chunks"] = Field(
+        "window", description="what a cluster sends within its share of word_budget: the window its members agree "
+        "on most, or its member chunks whole, best first (where they overlap, the agreed text is read twice)")
     max_question_chars: PositiveInt = 4000
     min_confidence: float | None = Field(
         None, ge=0.0, le=1.0, description="the evidence gate: abstain below this confidence that the context "

@@ -222,7 +222,7 @@ class Coordinator:
                 expanded = self.search_expansions(texts)
         ranked = self.rank(lists + expanded, options, timings)
         with _timed(timings, "context"):
-            evidence = build_context(ranked, options.context_clusters, options.word_budget)
+            evidence = build_context(ranked, options.context_clusters, options.word_budget, options.context_passages)
         with _timed(timings, "gate"):
             features, confidence = self.assess(vectors, lists, ranked, evidence, options)
         reason = decide(len(ranked), confidence, self.min_confidence(options))

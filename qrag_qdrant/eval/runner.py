@@ -247,7 +247,7 @@ class Evaluation:
         started = time.perf_counter()
         coordinator = self.rag.coordinator
         ranked = coordinator.rank([*search.lists, *expanded], options)
-        clusters = build_context(ranked, options.context_clusters, options.word_budget)
+        clusters = build_context(ranked, options.context_clusters, options.word_budget, options.context_passages)
         features, confidence = coordinator.assess(search.vectors, search.lists, ranked, clusters, options)
         answer = SystemAnswer(units=[[p.text for p in c.passages] for c in clusters], docs=_cluster_docs(ranked),
                               support=clusters[0].support if clusters else None, confidence=confidence,
