@@ -43,7 +43,9 @@ class GenerationBackend(Protocol):
 
     def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
         """The answer's text as it arrives; a failure is one GenerationError naming the fix.
-        A backend that can tell sets ``last_usage`` (a ``Usage``) when the stream ends."""
+        A backend that can tell sets ``last_usage`` (a ``Usage``) when the stream ends, and
+        ``last_decline_probability`` (its probability of replying "not in the documents")
+        before the first token."""
 
 
 @runtime_checkable
