@@ -26,13 +26,17 @@ class OllamaStandIn:
     first_token_sent: threading.Event = field(default_factory=threading.Event)
     #: when given, the rest of the answer waits until it is set
     hold: threading.Event | None = None
+    #: the first token's alternatives (token, log-probability), sent when a request asks for
+    #: log-probabilities, as Ollama >= 0.12.11 does; None: an older server that sends none
+    first_alternatives: list[tuple[str, float]] | None = None
 
 
 @contextmanager
 def ollama_standin(model: str = "mistral", tokens: list[str] | None = None, cut_after: int | None = None,
-                   hold: threading.Event | None = None) -> Iterator[OllamaStandIn]:
+                   hold: threading.Event | None = None,
+                   first_alternatives: list[tuple[str, float]] | None = None) -> Iterator[OllamaStandIn]:
     state = OllamaStandIn("", model, tokens or ["Foragers ", "perform ", "the waggle dance ", "[1]."], cut_after,
-                          hold=hold)
+                          hold=hold, first_alternatives=first_alternatives)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -56,8 +60,11 @@ def ollama_standin(model: str = "mistral", tokens: list[str] | None = None, cut_
                     self.wfile.flush()
                     self.connection.shutdown(2)  # mid-stream: no final chunk, no done message
                     return
-                self._chunk({"model": state.model, "message": {"role": "assistant", "content": token},
-                             "done": False})
+                chunk = {"model": state.model, "message": {"role": "assistant", "content": token}, "done": False}
+                if count == 0 and body.get("logprobs") and state.first_alternatives is not None:
+                    chunk["logprobs"] = [{"token": token, "logprob": state.first_alternatives[0][1], "top_logprobs": [
+                        {"token": t, "logprob": lp} for t, lp in state.first_alternatives[:body["top_logprobs"]]]}]
+                self._chunk(chunk)
                 if count == 0:
                     state.first_token_sent.set()
                     if state.hold is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -93,7 +94,9 @@ def test_eval_qa_compares_every_system_on_the_same_questions(tiny_qa, tmp_path):
 
 def test_eval_generate_scores_each_systems_answers_from_the_same_model(tiny_qa, tmp_path):
     out, lines = tmp_path / "result.json", tmp_path / "answers.jsonl"
-    with ollama_standin(tokens=["Foragers ", "perform ", "the waggle dance ", "[1]."]) as ollama:
+    alternatives = [("Foragers", math.log(0.65)), ("not", math.log(0.35))]
+    with ollama_standin(tokens=["Foragers ", "perform ", "the waggle dance ", "[1]."],
+                        first_alternatives=alternatives) as ollama:
         result = run("eval", str(tiny_qa), "--systems", "quorum,qdrant-hybrid", "--generate", "5",
                      "--json-out", str(out), "--answers-out", str(lines),
                      env={"QRAG_GENERATION_BACKEND": "ollama", "QRAG_OLLAMA_HOST": ollama.host})
@@ -122,6 +125,11 @@ def test_eval_generate_scores_each_systems_answers_from_the_same_model(tiny_qa, 
     assert paired["systems"] == ["quorum", "qdrant-hybrid"] and paired["questions"] == 4
     assert paired["wins"] == paired["losses"] == 0 and paired["p_value"] is None  # the same answer everywhere
     assert "answers: 5 questions" in result.stdout and "Wilcoxon" in result.stdout
+    # every answer began "not" with probability 0.35: below a threshold of 0.4 it would be declined
+    assert {row["decline_probability"] for row in rows if row["outcome"] != "gate"} == {0.35}
+    curve = quorum["answered_rate_if_declined_at"]
+    assert curve["0.3"]["answerable"] == 0.0 and curve["0.4"]["answerable"] == 1.0
+    assert "answered rate by decline threshold" in result.stdout
 
 
 def test_eval_compares_query_expansions_with_quorum_and_reuses_what_the_model_wrote(tiny_qa, tmp_path):

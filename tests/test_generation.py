@@ -3,6 +3,7 @@ plus one test against a real Ollama when QRAG_TEST_OLLAMA_HOST is set."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import socket
@@ -65,10 +66,20 @@ def test_streams_the_answer_from_the_quorum_evidence(ingested):
     assert tokens == ollama.tokens
     request = ollama.requests[0]
     assert request["model"] == "mistral" and request["stream"] is True
+    assert request["logprobs"] is True and request["top_logprobs"] == 10
+    assert answer.decline_probability is None  # a server that sends no log-probabilities
     prompt = request["messages"][1]["content"]
     assert prompt.endswith(f"Question: {QUESTION}")
     for passage in answer.passages:
         assert f'<passage id="{passage.citation}" source="{passage.source}"' in prompt
+
+
+def test_the_decline_probability_comes_from_the_first_tokens_alternatives(ingested):
+    alternatives = [("Foragers", math.log(0.6)), ("not", math.log(0.25)), ("Not", math.log(0.05)), ("The", -3.0)]
+    with ollama_standin(first_alternatives=alternatives) as ollama:
+        answer = ingested(host=ollama.host, model="mistral").answer(QUESTION)
+    assert answer.error is None and answer.answer == "Foragers perform the waggle dance [1]."
+    assert answer.decline_probability == pytest.approx(0.3)
 
 
 def test_missing_model_names_the_pull_command(ingested):

@@ -12,7 +12,10 @@ from ..config import OllamaSettings, Settings
 from ..errors import GenerationError
 from ..evidence import Passage
 from . import Usage
-from .prompt import build_messages, chat_messages
+from .prompt import build_messages, chat_messages, decline_probability
+
+#: alternatives asked for the first answer token (its decline probability); Ollama >= 0.12.11 sends them
+TOP_LOGPROBS = 10
 
 
 class OllamaGenerator:
@@ -27,10 +30,13 @@ class OllamaGenerator:
         self.settings = settings
         self._client = ollama.Client(host=settings.host, timeout=settings.timeout)
         self.last_usage: Usage | None = None
+        self.last_decline_probability: float | None = None
 
     def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
-        """The answer's text as it arrives; failures become one GenerationError naming the fix."""
-        return self._chat(build_messages(question, passages))
+        """The answer's text as it arrives; failures become one GenerationError naming the fix.
+        ``last_decline_probability`` comes from the first token's alternatives, when the server
+        sends log-probabilities (older Ollama versions ignore the request: None)."""
+        return self._chat(build_messages(question, passages), logprobs=True)
 
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); stops reading once ``cancelled`` is set."""
@@ -42,15 +48,21 @@ class OllamaGenerator:
             text.append(piece)
         return "".join(text)
 
-    def _chat(self, messages: list[dict[str, str]], options: dict[str, Any] | None = None) -> Iterator[str]:
+    def _chat(self, messages: list[dict[str, str]], options: dict[str, Any] | None = None,
+              logprobs: bool = False) -> Iterator[str]:
         import ollama
 
         host, model = self.settings.host, self.settings.model
-        self.last_usage = None
+        self.last_usage, self.last_decline_probability, first = None, None, True
         try:
-            chunks: Any = self._client.chat(model=model, messages=messages, stream=True, options=options)
+            chunks: Any = self._client.chat(model=model, messages=messages, stream=True, options=options,
+                                            **({"logprobs": True, "top_logprobs": TOP_LOGPROBS} if logprobs else {}))
             for chunk in chunks:
                 if chunk["message"]["content"]:
+                    if first and chunk.get("logprobs"):
+                        self.last_decline_probability = round(decline_probability(
+                            [(e["token"], e["logprob"]) for e in chunk["logprobs"][0]["top_logprobs"]]), 4)
+                    first = False
                     yield chunk["message"]["content"]
                 if chunk.get("done") and chunk.get("eval_count") is not None:  # Ollama's closing counts
                     self.last_usage = Usage(prompt_tokens=chunk.get("prompt_eval_count") or 0, cached_tokens=0,
