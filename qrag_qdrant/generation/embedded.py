@@ -191,9 +191,9 @@ class EmbeddedGenerator:
         tokens = self._chat({"messages": messages, "max_tokens": self.settings.max_tokens, "logprobs": True,
                              "top_logprobs": TOP_LOGPROBS}, on_first=on_first)
         first = next(tokens, None)
-        threshold, declining = self.settings.decline_threshold, self.last_decline_probability
         if first is None:
             return
+        threshold, declining = self.settings.decline_threshold, self.last_decline_probability
         if threshold is None or declining is None or (declining >= threshold) == begins_decline(first):
             yield first
             yield from tokens
@@ -208,7 +208,7 @@ class EmbeddedGenerator:
             return
         yield start
         yield from self._chat({"messages": [*messages, {"role": "assistant", "content": start}],
-                               "max_tokens": self.settings.max_tokens - 1})
+                               "max_tokens": max(1, self.settings.max_tokens - 1)})
 
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); llama.cpp stops at its next token once
