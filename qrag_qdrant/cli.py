@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import gc
 import json
 import os
 import signal
@@ -567,4 +568,9 @@ def _rate(value: float | None) -> str:
 
 def main() -> None:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `qrag-qdrant ... | head` ends quietly, like other tools
-    app()
+    try:
+        app()
+    finally:
+        # The command is done and its store closed. Without this the interpreter's exit walks every
+        # object for cycles: 0.1 s of a 1.4 s query. Frozen objects are left to the OS to free.
+        gc.freeze()

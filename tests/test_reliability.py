@@ -364,6 +364,43 @@ def test_a_50_mb_file_streams_without_blowing_memory(tmp_path):
     assert growth_mb < 1024
 
 
+class RecordingShard:
+    """An Edge shard whose flushes and closes are written down."""
+
+    def __init__(self, shard, calls: list[str]):
+        self._shard, self._calls = shard, calls
+
+    def __getattr__(self, name: str):
+        attribute = getattr(self._shard, name)
+        if name not in ("flush", "close"):
+            return attribute
+
+        def recorded(*args):
+            self._calls.append(name)
+            return attribute(*args)
+        return recorded
+
+
+def test_closing_flushes_only_the_collections_this_process_wrote(tmp_path, corpus, embedder):
+    store = tmp_path / "store"
+    with QuorumRAG(load_settings(store=store), store=EdgeStore(store), embedder=embedder) as rag:
+        rag.ingest(corpus)
+    before = snapshot(store)
+    edge = EdgeStore(store)
+    with QuorumRAG(load_settings(store=store), store=edge, embedder=embedder) as rag:
+        assert not rag.retrieve("How do bees dance?").abstained
+        calls: dict[str, list[str]] = {name: [] for name in edge._shards}
+        edge._shards = {name: RecordingShard(shard, calls[name]) for name, shard in edge._shards.items()}
+    assert len(calls) == 3 and all(made == ["close"] for made in calls.values())
+
+    (corpus / "extra.md").write_text("Hummingbirds hover by beating their wings in a figure of eight.")
+    with QuorumRAG(load_settings(store=store), store=EdgeStore(store), embedder=embedder) as rag:
+        rag.retrieve("How do bees dance?")  # every shard opened before it is written
+        rag.ingest(corpus)
+    after = snapshot(store)
+    assert all(len(after[name]) > len(before[name]) for name in before)  # the new file's chunks were kept
+
+
 def test_a_read_only_store_is_a_clear_error_and_stays_unchanged(tmp_path, corpus):
     store = tmp_path / "store"
     assert run("ingest", str(corpus), "--store", str(store)).exit_code == 0

@@ -69,6 +69,7 @@ class EdgeStore(Store):
                 f"store is in use by another process: namespace {namespace!r} of {self.root} "
                 "(wait for it to finish, or use another --store or --namespace)"
             ) from None
+        self._written: set[str] = set()  # collections this process wrote: only they need a flush
         self._versions: dict[str, dict[str, str | None]] = {}
         self._versions_generation = 0
         self._versions_lock = threading.Lock()
@@ -101,6 +102,7 @@ class EdgeStore(Store):
         if name in self._aliases.values():
             raise StoreError(f"collection {name} is still served by an alias")
         shard = self._shards.pop(name, None)
+        self._written.discard(name)
         if shard is not None:
             shard.close()
         # the manifest goes first: a crash mid-delete leaves a folder that is no collection
@@ -121,6 +123,7 @@ class EdgeStore(Store):
             on_disk_payload=False,
         )
         shard = edge.EdgeShard.create(str(folder / SHARD), config)
+        self._written.add(name)
         shard.update(edge.UpdateOperation.create_field_index("source", edge.PayloadSchemaType.Keyword))
         shard.update(edge.UpdateOperation.create_field_index("chunk_index", edge.PayloadSchemaType.Integer))
         self._shards[name] = shard
@@ -166,6 +169,7 @@ class EdgeStore(Store):
 
     def _update(self, name: str, operation: Any) -> None:
         try:
+            self._written.add(self._aliases.get(name, name))
             self._shard(name).update(operation)
         finally:
             self._forget_versions()
@@ -251,10 +255,14 @@ class EdgeStore(Store):
         shard.optimize()
 
     def close(self) -> None:
-        for shard in self._shards.values():
-            shard.flush()
+        """Flushes what this process wrote; a query's shards are only closed (flushing three
+        unwritten shards took 10-25 ms of a CLI query)."""
+        for name, shard in self._shards.items():
+            if name in self._written:
+                shard.flush()
             shard.close()
         self._shards.clear()
+        self._written.clear()
         if not self._lock.closed:
             fcntl.flock(self._lock, fcntl.LOCK_UN)
             self._lock.close()
