@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,6 +55,17 @@ def test_query_json_is_one_object_with_the_documented_fields(ingested):
     assert top["rank"] == 1 and top["support"] >= 2 and len(top["retrievers"]) == top["support"]
     assert set(top["passages"][0]) >= {"source", "start", "end", "text"}
     assert top["passages"][0]["source"] == "honeybees.txt"
+
+
+def test_the_process_prints_all_its_output_and_leaves_its_garbage_to_the_os(ingested):
+    """main() freezes the collector once the command is done, so the interpreter's exit skips a
+    walk over every object (0.1 s of a CLI query); the output must still arrive whole."""
+    report = "import atexit, gc, sys; atexit.register(lambda: sys.stderr.write(f'frozen {gc.get_freeze_count()}'))"
+    done = subprocess.run([sys.executable, "-c", f"{report}; from qrag_qdrant.cli import main; main()",
+                           "query", "--no-generate", "--json", QUESTION], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["clusters"][0]["passages"][0]["source"] == "honeybees.txt"
+    assert int(done.stderr.rsplit("frozen ", 1)[1]) > 10_000  # the objects of the imports and the query
 
 
 def test_query_streams_the_answer_then_the_cited_evidence(ingested):
