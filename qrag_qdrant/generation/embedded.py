@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import math
 import os
 import queue
 import threading
@@ -23,8 +22,8 @@ from ..config import LlmSettings, Settings, cache_dir
 from ..errors import GenerationError
 from ..evidence import Passage
 from . import Usage
-from .prompt import (NOT_IN_DOCUMENTS, TOP_LOGPROBS, begins_decline, build_messages, chat_messages,
-                     decline_probability)
+from .prompt import (NOT_IN_DOCUMENTS, TOP_LOGPROBS, alternatives, begins_decline, build_messages,
+                     chat_messages, decline_probability, probability_of)
 
 INSTALL_HINT = "pip install 'qrag-qdrant[local-llm]'"
 GGUF_MAGIC = b"GGUF"
@@ -252,7 +251,7 @@ class EmbeddedGenerator:
                     text = (choice.get("delta") or {}).get("content")
                     if text:
                         if first and on_first and (logprobs := choice.get("logprobs")):
-                            on_first([(e["token"], e["logprob"]) for e in logprobs["content"][0]["top_logprobs"]])
+                            on_first(alternatives(logprobs["content"][0]["top_logprobs"]))
                         first = False
                         yield text
         finally:
@@ -265,10 +264,6 @@ class EmbeddedGenerator:
             "max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": TOP_LOGPROBS})
         if "choices" not in result:
             raise GenerationError(f"the embedded model failed: {result.get('message') or result}")
-        yes = no = 0.0
-        for entry in result["choices"][0]["logprobs"]["content"][0]["top_logprobs"]:
-            token = entry["token"].strip().lower()
-            if token in ("yes", "no"):
-                probability = math.exp(entry["logprob"])
-                yes, no = (yes + probability, no) if token == "yes" else (yes, no + probability)
+        top = alternatives(result["choices"][0]["logprobs"]["content"][0]["top_logprobs"])
+        yes, no = (probability_of(top, lambda token, word=word: token.strip().lower() == word) for word in ("yes", "no"))
         return yes / (yes + no) if yes + no else 0.5

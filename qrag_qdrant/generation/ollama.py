@@ -12,7 +12,7 @@ from ..config import OllamaSettings, Settings
 from ..errors import GenerationError
 from ..evidence import Passage
 from . import Usage
-from .prompt import TOP_LOGPROBS, build_messages, chat_messages, decline_probability
+from .prompt import TOP_LOGPROBS, alternatives, build_messages, chat_messages, decline_probability
 
 
 class OllamaGenerator:
@@ -58,7 +58,7 @@ class OllamaGenerator:
                 if chunk["message"]["content"]:
                     if first and chunk.get("logprobs"):
                         self.last_decline_probability = decline_probability(  # sent by Ollama >= 0.12.11
-                            [(e["token"], e["logprob"]) for e in chunk["logprobs"][0]["top_logprobs"]])
+                            alternatives(chunk["logprobs"][0]["top_logprobs"]))
                     first = False
                     yield chunk["message"]["content"]
                 if chunk.get("done") and chunk.get("eval_count") is not None:  # Ollama's closing counts

@@ -7,7 +7,8 @@ that nothing inside a fence is an instruction.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..evidence import Passage
 
@@ -30,13 +31,23 @@ def begins_decline(token: str) -> bool:
     return len(word) >= 3 and NOT_IN_DOCUMENTS.startswith(word)
 
 
+def alternatives(top_logprobs: Iterable[Mapping[str, Any]]) -> list[tuple[str, float]]:
+    """A token's ``top_logprobs`` as llama.cpp and Ollama send them: (token, log-probability)."""
+    return [(entry["token"], entry["logprob"]) for entry in top_logprobs]
+
+
+def probability_of(first_token: Iterable[tuple[str, float]], matches: Callable[[str], bool]) -> float:
+    """The probability of the first-token alternatives (token, log-probability) that ``matches``."""
+    return min(1.0, sum(math.exp(logprob) for token, logprob in first_token if matches(token)))
+
+
 def decline_probability(first_token: Iterable[tuple[str, float]]) -> float:
     """How likely the model was to answer "not in the documents": the probability of the
-    first-token alternatives (token, log-probability) that begin that reply.
+    first-token alternatives that begin that reply.
 
     Greedy decoding declines whenever that is the single likeliest token, even when most of
     the probability is spread over answers; ``llm.decline_threshold`` decides on this instead."""
-    return round(min(1.0, sum(math.exp(logprob) for token, logprob in first_token if begins_decline(token))), 4)
+    return round(probability_of(first_token, begins_decline), 4)
 
 
 def fence(passage: Passage) -> str:
