@@ -22,8 +22,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import click
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from .api import QuorumRAG
 from .config import load_settings
@@ -34,14 +32,35 @@ from .service.auth import KeyFile
 from .service.feedback import FeedbackFile, gate_rows
 
 if TYPE_CHECKING:  # what only ingest and token need is imported by them: a query starts sooner
+    from rich.console import Console
     from rich.progress import Progress
+    from rich.table import Table
 
     from .ingest import IngestProgress
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Quorum RAG on Qdrant: answers only from evidence several retrievers agree on.")
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class LazyConsole:
+    """rich's Console, made when first used: importing rich takes about 40 ms, which a --json
+    command that prints no message never needs."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+
+    @functools.cached_property
+    def console(self) -> Console:
+        from rich.console import Console
+
+        return Console(**self._options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.console, name)
+
+
+out = LazyConsole(highlight=False, soft_wrap=True)
+err = LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML config [default: configs/default.toml]")]
@@ -94,6 +113,8 @@ def plural(count: int, noun: str) -> str:
 
 def print_table(table: Table) -> None:
     """On a terminal, fitted to its width; in a log or a pipe, whole, with nothing wrapped."""
+    from rich.console import Console
+
     (out if out.is_terminal else Console(highlight=False, width=240)).print(table)
 
 
@@ -106,7 +127,7 @@ def progress_bar() -> Progress:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     return Progress(TextColumn("{task.description:>16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=err, transient=True)
+                    console=err.console, transient=True)
 
 
 class LineIngestProgress:
@@ -317,6 +338,8 @@ def collections(
         print_json({"namespace": None if all_namespaces else namespace, "count": len(infos),
                     "namespaces": len({i.namespace for i in infos}), "collections": [i.model_dump() for i in infos]})
         return
+    from rich.table import Table
+
     table = Table(title=f"{plural(len(infos), 'collection')} in {where}")
     for column in ("alias", "collection", "points", "model", "chunk", "retrievers"):
         table.add_column(column)
@@ -477,6 +500,8 @@ def gate_train(
     if as_json:
         print_json(report)
         return
+    from rich.table import Table
+
     table = Table(title=f"held-out articles ({len(model.info['trained_on']['test_articles'])}); "
                         f"threshold chosen on the training articles")
     for column in ("system", "model", "AUC", "AURC", "threshold", *(f"abstain {c}" for c in CATEGORIES),

@@ -57,15 +57,19 @@ def test_query_json_is_one_object_with_the_documented_fields(ingested):
     assert top["passages"][0]["source"] == "honeybees.txt"
 
 
-def test_the_process_prints_all_its_output_and_leaves_its_garbage_to_the_os(ingested):
+def test_a_json_query_prints_all_its_output_without_rich_and_leaves_its_garbage_to_the_os(ingested):
     """main() freezes the collector once the command is done, so the interpreter's exit skips a
-    walk over every object (0.1 s of a CLI query); the output must still arrive whole."""
-    report = "import atexit, gc, sys; atexit.register(lambda: sys.stderr.write(f'frozen {gc.get_freeze_count()}'))"
+    walk over every object (0.1 s of a CLI query); the output must still arrive whole. A --json
+    query prints no message, so it never imports rich (about 40 ms)."""
+    report = ("import atexit, gc, sys; atexit.register(lambda: sys.stderr.write("
+              "f'frozen {gc.get_freeze_count()} rich {\"rich\" in sys.modules}'))")
     done = subprocess.run([sys.executable, "-c", f"{report}; from qrag_qdrant.cli import main; main()",
                            "query", "--no-generate", "--json", QUESTION], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["clusters"][0]["passages"][0]["source"] == "honeybees.txt"
-    assert int(done.stderr.rsplit("frozen ", 1)[1]) > 10_000  # the objects of the imports and the query
+    frozen, rich = done.stderr.rsplit("frozen ", 1)[1].split(" rich ")
+    assert int(frozen) > 10_000  # the objects of the imports and the query
+    assert rich == "False"
 
 
 def test_query_streams_the_answer_then_the_cited_evidence(ingested):
