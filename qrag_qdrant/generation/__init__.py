@@ -11,48 +11,17 @@ when one is installed or ``llm.gguf`` is set, else Ollama on its default host.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from importlib.metadata import entry_points
-from typing import Protocol, runtime_checkable
 
 from ..config import OllamaSettings, Settings
 from ..errors import ConfigError
-from ..evidence import Passage
+from .base import GenerationBackend, Judge, Usage
 from .prompt import NOT_IN_DOCUMENTS, SYSTEM_PROMPT, build_messages
 
 __all__ = ["NOT_IN_DOCUMENTS", "SYSTEM_PROMPT", "GenerationBackend", "Judge", "build_messages", "open_backend",
            "register_backend", "Usage"]
 ENTRY_POINT_GROUP = "qrag_qdrant.generation"
-
-
-@dataclass(frozen=True)
-class Usage:
-    """What the last answer cost, as the backend reports it."""
-
-    prompt_tokens: int
-    #: prompt tokens reused from the backend's prompt cache (a shared prefix), not evaluated again
-    cached_tokens: int
-    completion_tokens: int
-    completion_seconds: float
-
-
-class GenerationBackend(Protocol):
-    """Answers from passages. A backend that also has ``complete(system, prompt, max_tokens,
-    cancelled)`` can write query expansions (``coordinator.expansion.Completer``); both built-ins do."""
-
-    def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
-        """The answer's text as it arrives; a failure is one GenerationError naming the fix.
-        A backend that can tell sets ``last_usage`` (a ``Usage``) when the stream ends, and
-        ``last_decline_probability`` (its probability of replying "not in the documents")
-        before the first token."""
-
-
-@runtime_checkable
-class Judge(Protocol):
-    """A backend that can also say how likely a yes/no prompt's answer is "yes" (the verifier)."""
-
-    def yes_probability(self, system: str, prompt: str) -> float: ...
 
 
 BackendFactory = Callable[[Settings], GenerationBackend]

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from ..config import Settings
 from ..errors import GenerationError
 from ..evidence import Answer, Passage
-from . import GenerationBackend, Judge
+from .base import GenerationBackend, Judge
 from .prompt import fit_passages
 from .verify import check_answer
 

@@ -21,7 +21,7 @@ from typing import Any
 from ..config import LlmSettings, Settings, cache_dir
 from ..errors import GenerationError
 from ..evidence import Passage
-from . import Usage
+from .base import Usage
 from .prompt import (NOT_IN_DOCUMENTS, TOP_LOGPROBS, alternatives, begins_decline, build_messages,
                      chat_messages, decline_probability, probability_of)
 

@@ -11,7 +11,7 @@ import httpx
 from ..config import OllamaSettings, Settings
 from ..errors import GenerationError
 from ..evidence import Passage
-from . import Usage
+from .base import Usage
 from .prompt import TOP_LOGPROBS, alternatives, build_messages, chat_messages, decline_probability
 
 

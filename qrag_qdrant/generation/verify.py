@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from ..evidence import Answer, Claim, Passage
-from . import Judge
+from .base import Judge
 from .prompt import NOT_IN_DOCUMENTS, fence
 
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
