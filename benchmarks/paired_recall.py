@@ -1,48 +1,63 @@
-"""Paired comparison of two systems' answer recall on the same questions (McNemar's test).
+"""Paired comparison on the same questions: two systems in one store, or each system in two stores.
 
     python benchmarks/paired_recall.py ../shared/data/squad-dev --store $S --sample 1000 --seed 0 \
         --systems quorum,qdrant-hybrid
+    python benchmarks/paired_recall.py ../shared/data/scifact --store $ANCHORED --against-store $CHUNK \
+        --systems quorum,qdrant-hybrid
 
-Prints how many questions only one of the two gets right, and the exact McNemar p-value
-(a binomial test on those questions), which is what tells a real margin from noise on the same
-question set.
+The first compares the two systems; with ``--against-store`` each system is compared with
+itself on another store of the same data set (e.g. built with another ``embedding.pooling``).
+QA sets: answer recall, with the exact McNemar p-value (a binomial test on the questions only one
+side gets right), and MRR; relevance sets: nDCG@10 per query, with a Wilcoxon signed-rank test.
+That is what tells a real margin from noise on the same question set.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.eval import Evaluation, load_dataset
-from qrag_qdrant.eval.metrics import first_answer_rank, paired_test
+from qrag_qdrant.eval import Dataset, Evaluation, load_dataset
+from qrag_qdrant.eval.metrics import SystemAnswer, paired_comparison
+
+
+def answers_in(store: Path, config: Path | None, dataset: Dataset, systems: list[str]) -> dict[str, list[SystemAnswer]]:
+    """Each system's answer to every question of ``dataset``, from ``store``."""
+    with QuorumRAG.from_config(config, store=store, namespace=dataset.namespace) as rag:
+        evaluation = Evaluation(rag, dataset, systems)
+        answers: dict[str, list[SystemAnswer]] = {name: [] for name in systems}
+        for question in dataset.questions:
+            search = evaluation.search_question(question)
+            for name in systems:
+                answers[name].append(evaluation.answer(name, search))
+    return answers
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--store", type=Path, default=Path(".qrag"))
+    parser.add_argument("--against-store", type=Path, help="compare each system with itself on this store")
     parser.add_argument("--config", type=Path)
     parser.add_argument("--sample", type=int)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--systems", default="quorum,qdrant-hybrid")
     args = parser.parse_args()
 
-    first, second = args.systems.split(",")
+    systems = args.systems.split(",")
     dataset = load_dataset(args.dataset, sample=args.sample, seed=args.seed)
-    with QuorumRAG.from_config(args.config, store=args.store, namespace=dataset.namespace) as rag:
-        evaluation = Evaluation(rag, dataset, [first, second])
-        right: dict[str, list[bool]] = {first: [], second: []}
-        for question in dataset.questions:
-            if not question.answerable:
-                continue
-            search = evaluation.search_question(question)
-            for name in right:
-                right[name].append(first_answer_rank(evaluation.answer(name, search), question.answers) is not None)
-    paired = paired_test([(float(a), float(b)) for a, b in zip(right[first], right[second])], exact_mcnemar=True)
-    print(f"{first}: {sum(right[first])}/{len(right[first])} right, {second}: {sum(right[second])}/{len(right[second])}")
-    print(f"only {first}: {paired['wins']}, only {second}: {paired['losses']}, exact McNemar p "
-          f"{paired['p_value'] if paired['p_value'] is not None else 1.0:.4f}")
+    first = answers_in(args.store, args.config, dataset, systems)
+    if args.against_store:
+        second = answers_in(args.against_store, args.config, dataset, systems)
+        pairs = {f"{name}: {args.store} against {args.against_store}": (first[name], second[name]) for name in systems}
+    else:
+        if len(systems) != 2:
+            raise SystemExit("--systems: name two systems, or give --against-store")
+        pairs = {f"{systems[0]} against {systems[1]}": (first[systems[0]], first[systems[1]])}
+    result = {label: paired_comparison(dataset.questions, a, b, dataset.kind) for label, (a, b) in pairs.items()}
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":
