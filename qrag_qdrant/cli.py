@@ -31,7 +31,7 @@ from .evidence import Answer, Evidence
 from .service.auth import KeyFile
 from .service.feedback import FeedbackFile, gate_rows
 
-if TYPE_CHECKING:  # what only ingest and token need is imported by them: a query starts sooner
+if TYPE_CHECKING:  # imported where they are used (ingest, token, printing): a query starts sooner
     from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
