@@ -76,7 +76,7 @@ class Section(BaseModel):
 
 
 #: how a chunk's dense vector is made (``embedding.pooling``)
-Pooling = Literal["chunk", "late", "anchored"]
+Pooling = Literal["auto", "chunk", "late", "anchored"]
 
 
 class RetrieverSpec(Section):
@@ -162,9 +162,11 @@ class EmbeddingSettings(Section):
     threads: PositiveInt | None = None
     allow_download: bool = Field(False, description="let fastembed fetch the model from its hub")
     pooling: Pooling = Field(
-        "chunk", description="chunk: embed each chunk's text on its own; late: run the model once over "
-        "windows of each document and mean-pool the token vectors inside every chunk, for all chunkings; "
-        "anchored: as late, but the windows are the chunks of one chunking (anchor_size)")
+        "auto", description="auto: a built namespace keeps the pooling it recorded; a new one gets anchored "
+        "when the model mean-pools its tokens and a retriever's chunks have anchor_size words, else chunk; "
+        "chunk: embed each chunk's text on its own; late: run the model once over windows of each document "
+        "and mean-pool the token vectors inside every chunk, for all chunkings; anchored: as late, but the "
+        "windows are the chunks of one chunking (anchor_size)")
     anchor_size: PositiveInt = Field(50, description="anchored pooling: the chunk size (words) of the chunking "
                                      "whose chunks are the model's windows; one of the retrievers' sizes")
     late_window_stride: PositiveInt = Field(192, description="late pooling: tokens between window starts "

@@ -159,6 +159,14 @@ class DenseEmbedder:
                 "or allow a download with QRAG_EMBEDDING_ALLOW_DOWNLOAD=1"
             ) from None
 
+    @property
+    def mean_pools(self) -> bool:
+        """Its vector of a text is the mean of the text's token vectors (not, e.g., the [CLS]
+        token's), so late and anchored pooling give chunks what its questions are compared in."""
+        from fastembed.text.pooled_embedding import PooledEmbedding
+
+        return isinstance(self._model.model, PooledEmbedding)
+
     def embed(self, texts: list[str]) -> np.ndarray:
         """Unit-length float32 rows, one per text."""
         if not texts:
@@ -185,9 +193,7 @@ class DenseEmbedder:
         in segments of about ``LATE_SEGMENT_CHARS``, so its token vectors never all sit in
         memory at once.
         """
-        from fastembed.text.pooled_embedding import PooledEmbedding
-
-        if not isinstance(self._model.model, PooledEmbedding):  # e.g. a model that embeds by [CLS]
+        if not self.mean_pools:
             raise EmbeddingError(f"{self.model_name} does not mean-pool its tokens, so late and anchored "
                                  "pooling would not match its questions' vectors: use embedding.pooling = chunk")
         bounds = np.asarray(spans, dtype=np.int64).reshape(-1, 2)

@@ -133,7 +133,7 @@ class Ingestor:
         report = IngestReport(root=str(path), rebuilt=rebuild)
         progress.files_found(len(corpus.files))
         stored = {spec.name: self._stored_hashes(spec, rebuild) for spec in self.settings.collections}
-        self.settings = self._with_recorded_pooling(rebuild)
+        self.settings = self._with_pooling_resolved(rebuild)
         documents = corpus.documents(
             needs_text=lambda source, digest: any(h.get(source) != {digest} for h in stored.values()))
         first = next(documents, None)
@@ -229,16 +229,20 @@ class Ingestor:
         for (document, stale, _), chunks in zip(group, chunked):
             yield document, stale, iter([(writer, chunk, next(vectors)) for writer, chunk in chunks])
 
-    def _with_recorded_pooling(self, rebuild: bool) -> Settings:
-        """The settings, with the pooling the namespace's collections recorded when
-        ``embedding.pooling`` is not set: a new default never makes a built namespace rebuild."""
+    def _with_pooling_resolved(self, rebuild: bool) -> Settings:
+        """The settings with the pooling to embed with. With ``embedding.pooling`` auto (the
+        default), a built namespace keeps the pooling its collections recorded, so a new default
+        never makes it rebuild; a new namespace, or a rebuild, gets anchored pooling when the
+        model mean-pools and a chunking has ``anchor_size`` words (the three chunkings then cost
+        about what one does), else chunk."""
         embedding = self.settings.embedding
-        if rebuild or "pooling" in embedding.model_fields_set:
+        if embedding.pooling != "auto":
             return self.settings
         recorded = {m.pooling for spec in self.settings.collections if (m := self.store.manifest(spec.name))}
-        if len(recorded) != 1:
-            return self.settings
-        return self.settings.model_copy(update={"embedding": embedding.pooling_recorded(recorded.pop())})
+        if not rebuild and len(recorded) == 1:
+            return self.settings.model_copy(update={"embedding": embedding.pooling_recorded(recorded.pop())})
+        pooling = "anchored" if self.settings.anchor is not None and self.embedder.mean_pools else "chunk"
+        return self.settings.model_copy(update={"embedding": embedding.model_copy(update={"pooling": pooling})})
 
     def _stored_hashes(self, spec: CollectionSpec, rebuild: bool) -> dict[str, set[str]]:
         """The documents the collection holds already, read before anything is created."""

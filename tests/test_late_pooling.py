@@ -156,3 +156,21 @@ def test_pooling_is_refused_for_a_model_that_does_not_mean_pool(embedder, monkey
     monkeypatch.setattr(embedder, "_documents", SimpleNamespace(model=object()))  # as a [CLS]-pooled model
     with pytest.raises(EmbeddingError, match="does not mean-pool its tokens.*pooling = chunk"):
         embedder.embed_spans("Honeybees dance.", [(0, 16)])
+
+
+def test_auto_pooling_anchors_a_new_namespace_where_it_can_and_keeps_a_built_ones(tmp_path, corpus, embedder,
+                                                                                  monkeypatch):
+    def poolings(settings: object) -> set[str]:
+        with QuorumRAG(settings, embedder=embedder) as rag:
+            assert rag.ingest(corpus).embedded_chunks > 0
+            return {rag.store.manifest(spec.name).pooling for spec in rag.settings.collections}
+
+    assert load_settings().embedding.pooling == "auto"
+    assert poolings(load_settings(store=tmp_path / "new")) == {"anchored-50"}
+    one_chunking = [{"kind": "dense", "size": 100, "overlap": 50}, {"kind": "bm25", "size": 100, "overlap": 50}]
+    assert poolings(load_settings(store=tmp_path / "no-anchor", retrievers=one_chunking)) == {"chunk"}
+    assert poolings(load_settings(store=tmp_path / "built", embedding={"pooling": "chunk"})) == {"chunk"}
+    (corpus / "new.txt").write_text("Barn owls hunt at night and find mice by sound alone. " * 4)
+    assert poolings(load_settings(store=tmp_path / "built")) == {"chunk"}  # a built namespace keeps its own
+    monkeypatch.setattr(type(embedder), "mean_pools", property(lambda self: False))  # as a [CLS]-pooled model
+    assert poolings(load_settings(store=tmp_path / "cls")) == {"chunk"}
