@@ -133,7 +133,6 @@ class Ingestor:
         report = IngestReport(root=str(path), rebuilt=rebuild)
         progress.files_found(len(corpus.files))
         stored = {spec.name: self._stored_hashes(spec, rebuild) for spec in self.settings.collections}
-        self.settings = self._with_pooling_resolved(rebuild)
         documents = corpus.documents(
             needs_text=lambda source, digest: any(h.get(source) != {digest} for h in stored.values()))
         first = next(documents, None)
@@ -141,6 +140,7 @@ class Ingestor:
             reasons = "; ".join(f"{s.source}: {s.reason}" for s in corpus.skipped[:3])
             more = f" (and {len(corpus.skipped) - 3} more)" if len(corpus.skipped) > 3 else ""
             raise CorpusError(f"no readable documents under {path}: {reasons}{more}")
+        self.settings = self._with_pooling_resolved(rebuild)
         report.dropped = self.store.drop_unserved(self.settings.namespace)
         writers = [self._open(spec, rebuild, stored[spec.name]) for spec in self.settings.collections]
         sources: set[str] = set()
@@ -238,9 +238,10 @@ class Ingestor:
         embedding = self.settings.embedding
         if embedding.pooling != "auto":
             return self.settings
-        recorded = {m.pooling for spec in self.settings.collections if (m := self.store.manifest(spec.name))}
-        if not rebuild and len(recorded) == 1:
-            return self.settings.model_copy(update={"embedding": embedding.pooling_recorded(recorded.pop())})
+        if not rebuild:
+            recorded = {m.pooling for spec in self.settings.collections if (m := self.store.manifest(spec.name))}
+            if len(recorded) == 1:
+                return self.settings.model_copy(update={"embedding": embedding.pooling_recorded(recorded.pop())})
         pooling = "anchored" if self.settings.anchor is not None and self.embedder.mean_pools else "chunk"
         return self.settings.model_copy(update={"embedding": embedding.model_copy(update={"pooling": pooling})})
 
