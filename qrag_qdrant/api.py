@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +15,7 @@ from .embedding import DenseEmbedder
 from .errors import StoreError
 from .evidence import Answer, Evidence
 from .generation import GenerationBackend, open_backend
-from .generation.answer import generate_answer
+from .generation.answer import answer_from
 from .store import Store, open_store
 
 if TYPE_CHECKING:  # ingest's modules load when an ingest runs: a query starts sooner
@@ -87,19 +88,14 @@ class QuorumRAG:
         return self._generator
 
     def answer(self, question: str, on_token: Callable[[str], None] | None = None,
-               evidence: Evidence | None = None) -> Answer:
+               evidence: Evidence | None = None, cancelled: threading.Event | None = None) -> Answer:
         """Generate from the quorum evidence, then check the answer's citations and claims;
         abstain without calling the model when the evidence is missing or too weak.
 
         A generation failure does not raise: the evidence is returned with ``error`` set, and
         ``complete`` is false when the stream broke after part of the answer arrived.
         """
-        evidence = evidence or self.retrieve(question)
-        result = Answer(**evidence.model_dump())
-        if evidence.abstained:
-            return result
-        generate_answer(result, evidence.passages, self.generator, self.settings, on_token)
-        return result
+        return answer_from(evidence or self.retrieve(question), self.generator, self.settings, on_token, cancelled)
 
     def collections(self, all_namespaces: bool = False) -> list[CollectionInfo]:
         """What readers of this namespace (or, for an admin, of every namespace) see."""

@@ -28,7 +28,7 @@ from .config import load_settings
 from .corpus import UNSUPPORTED_FORMAT
 from .errors import ConfigError, QragError
 from .evidence import Answer, Evidence
-from .service.auth import KeyFile
+from .service.auth import KeyEntry, KeyFile, digest
 from .service.feedback import FeedbackFile, gate_rows
 
 if TYPE_CHECKING:  # imported where they are used (ingest, token, printing): a query starts sooner
@@ -236,7 +236,7 @@ def query(
     with open_rag(config, store, namespace) as rag:
         evidence = rag.retrieve(question)
         if no_generate:
-            result = Answer(**evidence.model_dump())
+            result = Answer.from_evidence(evidence)
         elif as_json or evidence.abstained:
             result = rag.answer(question, evidence=evidence)
         else:
@@ -246,12 +246,11 @@ def query(
                 out.print()
             if not result.complete and result.answer:
                 out.print("[yellow](answer incomplete: the stream was cut off)[/yellow]")
-        min_confidence = rag.coordinator.min_confidence(rag.settings.retrieval)
     if as_json:
         print_json(result.model_dump())
     else:
         print_answer_checks(result)
-        print_evidence(result, rag.settings.retrieval.quorum, min_confidence)
+        print_evidence(result, rag.settings.retrieval.quorum)
     if result.error:
         err.print(f"error: {result.error}", markup=False)
         raise typer.Exit(2)
@@ -267,8 +266,8 @@ def print_answer_checks(answer: Answer) -> None:
                   "'refuse'); the evidence follows.")
     for claim in answer.claims:
         if claim.supported is False or claim.invalid_citations:
-            out.print(f"[yellow]unsupported:[/yellow] {claim.text}" + (f" (score {claim.score:.2f})"
-                                                                       if claim.score is not None else ""))
+            why = "not in the passages it cites" if not claim.grounded else f"the judge's score {claim.score:.2f}"
+            out.print(f"[yellow]unsupported[/yellow] ({why}): {claim.text}", markup=True)
     for warning in answer.warnings:
         out.print(f"[yellow]note:[/yellow] {warning}")
 
@@ -298,7 +297,7 @@ def print_expansions(evidence: Evidence) -> None:
             out.print(f"  {label}: {' '.join(text.split())}", markup=False)
 
 
-def print_evidence(evidence: Evidence, quorum: int, min_confidence: float) -> None:
+def print_evidence(evidence: Evidence, quorum: int) -> None:
     print_expansions(evidence)
     if evidence.abstain_reason == "no_quorum":
         out.print(f"No answer: the retrievers did not agree on any evidence (no cluster reached the quorum "
@@ -306,11 +305,12 @@ def print_evidence(evidence: Evidence, quorum: int, min_confidence: float) -> No
         return
     if evidence.abstain_reason == "low_confidence":
         out.print(f"No answer: the retrievers agreed on evidence, but it is too weak to answer from "
-                  f"(confidence {evidence.confidence:.3f}, below the gate's {min_confidence:.3f}; "
+                  f"(confidence {evidence.confidence:.3f}, below the gate's {evidence.gate_threshold or 0:.3f}; "
                   "retrieval.min_confidence). The documents probably do not hold the answer.")
         out.print("[bold]Weak evidence[/bold]")
     else:
-        out.print(f"[bold]Evidence[/bold] (confidence {evidence.confidence:.3f})")
+        out.print(f"[bold]Evidence[/bold] (confidence {evidence.confidence:.3f}; {evidence.context_words} words sent, "
+                  f"{evidence.context_policy})")
     for cluster in evidence.clusters:
         out.print(f"#{cluster.rank} score {cluster.score:.3f} · support {cluster.support}/{evidence.retrievers} "
                   f"retrievers ({', '.join(cluster.retrievers)})"
@@ -391,9 +391,15 @@ def evaluate(
                                                 "quorum+mq and quorum+hyde, which call the model per question]")] = None,
     top_k: Annotated[int | None, typer.Option("--top-k", min=1, help="candidates per retriever "
                                                "[default: retrieval.top_k for QA, 100 for relevance]")] = None,
+    chunks: Annotated[int | None, typer.Option("--chunks", min=1, help="chunks each chunk system (a retriever "
+                                               "alone, qdrant-hybrid, rrf-all) sends [default: "
+                                               "retrieval.context_clusters]")] = None,
     hold_out: Annotated[float, typer.Option("--hold-out", help="share of the corpus files NOT ingested: their "
                                             "questions become out-of-corpus (split by document)")] = 0.0,
     split_seed: Annotated[int, typer.Option("--split-seed", help="seed of the --hold-out split")] = 0,
+    articles: Annotated[str | None, typer.Option("--articles", help="tune: only questions on the fixed quarter of "
+                                                 "the documents used to choose prompts and thresholds; test: only "
+                                                 "the others (the whole corpus is indexed)")] = None,
     foreign: Annotated[Path | None, typer.Option("--foreign", help="add another data set's questions as "
                                                  "out-of-corpus (as many as --sample)")] = None,
     generate: Annotated[int | None, typer.Option(
@@ -420,12 +426,12 @@ def evaluate(
         raise typer.BadParameter(f"unexpected arguments {' '.join(sweep_points)} (did you mean --sweep?)")
     grid = parse_sweep(sweep_points or []) if sweep else []
     dataset = load_dataset(dataset_dir, sample=sample, seed=seed, hold_out=hold_out, split_seed=split_seed,
-                           foreign=foreign)
+                           foreign=foreign, articles=articles)
     namespace = namespace or dataset.namespace
     with open_rag(config, store, namespace) as rag:
         with ingest_progress() as progress:
             rag.ingest(dataset.corpus, progress=progress, exclude=dataset.held_out)
-        evaluation = Evaluation(rag, dataset, systems.split(",") if systems else None, top_k, expansions_cache)
+        evaluation = Evaluation(rag, dataset, systems.split(",") if systems else None, top_k, expansions_cache, chunks)
         with progress_bar() as bar:
             task = bar.add_task("questions", total=len(dataset.questions))
             result = evaluation.run(grid, advance=lambda: bar.advance(task))
@@ -537,15 +543,30 @@ def serve(
         raise ConfigError("the service needs its extra: pip install 'qrag-qdrant[service]'") from None
     settings = load_settings(config, store=store)
     keys = KeyFile.load(settings.service.keys)
-    if not keys.principals:
+    if not keys.entries():
         err.print(f"warning: no keys in {settings.service.keys}: add one with `qrag-qdrant key add --namespace NAME`",
                   markup=False)
     uvicorn.run(create_app(settings, keys), host=host or settings.service.host, port=port or settings.service.port,
-                log_level="warning", timeout_graceful_shutdown=30)
+                log_level="warning", timeout_graceful_shutdown=settings.service.drain_seconds)
+
+
+@app.command("mcp")
+@friendly_errors
+def mcp_stdio(config: ConfigOption = None, store: StoreOption = None, namespace: NamespaceOption = None) -> None:
+    """Serve the namespace to a local agent over MCP (stdio): the tools search_evidence, ask and list_collections.
+    Agents on other machines use the service's /v1/mcp/ with a team key instead."""
+    from .mcp_server import LocalNamespace, build_server
+
+    with open_rag(config, store, namespace) as rag:
+        local = LocalNamespace(rag)
+        build_server(lambda ctx: local).run("stdio")
 
 
 key_app = typer.Typer(no_args_is_help=True, help="Team keys for `qrag-qdrant serve`.")
 app.add_typer(key_app, name="key")
+
+
+KeyOption = Annotated[str, typer.Argument(help="the key's id (from `key list`) or name")]
 
 
 @key_app.command("add")
@@ -554,15 +575,72 @@ def key_add(
     namespace: Annotated[str, typer.Option("--namespace", help="the one namespace this key reaches")],
     read_only: Annotated[bool, typer.Option("--read-only", help="query only, no ingest")] = False,
     admin: Annotated[bool, typer.Option("--admin", help="may also ingest a folder on the server's disk")] = False,
+    name: Annotated[str | None, typer.Option("--name", help="a name to list, revoke or rotate it by")] = None,
+    expires: Annotated[str | None, typer.Option("--expires", help="lifetime: 90m, 12h, 30d, 2w [default: none]")] = None,
     config: ConfigOption = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """Mint a key for a team's namespace, store its SHA-256 in the key file, and print the key once."""
+    """Mint a key for a team's namespace, store its SHA-256 in the key file, and print the key once.
+    A running service accepts it from its next request."""
+    from .tokens import parse_ttl
+
     if read_only and admin:
         raise ConfigError("--read-only and --admin exclude each other")
     settings = load_settings(config, namespace=namespace)  # validates the namespace's name
     role = "read" if read_only else "admin" if admin else "read-write"
-    key = KeyFile.load(settings.service.keys).add(settings.namespace, role)
-    sys.stdout.write(key + "\n")
+    keys = KeyFile.load(settings.service.keys)
+    key = keys.add(settings.namespace, role, name, parse_ttl(expires, "--expires") if expires else None)
+    if as_json:
+        print_json({"key": key, **key_view(next(e for e in keys.entries() if e.sha256 == digest(key)))})
+    else:
+        sys.stdout.write(key + "\n")
+
+
+@key_app.command("list")
+@friendly_errors
+def key_list(config: ConfigOption = None, as_json: JsonOption = False) -> None:
+    """The keys in the key file: id, name, namespace, role, created and expiry; never a key or its hash."""
+    entries = [key_view(entry) for entry in KeyFile.load(load_settings(config).service.keys).entries()]
+    if as_json:
+        print_json(entries)
+        return
+    from rich.table import Table
+
+    table = Table("id", "name", "namespace", "role", "created", "expires")
+    for entry in entries:
+        table.add_row(*(str(entry[column] or "-") for column in ("id", "name", "namespace", "role", "created",
+                                                                   "expires")))
+    print_table(table)
+
+
+@key_app.command("revoke")
+@friendly_errors
+def key_revoke(which: KeyOption, config: ConfigOption = None, as_json: JsonOption = False) -> None:
+    """Remove a key: a running service refuses it from its next request."""
+    entry = KeyFile.load(load_settings(config).service.keys).revoke(which)
+    if as_json:
+        print_json({"revoked": key_view(entry)})
+    else:
+        out.print(f"revoked key {entry.id}" + (f" ({entry.name})" if entry.name else "") +
+                  f" of namespace {entry.namespace}", markup=False)
+
+
+@key_app.command("rotate")
+@friendly_errors
+def key_rotate(which: KeyOption, config: ConfigOption = None, as_json: JsonOption = False) -> None:
+    """Replace a key with a new one (same namespace, role, name and lifetime) and print it once; the
+    old key stops working at the service's next request."""
+    key, entry = KeyFile.load(load_settings(config).service.keys).rotate(which)
+    if as_json:
+        print_json({"key": key, **key_view(entry)})
+    else:
+        sys.stdout.write(key + "\n")
+
+
+def key_view(entry: KeyEntry) -> dict[str, Any]:
+    """What may be shown of a key: never the key or its hash."""
+    return {"id": entry.id, "name": entry.name, "namespace": entry.namespace, "role": entry.role,
+            "created": entry.created and entry.created.isoformat(), "expires": entry.expires and entry.expires.isoformat()}
 
 
 feedback_app = typer.Typer(no_args_is_help=True, help="Thumbs up and down given through `serve`.")

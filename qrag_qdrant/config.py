@@ -47,6 +47,19 @@ DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
 
 
+#: ``60/minute``: a token bucket of 60, refilled at 60 a minute
+RATE = re.compile(r"^(?P<count>\d+)\s*/\s*(?P<unit>second|minute|hour)$")
+RATE_PERIOD_SECONDS = {"second": 1.0, "minute": 60.0, "hour": 3600.0}
+
+
+def parse_rate(text: str) -> tuple[int, float]:
+    """``"60/minute"`` -> (60 at once, 1.0 a second)."""
+    match = RATE.match(text.strip().lower())
+    if not match or int(match["count"]) == 0:
+        raise ValueError(f"rate {text!r}: use COUNT/second, COUNT/minute or COUNT/hour, e.g. \"60/minute\"")
+    return int(match["count"]), int(match["count"]) / RATE_PERIOD_SECONDS[match["unit"]]
+
+
 def check_expansions(items: tuple[str, ...]) -> None:
     """``NAME`` or ``NAME:COUNT``, each name once; whether the name is registered is checked where
     expansions are made (``coordinator.expansion``), which config does not import."""
@@ -136,6 +149,13 @@ class RetrievalSettings(Section):
     context_passages: Literal["window", "chunks"] = Field(
         "window", description="what a cluster sends within its share of word_budget: the window its members agree "
         "on most, or its member chunks whole, best first (where they overlap, the agreed text is read twice)")
+    context: Literal["adaptive", "fixed"] = Field(
+        "adaptive", description="adaptive: the best cluster alone when it leads the next by adaptive_margin, else "
+        "the clusters within that margin of it, adaptive_words each; fixed: context_clusters and word_budget")
+    adaptive_margin: float = Field(0.2, ge=0.0, description="adaptive context: the ranking-score lead over the next "
+                                   "cluster at which the best cluster is sent alone")
+    adaptive_words: PositiveInt = Field(150, description="adaptive context: words per cluster sent")
+    adaptive_clusters: PositiveInt = Field(3, description="adaptive context: the most clusters sent")
     max_question_chars: PositiveInt = 4000
     min_confidence: float | None = Field(
         None, ge=0.0, le=1.0, description="the evidence gate: abstain below this confidence that the context "
@@ -211,7 +231,11 @@ class GenerationSettings(Section):
                          "llm.gguf is set, else ollama")
     unsupported: Literal["mark", "refuse"] = Field(
         "mark", description="an answer with claims the judge finds unsupported: shown marked, or refused")
-    judge: bool = Field(True, description="check each claim against its cited passages with the model")
+    judge: bool = Field(False, description="also ask the model whether the cited passages support each claim that "
+                        "passed the exact grounding check (one more model call per claim)")
+    answer_format: Literal["short", "quote"] = Field(
+        "short", description="short: the shortest answer copied from a passage, then its [n]; quote: the sentence "
+        "that answers, quoted with its [n], then 'Answer:' and the shortest answer")
 
 
 class QdrantSettings(Section):
@@ -242,6 +266,26 @@ class ServiceSettings(Section):
     max_upload_bytes: PositiveInt = Field(256 << 20, description="the same for the files of one POST /v1/ingest")
     cache_entries: NonNegativeInt = Field(1024, description="repeated questions answered from the result cache "
                                           "(per service, all namespaces); 0: off")
+    max_queued_upload_bytes: PositiveInt = Field(1 << 30, description="uploads one namespace may have waiting for "
+                                                 "or in an ingest; more is refused with 413")
+    rate_query: str | None = Field("120/minute", description="queries per key: COUNT/second|minute|hour, a token "
+                                   "bucket (COUNT at once, refilled at that rate); None: no limit")
+    rate_ingest: str | None = Field("20/minute", description="ingest jobs per key, the same way")
+    rate_feedback: str | None = Field("30/minute", description="feedback ratings per key, the same way")
+    drain_seconds: PositiveFloat = Field(30.0, description="on SIGTERM: how long answers in flight and ingest jobs "
+                                         "may take to finish; jobs still running then stop and read 'interrupted'")
+
+    @model_validator(mode="after")
+    def _rates_parse(self) -> ServiceSettings:
+        for rate in (self.rate_query, self.rate_ingest, self.rate_feedback):
+            if rate is not None:
+                parse_rate(rate)
+        return self
+
+    def rates(self) -> dict[str, tuple[int, float] | None]:
+        """Each kind of request's (burst, refill per second), or None: unlimited."""
+        return {kind: parse_rate(rate) if rate else None for kind, rate in
+                (("query", self.rate_query), ("ingest", self.rate_ingest), ("feedback", self.rate_feedback))}
 
 
 ORIGIN_RETRIEVERS = (

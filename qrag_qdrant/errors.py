@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
+#: the user:password part of a URL (``http://user:secret@host``)
+URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+
+
+def redacted(text: str) -> str:
+    """``text`` with every URL's credentials replaced: messages are printed, logged and sent to clients."""
+    return URL_CREDENTIALS.sub(r"\1***@", text)
+
 
 class QragError(Exception):
     """Base of every expected failure; ``exit_code`` is what the CLI exits with."""

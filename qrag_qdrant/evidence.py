@@ -59,8 +59,12 @@ class Evidence(BaseModel):
         "too weak to answer from; model_declined: the model said the passages do not hold the answer; "
         "unsupported_answer: the judge found claims their passages do not support (generation.unsupported)")
     confidence: float | None = Field(None, description="the gate's confidence that the context holds the answer")
+    gate_threshold: float | None = Field(None, description="the confidence below which the gate abstains "
+                                         "(retrieval.min_confidence, or the gate model's own threshold)")
     retrievers: int = Field(description="retrievers consulted; support is out of this many")
     clusters: list[EvidenceCluster]
+    context_policy: str | None = Field(None, description="how much evidence reached the model and why, e.g. "
+                                       "'adaptive: top cluster margin 0.41'")
     expansions: list[QueryExpansion] = Field(default_factory=list, description="retrieval.expansions: what the "
                                              "model wrote and was searched beside the question")
     timings_ms: dict[str, float]
@@ -71,6 +75,12 @@ class Evidence(BaseModel):
     def passages(self) -> list[Passage]:
         return [passage for cluster in self.clusters for passage in cluster.passages]
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def context_words(self) -> int:
+        """Words of evidence the model is sent."""
+        return sum(len(passage.text.split()) for passage in self.passages)
+
 
 class Claim(BaseModel):
     """One sentence of the answer, with the passages it cites."""
@@ -78,15 +88,36 @@ class Claim(BaseModel):
     text: str
     citations: list[int]
     invalid_citations: list[int] = Field(default_factory=list, description="cited, but no such passage was shown")
-    supported: bool | None = Field(None, description="the judge's verdict; None when not judged")
+    grounded: bool | None = Field(None, description="its words (the short answer or quote) occur in a passage it "
+                                  "cites, after normalisation: the exact check, no model call")
+    supported: bool | None = Field(None, description="grounded, and confirmed by the judge where one is on "
+                                   "(generation.judge); None when not checked")
     score: float | None = Field(None, description="the judge's P(yes) that the cited passages support the claim")
+
+
+class TokenUsage(BaseModel):
+    """What generating the answer cost, as the backend counted it."""
+
+    prompt_tokens: int
+    cached_tokens: int = Field(0, description="prompt tokens reused from the backend's prompt cache")
+    completion_tokens: int
+    completion_seconds: float
 
 
 class Answer(Evidence):
     answer: str | None = None
+    short_answer: str | None = Field(None, description="the answer alone, without citations or quote, for "
+                                     "scripts and eval")
     complete: bool = Field(True, description="false when the answer stream was cut off")
     error: str | None = None
     decline_probability: float | None = Field(
         None, description='the model\'s probability of answering "not in the documents" (backends that report it)')
     claims: list[Claim] = Field(default_factory=list)
+    usage: TokenUsage | None = Field(None, description="the backend's token counts (backends that report them)")
     warnings: list[str] = Field(default_factory=list, description="what was changed or found, in one line each")
+
+    @classmethod
+    def from_evidence(cls, evidence: Evidence, **fields: object) -> Answer:
+        """The answer to ``evidence``, every field kept: a dump would drop the ones excluded
+        from the JSON (``gate_features``, which feedback rows need)."""
+        return cls(**{name: getattr(evidence, name) for name in Evidence.model_fields}, **fields)

@@ -22,11 +22,11 @@ TTL = re.compile(r"^(?P<amount>\d+)(?P<unit>[smhdw])$")
 SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
-def parse_ttl(text: str) -> int:
+def parse_ttl(text: str, option: str = "--ttl") -> int:
     """``90m``, ``12h``, ``30d``, ``2w`` -> seconds."""
     match = TTL.match(text.strip().lower())
     if not match or int(match["amount"]) == 0:
-        raise ConfigError(f"--ttl {text!r}: use a positive number and a unit, e.g. 90m, 12h, 30d or 2w")
+        raise ConfigError(f"{option} {text!r}: use a positive number and a unit, e.g. 90m, 12h, 30d or 2w")
     return int(match["amount"]) * SECONDS[match["unit"]]
 
 

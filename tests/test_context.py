@@ -1,4 +1,5 @@
-from qrag_qdrant.coordinator.context import Span, agreement_window, build_context, candidate_span, merge_spans, unsent_parts
+from qrag_qdrant.coordinator.context import (Span, adaptive_plan, agreement_window, build_context, candidate_span,
+                                            merge_spans, to_sentences, unsent_parts)
 from qrag_qdrant.coordinator.clustering import Cluster
 from qrag_qdrant.coordinator.ranking import ScoredCluster
 
@@ -119,3 +120,48 @@ def test_chunks_mode_sends_a_chunk_once_across_clusters_but_overlaps_whole():
     assert [[(p.start, p.end) for p in c.passages] for c in clusters] == [[(0, 43)], [(20, 64)]]
     window = build_context(ranked, limit=2, word_budget=40)
     assert [[(p.start, p.end) for p in c.passages] for c in window] == [[(0, 43)], [(44, 64)]]
+
+
+PROSE = ("The river rises in the hills. It flows east for 320 kilometres past three towns. "
+         "The largest town is Newcastle, founded in 1804. Its port ships coal.")
+
+
+def test_a_window_widens_to_whole_sentences_within_its_slack():
+    # "past three towns. The largest": cut mid-sentence on both sides, 6 words from either boundary
+    start, end = PROSE.index("past"), PROSE.index("largest") + len("largest")
+    new_start, new_end = to_sentences(PROSE, start, end, words=30)  # slack: 6 words a side
+    assert PROSE[new_start:new_end] == ("It flows east for 320 kilometres past three towns. "
+                                        "The largest town is Newcastle, founded in 1804.")
+    # boundaries further than the slack (5 words) leave the word cut as it was
+    assert to_sentences(PROSE, start, end, words=25) == (start, end)
+
+
+def test_text_with_no_sentence_boundary_keeps_its_word_window():
+    text = " ".join(f"w{i}" for i in range(100))
+    start, end = text.index("w40"), text.index("w59") + 3
+    assert to_sentences(text, start, end, words=20) == (start, end)
+    assert to_sentences("word", 0, 4, words=1) == (0, 4)  # a one-word text
+
+
+def test_the_agreement_window_is_cut_at_sentence_boundaries():
+    start, end = PROSE.index("for 320"), PROSE.index("largest town") + len("largest town")
+    members = [candidate("a", source="p.txt", start=0, end=len(PROSE), text=PROSE, rrf=0.01),
+               candidate("b", source="p.txt", start=start, end=end, text=PROSE[start:end], rrf=0.05)]
+    window = agreement_window(merge_spans(candidate_span(m) for m in members), members, 9)
+    # b's 9 words, widened by 3 words back and 5 forward to whole sentences
+    assert window.text == ("It flows east for 320 kilometres past three towns. "
+                           "The largest town is Newcastle, founded in 1804.")
+    assert PROSE[window.start:window.end] == window.text
+
+
+def ranked_scores(*scores):
+    return [ScoredCluster(Cluster([candidate(f"c{i}", source=f"s{i}.txt", start=0, end=5, text="hello")]), score)
+            for i, score in enumerate(scores)]
+
+
+def test_adaptive_plan_sends_a_clear_leader_alone_and_widens_when_evidence_is_spread():
+    assert adaptive_plan(ranked_scores(1.2), 0.2, 3) == (1, "adaptive: one cluster reached quorum")
+    assert adaptive_plan(ranked_scores(1.2, 0.9, 0.8), 0.2, 3) == (1, "adaptive: top cluster margin 0.30")
+    keep, reason = adaptive_plan(ranked_scores(1.2, 1.1, 1.05, 0.7), 0.2, 3)
+    assert keep == 3 and reason == "adaptive: evidence spread, 3 clusters within 0.2 of the top (margin 0.10)"
+    assert adaptive_plan(ranked_scores(1.2, 1.1, 1.05, 1.04), 0.2, 2)[0] == 2  # at most adaptive_clusters

@@ -39,7 +39,7 @@ class ScriptedServer:
 
 def generator(server: ScriptedServer, threshold: float | None) -> EmbeddedGenerator:
     backend = object.__new__(EmbeddedGenerator)
-    backend.settings = LlmSettings(decline_threshold=threshold)
+    backend.settings, backend.answer_format = LlmSettings(decline_threshold=threshold), "short"
     backend._server, backend.last_usage, backend.last_decline_probability = server, None, None
     return backend
 

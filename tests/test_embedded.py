@@ -13,7 +13,6 @@ from qrag_qdrant.config import load_settings
 from qrag_qdrant.errors import GenerationError
 from qrag_qdrant.evidence import Evidence, EvidenceCluster, Passage
 from qrag_qdrant.generation import embedded_available
-from qrag_qdrant.generation.prompt import begins_decline
 from qrag_qdrant.generation.embedded import (PACKAGED_MODELS, PackagedModel, check_gguf, packaged_gguf,
                                              packaged_model_name)
 from qrag_qdrant.store.edge import EdgeStore
@@ -89,21 +88,32 @@ def answering(tmp_path, corpus, embedder):
 
 
 @needs_model
-def test_streams_a_cited_answer_from_the_evidence(answering):
+def test_streams_a_short_answer_copied_from_a_cited_passage(answering):
     tokens: list[str] = []
-    answer = answering.answer(QUESTION, on_token=tokens.append)
+    answer = answering.answer("What dance do honeybee foragers perform?", on_token=tokens.append)
     assert answer.error is None and answer.complete, answer.error
-    assert len(tokens) > 2 and "".join(tokens) == answer.answer
-    assert "dance" in answer.answer.lower()
+    assert "".join(tokens) == answer.answer
+    assert "waggle" in answer.short_answer.lower(), answer.answer
     shown = {p.citation for p in answer.passages}
     cited = {n for claim in answer.claims for n in claim.citations}
-    assert cited and cited <= shown  # no answer cites a passage that was not shown
-    assert all(claim.score is not None for claim in answer.claims if claim.citations)
+    assert cited and cited <= shown, answer.answer  # no answer cites a passage that was not shown
+    assert all(claim.grounded and claim.supported for claim in answer.claims), answer.claims
     assert 0.0 <= answer.decline_probability < 0.5
+    assert answer.context_policy.startswith("adaptive") and answer.context_words <= 3 * 200
 
 
 @needs_model
-def test_the_model_declines_when_the_passages_do_not_hold_the_answer(answering):
+def test_the_judge_scores_a_grounded_claim(answering):
+    settings = answering.settings.model_copy(update={"generation": answering.settings.generation.model_copy(
+        update={"judge": True})})
+    answer = QuorumRAG(settings, store=answering.store, embedder=answering.embedder()).answer(
+        "What dance do honeybee foragers perform?")
+    grounded = [claim for claim in answer.claims if claim.grounded]
+    assert grounded and all(claim.score is not None for claim in grounded), answer.claims
+
+
+@needs_model
+def test_an_answer_the_passages_do_not_hold_is_declined_or_flagged(answering):
     bees = Passage(citation=1, source="honeybees.txt", start=0, end=100,
                    text="Honeybees live in colonies of tens of thousands of workers and a single queen.")
     evidence = Evidence(question="What is the capital of Mongolia?", abstained=False, retrievers=5,
@@ -111,18 +121,16 @@ def test_the_model_declines_when_the_passages_do_not_hold_the_answer(answering):
                         clusters=[EvidenceCluster(rank=1, score=1.0, support=5, retrievers=["dense-c50"],
                                                   passages=[bees])])
     answer = answering.answer(evidence.question, evidence=evidence)
-    assert answer.error is None
-    assert answer.abstained and answer.abstain_reason == "model_declined", answer.answer
-    assert answer.decline_probability >= 0.5
-    # a threshold above the model's own probability makes it answer, from its likeliest other first token
-    settings = answering.settings.model_copy(update={"llm": answering.settings.llm.model_copy(
-        update={"decline_threshold": min(1.0, answer.decline_probability + 0.02)})})
-    forced = QuorumRAG(settings, store=answering.store, embedder=answering.embedder()).answer(
-        evidence.question, evidence=evidence)
-    # (llama.cpp's prompt cache moves the log-probabilities in the third decimal)
-    assert forced.error is None and forced.decline_probability == pytest.approx(answer.decline_probability, abs=0.01)
-    assert forced.answer and not begins_decline(forced.answer.split()[0]), forced.answer
-    assert not forced.abstained and any(claim.supported is False for claim in forced.claims)  # the judge objects
+    assert answer.error is None and answer.decline_probability is not None
+    declined = answer.abstained and answer.abstain_reason == "model_declined"
+    assert declined or not any(claim.supported for claim in answer.claims), answer.answer
+    # a threshold at or below the model's own probability of declining makes it decline
+    if answer.decline_probability > 0:
+        settings = answering.settings.model_copy(update={"llm": answering.settings.llm.model_copy(
+            update={"decline_threshold": answer.decline_probability / 2})})
+        forced = QuorumRAG(settings, store=answering.store, embedder=answering.embedder()).answer(
+            evidence.question, evidence=evidence)
+        assert forced.abstained and forced.abstain_reason == "model_declined", forced.answer
 
 
 @needs_model

@@ -136,10 +136,12 @@ def test_squad_exact_match_and_f1():
     assert token_f1("nothing alike", ["Denver Broncos"]) == 0.0 and token_f1("", ["Denver"]) == 0.0
 
 
-def generated(category="answerable", outcome=None, f1=0.0, holds_gold=False, flagged=None, **extra):
-    fields = dict(id="q", category=category, system="s", answer="a", outcome=outcome, em=False, f1=f1,
-                  holds_gold=holds_gold, citations=1, citations_valid=True, claims_judged=1 if flagged is not None else 0,
-                  claims_supported=0 if flagged else 1 if flagged is not None else 0, flagged=flagged, seconds=2.0)
+def generated(category="answerable", outcome=None, f1=0.0, holds_gold=False, flagged=None, supported=None, **extra):
+    fields = dict(id="q", category=category, system="s", answer="a", short_answer="a", outcome=outcome, em=False,
+                  f1=f1, holds_gold=holds_gold, citations=1, citations_valid=True,
+                  claims_judged=1 if flagged is not None else 0,
+                  claims_supported=0 if flagged else 1 if flagged is not None else 0, flagged=flagged,
+                  supported=supported, seconds=2.0)
     return GeneratedAnswer(**{**fields, **extra})
 
 
@@ -162,13 +164,39 @@ def test_answer_metrics_count_abstentions_by_kind_and_the_judges_agreement_with_
     assert metrics["citations_valid"] == 1.0 and metrics["cites_unshown"] == 0 and metrics["uncited"] == 0.0
 
 
+def test_supported_is_scored_against_holding_the_gold_answer():
+    rows = [generated(holds_gold=True, supported=True), generated(holds_gold=True, supported=True),
+            generated(holds_gold=False, supported=True),   # a span the passage holds, but not the answer
+            generated(holds_gold=True, supported=False),   # right, but not copied from its passage
+            generated(holds_gold=False, supported=False),
+            generated(outcome="model_declined"),
+            generated(category="unanswerable", supported=True), generated(category="unanswerable", supported=False),
+            generated(category="out_of_corpus", supported=False), generated(category="out_of_corpus", outcome="gate")]
+    metrics = answer_metrics(rows)
+    assert metrics["grounding"] == {"supported": 3 / 5, "precision": 2 / 3, "recall": 2 / 3}
+    # of the unanswerable and out-of-corpus questions that reached the model, the share shown as supported
+    assert metrics["unanswerable_shown_supported"] == pytest.approx(1 / 3)
+    assert metrics["unanswerable_reached_model"] == 3
+
+
+def test_the_short_answer_is_scored_and_the_whole_answer_holds_the_gold():
+    answer = Answer(question="Who won?", abstained=False, retrievers=5, clusters=[], timings_ms={},
+                    answer='"The Denver Broncos won." [1]\nAnswer: Broncos', short_answer="Broncos",
+                    claims=[Claim(text='"The Denver Broncos won." [1]', citations=[1], grounded=True, supported=True),
+                            Claim(text="Answer: Broncos", citations=[], grounded=True, supported=True)])
+    row = score_answer(EvalQuestion(id="q", question="Who won?", answers=("Denver Broncos",)), "quorum", answer,
+                       3.0)
+    assert row.short_answer == "Broncos" and not row.em and row.f1 == pytest.approx(2 / 3)
+    assert row.holds_gold and row.supported
+
+
 def test_a_scored_answer_keeps_the_judges_scores_for_calibration():
     answer = Answer(question="Who won?", abstained=False, retrievers=5, clusters=[], timings_ms={},
                     answer="The Broncos won [1]. They scored 24 [2].",
                     claims=[Claim(text="The Broncos won [1].", citations=[1], supported=True, score=0.8),
                             Claim(text="They scored 24 [2].", citations=[2], supported=False, score=0.2)])
     row = score_answer(EvalQuestion(id="q", question="Who won?", answers=("Denver Broncos",)), "quorum", answer,
-                       3.0, None)
+                       3.0)
     assert row.claim_scores == [0.8, 0.2] and row.flagged and row.claims_supported == 1
     # "broncos won they scored 24" against "denver broncos": precision 1/5, recall 1/2
     assert row.holds_gold is False and row.f1 == pytest.approx(2 * (1 / 5) * (1 / 2) / (1 / 5 + 1 / 2))

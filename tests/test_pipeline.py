@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from qrag_qdrant.errors import ModelMismatchError, NothingIngestedError
+from qrag_qdrant.eval import Evaluation
+from qrag_qdrant.eval.dataset import Dataset, EvalQuestion
 from qrag_qdrant.store import VectorQuery
 from qrag_qdrant.store.base import point_id
 
@@ -190,3 +192,21 @@ def test_a_query_during_a_rewrite_sees_the_old_file_or_the_new_one_never_both(op
     monkeypatch.setattr(rag.store, "delete_stale", real_delete_stale)
     rag.ingest(corpus)
     assert len({row[2] for row in stored(rag, name) if row[0] == "games/chess.txt"}) == 1
+
+
+@pytest.mark.parametrize("context", ["adaptive", "fixed"])
+def test_eval_measures_the_evidence_the_query_path_returns(open_rag, corpus, context):
+    """Eval's quorum system and ``retrieve`` share one pipeline tail: same question, same
+    settings, the same evidence, gate features and threshold included (timings aside)."""
+    rag = open_rag(retrieval={"context": context})
+    rag.ingest(corpus)
+    questions = [EvalQuestion("bees", BEES_QUESTION, ("waggle dance",)),
+                 EvalQuestion("off", "What is the airspeed of an unladen swallow?", ())]
+    evaluation = Evaluation(rag, Dataset("tiny", corpus, "qa", questions), systems=["quorum"])
+    for question in questions:
+        seen = evaluation.answer("quorum", evaluation.search_question(question)).evidence
+        returned = rag.retrieve(question.question)
+        assert seen.model_dump(exclude={"timings_ms"}) == returned.model_dump(exclude={"timings_ms"})
+        assert seen.gate_features == returned.gate_features and seen.gate_threshold is not None
+        assert returned.context_policy is None if returned.abstain_reason == "no_quorum" else \
+            returned.context_policy.startswith(context)

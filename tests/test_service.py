@@ -56,7 +56,8 @@ def teams(tmp_path, embedder):
             for team, namespace, role in (("a", "a", "read-write"), ("b", "b", "read"), ("a-admin", "a", "admin"))}
 
     def start(**overrides) -> TestClient:
-        settings = load_settings(store=store, service={"keys": key_file, "max_body_bytes": 200_000}, **overrides)
+        service = {"keys": key_file, "max_body_bytes": 200_000, **overrides.pop("service", {})}
+        settings = load_settings(store=store, service=service, **overrides)
         return TestClient(create_app(settings, embedder=embedder), raise_server_exceptions=False)
 
     return start, auth
@@ -270,6 +271,25 @@ def test_a_repeated_question_is_answered_from_the_cache_until_the_index_changes(
     after = ask(BEES)
     assert "cache_miss" in after["timings_ms"] and metric(client, "stale") == 1
     assert "cache_hit" in ask(BEES)["timings_ms"]
+
+
+def test_feedback_on_a_cached_answer_keeps_the_gates_features(teams, tmp_path):
+    """A repeated question is answered from the cache; the cached answer must still carry the
+    gate's features (not part of the JSON), or its feedback exports an empty training row."""
+    start, auth = teams
+    with ollama_standin(tokens=["waggle dance ", "[1]"]) as ollama, \
+            start(ollama={"host": ollama.host}, generation={"backend": "ollama"}) as client:
+        first = client.post("/v1/query", json={"question": BEES}, headers=auth["a"]).json()
+        again = client.post("/v1/query", json={"question": BEES}, headers=auth["a"]).json()
+        assert "cache_hit" in again["timings_ms"] and again["answer"] == first["answer"] == "waggle dance [1]"
+        assert again["short_answer"] == "waggle dance" and again["claims"][0]["grounded"] is True
+        rated = client.post("/v1/feedback", json={"query_id": again["query_id"], "rating": "up"}, headers=auth["a"])
+        assert rated.status_code == 201, rated.text
+    out = tmp_path / "rows.jsonl"
+    result = run("feedback", "export", "--store", str(tmp_path / "store"), "--namespace", "team-a", "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(row["features"]) == 15 and row["confidence"] == first["confidence"]
 
 
 def test_feedback_is_kept_per_namespace_and_exported_as_gate_rows(service, tmp_path):

@@ -52,18 +52,65 @@ def test_declined(text, expected):
     assert declined(text) is expected
 
 
-def test_check_answer_judges_each_cited_claim():
-    judge = ScriptedJudge("Broncos")
-    answer = answer_of("The Broncos won [1]. The Panthers won [2].")
-    check_answer(answer, PASSAGES, judge, "mark")
-    assert [(c.supported, c.score) for c in answer.claims] == [(True, 0.9), (False, 0.1)]
-    assert "1 of 2 claims are not supported" in answer.warnings[0]
-    assert not answer.abstained
-    assert "Denver Broncos won Super Bowl 50" in judge.prompts[0] and "Santa Clara" not in judge.prompts[0]
+def test_a_claim_is_grounded_only_when_its_words_occur_in_a_passage_it_cites():
+    answer = answer_of("Denver Broncos [1]")
+    check_answer(answer, PASSAGES, None, "mark")
+    assert answer.short_answer == "Denver Broncos"
+    assert [(c.grounded, c.supported) for c in answer.claims] == [(True, True)] and not answer.warnings
+    # case, punctuation and spacing aside; words of another passage are not enough
+    assert_supported("the denver  BRONCOS. [1]", True)
+    assert_supported("Santa Clara [1]", False)
+    assert_supported("Santa Clara [2]", True)
+    assert_supported("Denver [1]", True)
+    assert_supported("Denv [1]", False)  # whole words only
 
-    refused = answer_of("The Panthers won [2].")
-    check_answer(refused, PASSAGES, judge, "refuse")
-    assert refused.abstained and refused.abstain_reason == "unsupported_answer"
+
+def assert_supported(text: str, expected: bool) -> None:
+    answer = answer_of(text)
+    check_answer(answer, PASSAGES, None, "mark")
+    assert all(c.supported is expected for c in answer.claims), (text, answer.claims)
+
+
+def test_the_quote_format_grounds_the_quote_and_the_answer_line():
+    answer = answer_of('"The Denver Broncos won Super Bowl 50." [1]\nAnswer: Denver Broncos')
+    check_answer(answer, PASSAGES, None, "mark")
+    assert answer.short_answer == "Denver Broncos"
+    assert [c.grounded for c in answer.claims] == [True, True]  # the answer line is held to [1], cited above
+    made_up = answer_of('"The Broncos lost the game." [1]\nAnswer: Denver Broncos')
+    check_answer(made_up, PASSAGES, None, "mark")
+    assert [c.grounded for c in made_up.claims] == [False, True]
+    assert "1 of 2 claims are not found in the passages they cite" in made_up.warnings
+
+
+def test_an_answer_with_no_short_answer_or_only_unshown_citations_is_not_supported():
+    bare_citation = answer_of("[1]")
+    check_answer(bare_citation, PASSAGES, None, "mark")
+    assert bare_citation.short_answer is None and bare_citation.claims[0].supported is False
+    unshown = answer_of("Denver Broncos [7] [9]")
+    check_answer(unshown, PASSAGES, None, "refuse")
+    assert unshown.claims[0].invalid_citations == [7, 9] and unshown.claims[0].grounded is False
+    assert unshown.abstained and unshown.abstain_reason == "unsupported_answer"
+
+
+def test_escaped_text_the_model_copies_is_read_unescaped():
+    passages = [Passage(citation=1, source="a.txt", start=0, end=20, text='AT&T said "yes" <today>.')]
+    answer = answer_of("AT&amp;T [1]")
+    check_answer(answer, passages, None, "mark")
+    assert answer.short_answer == "AT&T" and answer.claims[0].supported
+
+
+def test_the_judge_is_asked_only_about_grounded_claims_and_can_overrule_them():
+    judge = ScriptedJudge("Broncos")
+    answer = answer_of("The Denver Broncos won Super Bowl 50 [1]. The Panthers won [2].")
+    check_answer(answer, PASSAGES, judge, "mark")
+    assert [(c.grounded, c.supported, c.score) for c in answer.claims] == [(True, True, 0.9), (False, False, None)]
+    assert len(judge.prompts) == 1 and "Santa Clara" not in judge.prompts[0]
+    assert "1 of 2 claims are not found in the passages they cite or not confirmed by the judge" in answer.warnings
+    assert not answer.abstained
+    doubted = answer_of("The game was played in Santa Clara [2].")
+    check_answer(doubted, PASSAGES, judge, "refuse")
+    assert doubted.claims[0].grounded and doubted.claims[0].score == 0.1
+    assert doubted.abstained and doubted.abstain_reason == "unsupported_answer"
 
 
 def test_invalid_and_missing_citations_are_flagged():
@@ -73,7 +120,8 @@ def test_invalid_and_missing_citations_are_flagged():
     assert "cites passages that were not shown: [7]" in invalid.warnings[0]
     uncited = answer_of("The Broncos won.")
     check_answer(uncited, PASSAGES, None, "mark")
-    assert uncited.warnings == ["the answer cites no passage: check it against the evidence"]
+    assert uncited.warnings == ["the answer cites no passage: check it against the evidence",
+                                "1 of 1 claims are not found in the passages they cite"]
 
 
 def test_a_decline_is_an_abstention():
@@ -84,7 +132,7 @@ def test_a_decline_is_an_abstention():
 
 def test_an_oversized_context_is_trimmed_from_the_lowest_ranked_passage():
     long = [Passage(citation=n, source="x.txt", start=0, end=3000, text="word " * 600) for n in (1, 2, 3)]
-    kept, dropped = fit_passages("Q?", long, window=2600, answer_tokens=256)
+    kept, dropped = fit_passages("Q?", long, window=3000, answer_tokens=256)
     assert [p.citation for p in kept] == [1, 2] and [p.citation for p in dropped] == [3]
     assert fit_passages("Q?", long, window=None, answer_tokens=256) == (long, [])
 
@@ -107,7 +155,8 @@ def test_a_registered_backend_is_used_and_an_unknown_one_is_one_line(tmp_path, c
         rag.ingest(corpus)
         answer = rag.answer("How does a honeybee forager tell her sisters the direction of flowers?")
     assert answer.error is None and answer.answer.endswith("[1]")
-    assert answer.claims and answer.claims[-1].citations == [1] and answer.claims[-1].supported is None
+    # it copies the passage, so every claim is found in the passage it cites
+    assert answer.claims and answer.claims[-1].citations == [1] and all(c.grounded for c in answer.claims)
     with pytest.raises(ConfigError, match="generation.backend 'nope' is not registered; known: .*echo"):
         open_backend(load_settings(generation={"backend": "nope"}))
 

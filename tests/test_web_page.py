@@ -91,6 +91,8 @@ def test_ask_watch_the_answer_see_the_evidence_and_give_feedback(served, browser
 
     clusters = browser.find_elements(By.CSS_SELECTOR, "#clusters > li")
     assert clusters
+    context = browser.find_element(By.ID, "context").text  # how much the model read, and why
+    assert re.fullmatch(r"\d+ words sent to the model \(adaptive: .+\)", context), context
     badge = clusters[0].find_element(By.CLASS_NAME, "support").text
     assert re.fullmatch(r"[1-5]/5 retrievers", badge), badge
     cited = browser.find_element(By.ID, "passage-1")

@@ -1,6 +1,9 @@
 """From ranked clusters to numbered passages: overlapping chunks of a source are merged,
 so the model never reads the same text twice, and each cluster can be held to a word
-budget centred where its members agree most."""
+budget centred where its members agree most, widened to whole sentences.
+
+``adaptive_plan`` decides how much of that evidence the model needs: the best cluster alone
+when it clearly leads, more only when the evidence is spread over several."""
 
 from __future__ import annotations
 
@@ -9,11 +12,31 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+import re
+
 from ..chunking import WORD
 from ..evidence import EvidenceCluster, Passage
 from ..locations import Mark, locate
 from .fusion import Candidate
 from .ranking import ScoredCluster
+
+#: where a sentence starts: after . ! or ? (and a closing quote or bracket) and white space
+SENTENCE_START = re.compile(r"(?<=[.!?])[\"')\]’”]*\s+")
+#: how far a window may grow to reach a sentence boundary, as a share of its words
+SENTENCE_SLACK = 0.2
+
+
+def to_sentences(text: str, start: int, end: int, words: int) -> tuple[int, int]:
+    """``text[start:end]`` widened to begin and end on sentence boundaries, each side by at
+    most ``SENTENCE_SLACK`` of ``words`` (at least 5 words); a side with no boundary that
+    near keeps its word boundary."""
+    slack = max(5, round(words * SENTENCE_SLACK))
+    starts = [0, *(m.end() for m in SENTENCE_START.finditer(text)), len(text)]
+    before = [b for b in starts if b <= start and len(text[b:start].split()) <= slack]
+    after = [b for b in starts if b >= end and len(text[end:b].split()) <= slack]
+    new_start = max(before) if before else start
+    new_end = len(text[:min(after)].rstrip()) if after else end
+    return new_start, max(new_end, end)
 
 
 @dataclass(frozen=True)
@@ -77,7 +100,8 @@ def candidate_span(candidate: Candidate) -> Span:
 
 
 def agreement_window(spans: Sequence[Span], members: Sequence[Candidate], words: int) -> Span:
-    """The ``words``-word window, over all the spans, that the members cover most strongly.
+    """The ``words``-word window, over all the spans, that the members cover most strongly,
+    widened to whole sentences (``to_sentences``).
 
     Each word weighs the fused RRF of the member chunks that contain it, so the window
     settles where the best-ranked chunks of several retrievers overlap.
@@ -93,9 +117,10 @@ def agreement_window(spans: Sequence[Span], members: Sequence[Candidate], words:
         sums = np.convolve(weight, np.ones(width), mode="valid")
         first = int(np.argmax(sums))
         if best is None or sums[first] > best[0]:
-            start, end = int(bounds[first, 0]), int(bounds[first + width - 1, 1])
-            best = (float(sums[first]), Span(span.source, start, end, span.text[start - span.start:end - span.start],
-                                             span.marks))
+            start, end = to_sentences(span.text, int(bounds[first, 0]) - span.start,
+                                      int(bounds[first + width - 1, 1]) - span.start, width)
+            best = (float(sums[first]), Span(span.source, span.start + start, span.start + end,
+                                             span.text[start:end], span.marks))
     assert best is not None
     return best[1]
 
@@ -159,3 +184,17 @@ def build_context(ranked: Sequence[ScoredCluster], limit: int, word_budget: int 
                                         support=scored.cluster.support, retrievers=scored.cluster.retrievers,
                                         passages=passages, expansions=scored.cluster.expansions))
     return clusters
+
+
+def adaptive_plan(ranked: Sequence[ScoredCluster], margin: float, most: int) -> tuple[int, str]:
+    """How many of the best clusters the model needs, and why, from their ranking scores: the
+    best alone when it leads the next by at least ``margin``; else every cluster within
+    ``margin`` of the best, at most ``most``. Quorum's best evidence comes first, so a clear
+    lead means the rest would only distract a small model and lengthen its prompt."""
+    if len(ranked) < 2:
+        return 1, "adaptive: one cluster reached quorum"
+    lead = ranked[0].score - ranked[1].score
+    if lead >= margin:
+        return 1, f"adaptive: top cluster margin {lead:.2f}"
+    close = sum(ranked[0].score - scored.score < margin for scored in ranked[:most])
+    return close, f"adaptive: evidence spread, {close} clusters within {margin:g} of the top (margin {lead:.2f})"

@@ -1,12 +1,13 @@
 """Answer-level evaluation (``eval --generate``): one model answers the same questions from each
 system's context, and the answers are scored, checked and compared in pairs.
 
-Every answer goes through ``generation.answer.generate_answer``, the query path's own code:
-the window fit, the citation check and the judge. A system whose gate abstained is not
-asked; its answer counts as abstained. Scores are SQuAD's (EM and F1 after its
-normalisation, with the ``[n]`` citations removed), and whether the answer holds a gold
-string. Systems are compared on the same questions with a Wilcoxon signed-rank test of
-their per-question F1.
+Every answer goes through ``generation.answer.answer_from``, the query path's own code:
+quorum's evidence as ``Coordinator.evidence_from`` returned it, the window fit, the grounding
+check and the judge. A system whose gate abstained is not asked; its answer counts as
+abstained. Scores are SQuAD's (EM and F1 after its normalisation) on the short answer, and
+whether the answer holds a gold string. The grounding check ("supported") is scored against
+holding the gold answer. Systems are compared on the same questions with a Wilcoxon
+signed-rank test of their per-question F1 and an exact McNemar test of holding the gold.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from typing import Any
 
 
 from ..config import Settings
-from ..evidence import Answer
-from ..generation import GenerationBackend, Usage
-from ..generation.answer import generate_answer
+from ..evidence import Answer, Evidence, EvidenceCluster
+from ..generation import GenerationBackend
+from ..generation.answer import answer_from
 from ..generation.verify import CITATION
 from .dataset import CATEGORIES, EvalQuestion
 from .metrics import SystemAnswer, exact_match, holds_answer, mean_of, paired_test, percentile, token_f1
@@ -36,6 +37,7 @@ class GeneratedAnswer:
     category: str
     system: str
     answer: str | None
+    short_answer: str | None
     #: gate (the context was withheld), model_declined, unsupported_answer, error, or None: answered
     outcome: str | None
     em: bool
@@ -48,7 +50,11 @@ class GeneratedAnswer:
     claims_supported: int
     #: the judge found a claim its passages do not support (None: not judged)
     flagged: bool | None
+    #: every claim passed the grounding check (and the judge, where on); None: not answered
+    supported: bool | None
     seconds: float
+    context_words: int = 0
+    context_policy: str | None = None
     #: the judge's P(yes) per judged claim, to choose its threshold from labelled answers
     claim_scores: list[float] = field(default_factory=list)
     #: the model's probability of declining, from its first token (to choose generation.decline_threshold)
@@ -63,35 +69,43 @@ class GeneratedAnswer:
         return self.outcome is None
 
 
-def score_answer(question: EvalQuestion, system: str, answer: Answer, seconds: float,
-                 usage: Usage | None) -> GeneratedAnswer:
-    bare = CITATION.sub("", answer.answer or "")
-    outcome = "gate" if answer.abstained and answer.answer is None and answer.abstain_reason is None else (
+def score_answer(question: EvalQuestion, system: str, answer: Answer, seconds: float) -> GeneratedAnswer:
+    short = answer.short_answer or CITATION.sub("", answer.answer or "")
+    outcome = "gate" if answer.abstain_reason in ("no_quorum", "low_confidence") else (
         "error" if answer.error else answer.abstain_reason if answer.abstained else None)
     cited = [n for claim in answer.claims for n in claim.citations]
-    judged = [c for c in answer.claims if c.supported is not None]
+    judged = [c for c in answer.claims if c.score is not None]
     scored = outcome is None and question.answerable
     return GeneratedAnswer(
-        id=question.id, category=question.category, system=system, answer=answer.answer, outcome=outcome,
-        em=scored and exact_match(bare, question.answers), f1=token_f1(bare, question.answers) if scored else 0.0,
-        holds_gold=scored and holds_answer(bare, question.answers), citations=len(cited),
-        citations_valid=not any(c.invalid_citations for c in answer.claims) if cited else None,
+        id=question.id, category=question.category, system=system, answer=answer.answer,
+        short_answer=answer.short_answer, outcome=outcome,
+        em=scored and exact_match(short, question.answers), f1=token_f1(short, question.answers) if scored else 0.0,
+        holds_gold=scored and holds_answer(CITATION.sub("", answer.answer or ""), question.answers),
+        citations=len(cited), citations_valid=not any(c.invalid_citations for c in answer.claims) if cited else None,
         claims_judged=len(judged), claims_supported=sum(bool(c.supported) for c in judged),
-        flagged=any(not c.supported for c in judged) if judged else None, seconds=seconds,
+        flagged=any(not c.supported for c in judged) if judged else None,
+        supported=bool(answer.claims) and all(c.supported for c in answer.claims) if outcome is None else None,
+        seconds=seconds, context_words=answer.context_words, context_policy=answer.context_policy,
         claim_scores=[c.score for c in judged if c.score is not None], decline_probability=answer.decline_probability,
-        **(asdict(usage) if usage is not None else {}))
+        **(answer.usage.model_dump() if answer.usage is not None else {}))
+
+
+def chunk_evidence(question: EvalQuestion, system: str, context: SystemAnswer) -> Evidence:
+    """A chunk system's context as evidence, so it is answered through the same path as quorum's."""
+    reason = "low_confidence" if context.gated else "no_quorum" if not context.units else None
+    return Evidence(question=question.question, abstained=reason is not None, abstain_reason=reason,
+                    confidence=context.confidence, retrievers=1, timings_ms={},
+                    clusters=[EvidenceCluster(rank=p.citation, score=0.0, support=1, retrievers=[system], passages=[p])
+                              for p in context.passages])
 
 
 def generate_for(question: EvalQuestion, system: str, context: SystemAnswer, settings: Settings,
                  backend: Callable[[], GenerationBackend]) -> GeneratedAnswer:
-    answer = Answer(question=question.question, abstained=context.abstained, retrievers=0, clusters=[],
-                    timings_ms={})
-    if context.abstained:  # the gate withheld the context: the model is not asked
-        return score_answer(question, system, answer, 0.0, None)
+    evidence = context.evidence or chunk_evidence(question, system, context)
     started = time.perf_counter()
-    generate_answer(answer, context.passages, backend, settings)
-    seconds = time.perf_counter() - started
-    return score_answer(question, system, answer, seconds, None if answer.error else getattr(backend(), "last_usage", None))
+    answer = answer_from(evidence, backend, settings)
+    seconds = 0.0 if evidence.abstained else time.perf_counter() - started
+    return score_answer(question, system, answer, seconds)
 
 
 #: the llm.decline_threshold values whose outcome ``decline_curve`` works out from one run
@@ -120,6 +134,10 @@ def answer_metrics(rows: Sequence[GeneratedAnswer]) -> dict[str, Any]:
     caught = [r for r in flagged if r.flagged and not r.holds_gold]
     raised = [r for r in flagged if r.flagged]
     completion_seconds = sum(r.completion_seconds or 0.0 for r in asked)
+    checked = [r for r in answerable if r.answered and r.supported is not None]
+    supported = [r for r in checked if r.supported]
+    # out-of-corpus and unanswerable questions whose context reached the model
+    unanswerable = [r for r in rows if r.category != "answerable" and r.outcome not in ("gate", "error")]
     return {
         "answers": len(rows),
         "em": mean_of([r.em for r in answerable]),
@@ -140,12 +158,22 @@ def answer_metrics(rows: Sequence[GeneratedAnswer]) -> dict[str, Any]:
         "judge": {"flagged": len(raised), "wrong": len(wrong),
                   "precision": len(caught) / len(raised) if raised else None,
                   "recall": len(caught) / len(wrong) if wrong else None},
+        # "supported" (grounding check, and the judge where on) against holding the gold answer
+        "grounding": {"supported": mean_of([bool(r.supported) for r in checked]),
+                      "precision": mean_of([r.holds_gold for r in supported]) if supported else None,
+                      "recall": (sum(r.holds_gold for r in supported) / held
+                                 if (held := sum(r.holds_gold for r in checked)) else None)},
+        "unanswerable_shown_supported": mean_of([bool(r.supported) for r in unanswerable]) if unanswerable else None,
+        "unanswerable_reached_model": len(unanswerable),
+        "context_words": mean_of([r.context_words for r in rows if r.outcome != "gate"]),
         "prompt_tokens": mean_of([r.prompt_tokens or 0 for r in asked]),
+        "prompt_tokens_p50": percentile([r.prompt_tokens or 0 for r in asked], 50) if asked else None,
         "cached_share": (sum(r.cached_tokens or 0 for r in asked) / total
                          if (total := sum(r.prompt_tokens or 0 for r in asked)) else None),
         "tokens_per_second": (sum(r.completion_tokens or 0 for r in asked) / completion_seconds
                               if completion_seconds else None),
         "seconds_per_answer": mean_of([r.seconds for r in rows if r.outcome != "gate"]),
+        "p50_seconds": percentile([r.seconds for r in rows if r.outcome != "gate"], 50),
         "p95_seconds": percentile([r.seconds for r in rows if r.outcome != "gate"], 95),
     }
 
@@ -178,6 +206,9 @@ class AnswerEvaluation:
         if len(self.systems) >= 2:
             first, second = self.systems[:2]
             result["paired_f1"] = {"systems": [first, second], **paired_f1(rows[first], rows[second])}
+            result["paired_holds_gold"] = {"systems": [first, second], **paired_test(
+                [(float(a.holds_gold), float(b.holds_gold)) for a, b in zip(rows[first], rows[second])
+                 if a.category == "answerable"], exact_mcnemar=True)}
         return result
 
 

@@ -89,9 +89,22 @@ def held_out_docs(docs: list[str], share: float, seed: int, salt: str = "") -> f
     return frozenset(ranked[:round(share * len(docs))])
 
 
+#: the share of a data set's documents whose questions choose prompts, thresholds and policies
+#: (``--articles tune``); reports are made on the others (``--articles test``)
+TUNING_SHARE = 0.25
+
+
+def tuning_docs(docs: list[str]) -> frozenset[str]:
+    """The fixed tuning documents: the same on any machine, independent of any ``--hold-out`` split."""
+    return held_out_docs(docs, TUNING_SHARE, 0, salt="tuning:")
+
+
 def load_dataset(root: Path, sample: int | None = None, seed: int = 0, hold_out: float = 0.0,
-                 split_seed: int = 0, foreign: Path | None = None) -> Dataset:
+                 split_seed: int = 0, foreign: Path | None = None, articles: str | None = None) -> Dataset:
     """Read a data set; ``sample`` questions are drawn with ``random.Random(seed)``.
+
+    ``articles``: ``tune`` keeps only questions written on the tuning documents
+    (``tuning_docs``), ``test`` only the others; the whole corpus is indexed either way.
 
     ``hold_out`` (0-1) of the corpus files are left out of the index, and their questions
     become out-of-corpus. ``foreign`` adds another data set's questions (as many as
@@ -103,10 +116,15 @@ def load_dataset(root: Path, sample: int | None = None, seed: int = 0, hold_out:
     if not 0.0 <= hold_out < 1.0:
         raise DatasetError(f"--hold-out {hold_out}: use a share of the documents from 0 up to (not including) 1")
     questions, kind = _read_questions(root)
+    docs = sorted(p.relative_to(root / "corpus").as_posix() for p in (root / "corpus").rglob("*") if p.is_file())
+    if articles is not None:
+        if articles not in ("tune", "test"):
+            raise DatasetError(f"--articles {articles!r}: use tune or test")
+        tuning = tuning_docs(docs)
+        questions = [q for q in questions if _written_on(q, tuning) == (articles == "tune")]
     held = frozenset()
     if hold_out:
-        held = held_out_docs(sorted(p.relative_to(root / "corpus").as_posix()
-                                    for p in (root / "corpus").rglob("*") if p.is_file()), hold_out, split_seed)
+        held = held_out_docs(docs, hold_out, split_seed)
         questions = [dataclasses.replace(q, out_of_corpus=True) if _written_on(q, held) else q for q in questions]
     if sample is not None and sample < len(questions):
         questions = random.Random(seed).sample(questions, sample)

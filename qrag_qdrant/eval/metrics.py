@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..evidence import Passage, QueryExpansion
+from ..evidence import Evidence, Passage, QueryExpansion
 from .dataset import CATEGORIES, EvalQuestion
 
 ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -69,6 +69,8 @@ class SystemAnswer:
     passages: list[Passage] = field(default_factory=list)
     #: what the model wrote for an expanded system (``quorum+mq``, ``quorum+hyde``)
     expansion: QueryExpansion | None = None
+    #: quorum's evidence as the query path returned it, answered through the same answer path
+    evidence: Evidence | None = None
 
     @property
     def abstained(self) -> bool:

@@ -88,9 +88,11 @@ ANSWER_COLUMNS: tuple[tuple[str, Any], ...] = (
     ("same, unsupported refused", lambda m: cell("abstain_rate", m["answered_rate_if_refused"])),
     ("citations valid / cite unshown / uncited",
      lambda m: f"{cell('rate', m['citations_valid'])} / {m['cites_unshown']} / {cell('rate', m['uncited'])}"),
-    ("claims supported", lambda m: cell("rate", m["claims_supported"])),
-    ("judge P / R", lambda m: f"{cell('rate', m['judge']['precision'])} / {cell('rate', m['judge']['recall'])}"),
-    ("prompt tokens", lambda m: cell("context_words", m["prompt_tokens"])),
+    ("supported: share / P / R", lambda m: " / ".join(cell("rate", m["grounding"][k])
+                                                      for k in ("supported", "precision", "recall"))),
+    ("unans. shown supported", lambda m: cell("rate", m["unanswerable_shown_supported"])),
+    ("context words", lambda m: cell("context_words", m["context_words"])),
+    ("prompt tokens (p50)", lambda m: cell("context_words", m["prompt_tokens_p50"])),
     ("cached", lambda m: cell("rate", m["cached_share"])),
     ("tokens/s", lambda m: cell("context_words", m["tokens_per_second"])),
     ("s/answer", lambda m: cell("context_words", m["seconds_per_answer"])),
@@ -106,10 +108,15 @@ def paired_line(generation: dict[str, Any]) -> str | None:
     if not paired:
         return None
     first, second = paired["systems"]
-    p_value = "-" if paired["p_value"] is None else f"{paired['p_value']:.2g}"
+    gold = generation["paired_holds_gold"]
     return (f"{first} against {second} on {paired['questions']} answerable questions: F1 difference "
-            f"{paired['mean_difference']:+.3f}, {paired['wins']} wins, {paired['losses']} losses, {paired['ties']} ties, "
-            f"Wilcoxon p = {p_value}")
+            f"{paired['mean_difference']:+.3f} ({paired['wins']} wins, {paired['losses']} losses, Wilcoxon p = "
+            f"{p_text(paired['p_value'])}); holds gold {gold['mean_difference']:+.3f} ({gold['wins']} wins, "
+            f"{gold['losses']} losses, exact McNemar p = {p_text(gold['p_value'])})")
+
+
+def p_text(p_value: float | None) -> str:
+    return "-" if p_value is None else f"{p_value:.2g}"
 
 
 def answers_table(generation: dict[str, Any]) -> Table:

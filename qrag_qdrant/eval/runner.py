@@ -35,9 +35,8 @@ from ..api import QuorumRAG
 from ..config import CollectionSpec, RetrievalSettings, Settings, parse_expansion
 from ..coordinator import QueryVectors
 from ..coordinator.expansion import ExpandedText, Expander, ExpansionPlan
-from ..coordinator.context import build_context
 from ..coordinator.fusion import Candidate, RankedList, reciprocal_rank_fusion
-from ..coordinator.gate import decide, list_features
+from ..coordinator.gate import list_features
 from ..coordinator.ranking import ScoredCluster
 from ..errors import ConfigError
 from ..evidence import Passage, QueryExpansion
@@ -57,7 +56,8 @@ RELEVANCE_DEPTH = 100
 #: min_similarity shape the search itself: change them with --top-k or the config).
 SWEEPABLE = {"quorum": int, "cluster_threshold": float, "rrf_k": int,
              "weight_rrf": float, "weight_support": float, "word_budget": int,
-             "context_clusters": int}
+             "context_clusters": int, "context": str, "adaptive_margin": float, "adaptive_words": int,
+             "adaptive_clusters": int}
 
 
 @dataclass
@@ -148,7 +148,9 @@ def parse_sweep(items: Sequence[str]) -> list[dict[str, Any]]:
 
 class Evaluation:
     def __init__(self, rag: QuorumRAG, dataset: Dataset, systems: Sequence[str] | None = None,
-                 top_k: int | None = None, expansions_cache: Path | None = None):
+                 top_k: int | None = None, expansions_cache: Path | None = None, chunks: int | None = None):
+        """``chunks``: how many chunks a chunk system (a retriever alone, hybrid, rrf-all) sends;
+        default ``retrieval.context_clusters``."""
         known = system_names(rag) + list(EXPANDED_SYSTEMS)
         unknown = [name for name in systems or () if name not in known]
         if unknown:
@@ -160,7 +162,7 @@ class Evaluation:
         self.expansions = ExpansionCache(expansions_cache)
         self.top_k = top_k or (RELEVANCE_DEPTH if dataset.kind == "relevance" else rag.settings.retrieval.top_k)
         self.options = rag.settings.retrieval.model_copy(update={"top_k": self.top_k})
-        self.budget = rag.settings.retrieval.context_clusters
+        self.budget = chunks or rag.settings.retrieval.context_clusters
         self.searches: list[QuestionSearch] = []
 
     @staticmethod
@@ -244,16 +246,18 @@ class Evaluation:
 
     def _quorum(self, search: QuestionSearch, options: RetrievalSettings,
                 expanded: Sequence[RankedList] = ()) -> SystemAnswer:
+        """The query path's own evidence (``Coordinator.evidence_from``) from the shared search;
+        the clusters' document order, for ranking metrics, is observed through its hook."""
         started = time.perf_counter()
-        coordinator = self.rag.coordinator
-        ranked = coordinator.rank([*search.lists, *expanded], options)
-        clusters = build_context(ranked, options.context_clusters, options.word_budget, options.context_passages)
-        features, confidence = coordinator.assess(search.vectors, search.lists, ranked, clusters, options)
+        ranked: list[ScoredCluster] = []
+        evidence = self.rag.coordinator.evidence_from(search.vectors, search.lists, options, expanded,
+                                                      on_ranked=ranked.extend)
+        clusters = evidence.clusters
         answer = SystemAnswer(units=[[p.text for p in c.passages] for c in clusters], docs=_cluster_docs(ranked),
-                              support=clusters[0].support if clusters else None, confidence=confidence,
-                              features=features or {}, passages=[p for c in clusters for p in c.passages],
-                              gated=decide(len(ranked), confidence,
-                                           coordinator.min_confidence(options)) == "low_confidence")
+                              support=clusters[0].support if clusters else None,
+                              confidence=evidence.confidence or 0.0, features=evidence.gate_features or {},
+                              passages=evidence.passages, gated=evidence.abstain_reason == "low_confidence",
+                              evidence=evidence)
         return self._timed(answer, search, started, shared_search=True)
 
     def _chunks(self, name: str, hits: Sequence[Hit], scores: Sequence[float] | None = None) -> SystemAnswer:

@@ -17,9 +17,9 @@ from importlib.metadata import entry_points
 from ..config import OllamaSettings, Settings
 from ..errors import ConfigError
 from .base import GenerationBackend, Judge, Usage
-from .prompt import NOT_IN_DOCUMENTS, SYSTEM_PROMPT, build_messages
+from .prompt import NOT_IN_DOCUMENTS, SYSTEM_PROMPTS, build_messages
 
-__all__ = ["NOT_IN_DOCUMENTS", "SYSTEM_PROMPT", "GenerationBackend", "Judge", "build_messages", "open_backend",
+__all__ = ["NOT_IN_DOCUMENTS", "SYSTEM_PROMPTS", "GenerationBackend", "Judge", "build_messages", "open_backend",
            "register_backend", "Usage"]
 ENTRY_POINT_GROUP = "qrag_qdrant.generation"
 

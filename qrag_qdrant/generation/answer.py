@@ -6,22 +6,37 @@ what a user gets.
 
 from __future__ import annotations
 
+import dataclasses
+import threading
 from collections.abc import Callable, Sequence
 
 from ..config import Settings
 from ..errors import GenerationError
-from ..evidence import Answer, Passage
+from ..evidence import Answer, Evidence, Passage, TokenUsage
 from .base import GenerationBackend, Judge
 from .prompt import fit_passages
 from .verify import check_answer
 
 
+def answer_from(evidence: Evidence, backend: Callable[[], GenerationBackend], settings: Settings,
+                on_token: Callable[[str], None] | None = None, cancelled: threading.Event | None = None) -> Answer:
+    """The checked answer to ``evidence``; the model is not called when retrieval abstained.
+    The CLI, the service and ``eval --generate`` all answer through here."""
+    result = Answer.from_evidence(evidence)
+    if not evidence.abstained:
+        generate_answer(result, evidence.passages, backend, settings, on_token, cancelled)
+    return result
+
+
 def generate_answer(result: Answer, passages: Sequence[Passage], backend: Callable[[], GenerationBackend],
-                    settings: Settings, on_token: Callable[[str], None] | None = None) -> None:
+                    settings: Settings, on_token: Callable[[str], None] | None = None,
+                    cancelled: threading.Event | None = None) -> None:
     """Fill ``result`` with the answer, its claims and warnings, or the error.
 
     ``backend`` is called once, inside the error handling, so a backend that cannot open
-    becomes ``result.error`` like a failure mid-stream (then ``complete`` is false).
+    becomes ``result.error`` like a failure mid-stream (then ``complete`` is false). Once
+    ``cancelled`` is set (the client left), the stream is closed at the next token, which
+    stops the model, and the answer is left incomplete.
     """
     parts: list[str] = []
     sent: list[Passage] = list(passages)
@@ -29,17 +44,23 @@ def generate_answer(result: Answer, passages: Sequence[Passage], backend: Callab
     try:
         opened = backend()
         sent, dropped = fit_passages(result.question, passages, getattr(opened, "context_tokens", None),
-                                     settings.llm.max_tokens)
+                                     settings.llm.max_tokens, settings.generation.answer_format)
         if dropped:
             result.warnings.append(f"the context was trimmed to fit the model's window: passages "
                                    f"{', '.join(f'[{p.citation}]' for p in dropped)} were not sent")
-        for token in opened.stream(result.question, sent):
+        tokens = opened.stream(result.question, sent)
+        for token in tokens:
             parts.append(token)
             if on_token:
                 on_token(token)
+            if cancelled is not None and cancelled.is_set():
+                tokens.close()  # stops the model
+                raise GenerationError("stopped: the client went away")
     except GenerationError as exc:
         result.error, result.complete = str(exc), False
     result.decline_probability = getattr(opened, "last_decline_probability", None)
+    if (usage := getattr(opened, "last_usage", None)) is not None and result.error is None:
+        result.usage = TokenUsage(**dataclasses.asdict(usage))
     result.answer = "".join(parts) if parts else None
     if result.error is None and not (result.answer or "").strip():
         result.error, result.answer = "the model returned an empty answer", None

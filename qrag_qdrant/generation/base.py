@@ -3,7 +3,7 @@ rely on, below the backends so that none of them imports the registry."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -25,8 +25,9 @@ class GenerationBackend(Protocol):
     """Answers from passages. A backend that also has ``complete(system, prompt, max_tokens,
     cancelled)`` can write query expansions (``coordinator.expansion.Completer``); both built-ins do."""
 
-    def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
+    def stream(self, question: str, passages: Sequence[Passage]) -> Generator[str, None, None]:
         """The answer's text as it arrives; a failure is one GenerationError naming the fix.
+        Closing the generator stops the model (a client that left).
         A backend that can tell sets ``last_usage`` (a ``Usage``) when the stream ends, and
         ``last_decline_probability`` (its probability of replying "not in the documents")
         before the first token."""

@@ -13,7 +13,7 @@ import importlib.util
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from ..config import LlmSettings, Settings, cache_dir
 from ..errors import GenerationError
 from ..evidence import Passage
 from .base import Usage
-from .prompt import (NOT_IN_DOCUMENTS, TOP_LOGPROBS, alternatives, begins_decline, build_messages,
+from .prompt import (NOT_IN_DOCUMENTS, TOP_LOGPROBS, AnswerFormat, alternatives, begins_decline, build_messages,
                      chat_messages, decline_probability, probability_of)
 
 INSTALL_HINT = "pip install 'qrag-qdrant[local-llm]'"
@@ -161,24 +161,25 @@ class EmbeddedGenerator:
     @classmethod
     def from_settings(cls, settings: Settings) -> EmbeddedGenerator:
         """The registered factory (entry point ``embedded``)."""
-        return cls(settings.llm)
+        return cls(settings.llm, settings.generation.answer_format)
 
-    def __init__(self, settings: LlmSettings):
+    def __init__(self, settings: LlmSettings, answer_format: AnswerFormat = "short"):
         self.settings = settings
+        self.answer_format = answer_format
         self.context_tokens = settings.context
         self.path = resolve_gguf(settings)
         self._server = _server(self.path, settings)
         self.last_usage: Usage | None = None
         self.last_decline_probability: float | None = None
 
-    def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
+    def stream(self, question: str, passages: Sequence[Passage]) -> Generator[str, None, None]:
         """Tokens as llama.cpp produces them (its callback runs on a worker thread).
 
         ``last_decline_probability`` is set from the first token's alternatives before that
         token is yielded. With ``llm.decline_threshold``, that probability decides: at or above
         it the reply is "not in the documents"; below it a greedy decline is replaced by the
         answer that begins with the likeliest other first token."""
-        messages = build_messages(question, passages)
+        messages = build_messages(question, passages, self.answer_format)
         alternatives: list[tuple[str, float]] = []
 
         def on_first(top: list[tuple[str, float]]) -> None:

@@ -3,37 +3,38 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
 import httpx
 
 from ..config import OllamaSettings, Settings
-from ..errors import GenerationError
+from ..errors import GenerationError, redacted
 from ..evidence import Passage
 from .base import Usage
-from .prompt import TOP_LOGPROBS, alternatives, build_messages, chat_messages, decline_probability
+from .prompt import TOP_LOGPROBS, AnswerFormat, alternatives, build_messages, chat_messages, decline_probability
 
 
 class OllamaGenerator:
     @classmethod
     def from_settings(cls, settings: Settings) -> OllamaGenerator:
         """The registered factory (entry point ``ollama``)."""
-        return cls(settings.ollama)
+        return cls(settings.ollama, settings.generation.answer_format)
 
-    def __init__(self, settings: OllamaSettings):
+    def __init__(self, settings: OllamaSettings, answer_format: AnswerFormat = "short"):
         import ollama
 
         self.settings = settings
+        self.answer_format = answer_format
         self._client = ollama.Client(host=settings.host, timeout=settings.timeout)
         self.last_usage: Usage | None = None
         self.last_decline_probability: float | None = None
 
-    def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
+    def stream(self, question: str, passages: Sequence[Passage]) -> Generator[str, None, None]:
         """The answer's text as it arrives; failures become one GenerationError naming the fix.
         ``last_decline_probability`` comes from the first token's alternatives, when the server
         sends log-probabilities (older Ollama versions ignore the request: None)."""
-        return self._chat(build_messages(question, passages), logprobs=True)
+        return self._chat(build_messages(question, passages, self.answer_format), logprobs=True)
 
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); stops reading once ``cancelled`` is set."""
@@ -49,7 +50,7 @@ class OllamaGenerator:
               logprobs: bool = False) -> Iterator[str]:
         import ollama
 
-        host, model = self.settings.host, self.settings.model
+        host, model = redacted(self.settings.host), self.settings.model
         self.last_usage, self.last_decline_probability, first = None, None, True
         try:
             chunks: Any = self._client.chat(model=model, messages=messages, stream=True, options=options,

@@ -1,15 +1,21 @@
-"""Answer checks: every claim's citations, and whether its cited passages support it.
+"""Answer checks: every claim's citations, and whether its cited passages hold it.
 
-A claim is a sentence of the answer with the ``[n]`` citations in or right after it. A
-citation of a passage that was not shown is invalid. With a backend that can judge, each
-claim is put to the model as a yes/no question against its cited passages, and P(yes) from
-its top log-probabilities is the claim's support score. No NLI or cross-encoder weights can
-be had offline; another judge registers as a backend with ``yes_probability``.
+A claim is a line or sentence of the answer with the ``[n]`` citations in or right after it.
+A citation of a passage that was not shown is invalid. The grounding check is exact and
+needs no model: a claim is grounded when its text (the short answer, or the quote, without
+citations) occurs, after normalisation, in a passage it cites (a claim that cites nothing is
+held to the passages the rest of the answer cites). With ``generation.judge`` and a backend
+that can judge, a grounded claim is also put to the model as a yes/no question against its
+passages, and P(yes) from its top log-probabilities is its score; a claim is supported when
+it is grounded and, if judged, the judge agrees. No NLI or cross-encoder weights can be had
+offline; another judge registers as a backend with ``yes_probability``.
 """
 
 from __future__ import annotations
 
+import html
 import re
+import unicodedata
 from collections.abc import Sequence
 
 from ..evidence import Answer, Claim, Passage
@@ -17,7 +23,11 @@ from .base import Judge
 from .prompt import NOT_IN_DOCUMENTS, fence
 
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*\n\s*")
+#: the quote format's answer line, and a line's leading label
+ANSWER_LINE = re.compile(r"^\s*answer\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
+LABEL = re.compile(r"^\s*(?:answer|quote)\s*:\s*", re.IGNORECASE)
+NOT_WORD = re.compile(r"[\W_]+")
 JUDGE_SYSTEM = "You check whether quoted passages support a claim. Reply with one word: yes or no."
 #: a claim is supported when the judge's P(yes) is at least this
 SUPPORTED = 0.5
@@ -51,19 +61,45 @@ def declined(answer: str) -> bool:
     return text.startswith(NOT_IN_DOCUMENTS) or text.endswith(NOT_IN_DOCUMENTS) and len(text) < 80
 
 
+def bare(text: str) -> str:
+    """A claim's own words: no citations, label (``Answer:``) or surrounding quotes, unescaped."""
+    return html.unescape(LABEL.sub("", CITATION.sub("", text)).strip().strip(" .,;:\"'“”‘’").strip())
+
+
+def short_answer_of(answer: str) -> str | None:
+    """The answer alone: the quote format's ``Answer:`` line, else the first line."""
+    match = ANSWER_LINE.search(answer)
+    line = match[1] if match else next((line for line in answer.splitlines() if line.strip()), "")
+    return bare(line) or None
+
+
+def normalised(text: str) -> str:
+    """Case, accents' forms, punctuation and spacing aside: `` 19 march 1932 ``."""
+    return f" {' '.join(NOT_WORD.sub(' ', unicodedata.normalize('NFKC', text).casefold()).split())} "
+
+
+def grounded(claim: Claim, passages: Sequence[Passage], fallback: Sequence[int]) -> bool:
+    """The claim's own words occur in a passage it cites (or, citing none, in one of ``fallback``)."""
+    words = normalised(bare(claim.text))
+    cited = [n for n in claim.citations if n not in claim.invalid_citations] or list(fallback)
+    return words.strip() != "" and any(words in normalised(p.text) for p in passages if p.citation in cited)
+
+
 def judge_prompt(claim: Claim, passages: Sequence[Passage]) -> str:
     cited = [p for p in passages if p.citation in claim.citations] or list(passages)
     quoted = "\n\n".join(fence(p) for p in cited)
-    return f"Passages:\n\n{quoted}\n\nClaim: {CITATION.sub('', claim.text).strip()}\n\n" \
+    return f"Passages:\n\n{quoted}\n\nClaim: {bare(claim.text)}\n\n" \
            "Do the passages support the claim? Answer yes or no."
 
 
 def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | None, unsupported: str) -> None:
-    """Fill ``answer.claims`` and its warnings; turn a decline or a refused answer into an abstention."""
+    """Fill ``answer.short_answer``, its claims and warnings; turn a decline or a refused answer
+    into an abstention."""
     text = (answer.answer or "").strip()
     if declined(text):
         answer.abstained, answer.abstain_reason = True, "model_declined"
         return
+    answer.short_answer = short_answer_of(text)
     shown = [p.citation for p in passages]
     answer.claims = split_claims(text, shown)
     invalid = sorted({n for claim in answer.claims for n in claim.invalid_citations})
@@ -71,15 +107,16 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         answer.warnings.append(f"the answer cites passages that were not shown: {', '.join(f'[{n}]' for n in invalid)}")
     if not any(claim.citations for claim in answer.claims):
         answer.warnings.append("the answer cites no passage: check it against the evidence")
-    if judge is None:
-        return
+    valid = [n for claim in answer.claims for n in claim.citations if n not in claim.invalid_citations]
     for claim in answer.claims:
-        if claim.citations and not claim.invalid_citations:
+        claim.grounded = grounded(claim, passages, valid)
+        claim.supported = claim.grounded
+        if judge is not None and claim.grounded:
             claim.score = round(judge.yes_probability(JUDGE_SYSTEM, judge_prompt(claim, passages)), 4)
             claim.supported = claim.score >= SUPPORTED
-    unsupported_claims = [c for c in answer.claims if c.supported is False or c.invalid_citations]
+    unsupported_claims = [c for c in answer.claims if not c.supported]
     if unsupported_claims:
-        answer.warnings.append(f"{len(unsupported_claims)} of {len(answer.claims)} claims are not supported by "
-                               "the passages they cite")
+        answer.warnings.append(f"{len(unsupported_claims)} of {len(answer.claims)} claims are not found in "
+                               "the passages they cite" + (" or not confirmed by the judge" if judge else ""))
         if unsupported == "refuse":
             answer.abstained, answer.abstain_reason = True, "unsupported_answer"

@@ -3,17 +3,24 @@ report can be read by the team that started it.
 
 Jobs of one namespace run one at a time, in the order they came: a second ingest waits,
 ``queued``, as a second CLI ingest waits for the store. Other namespaces' jobs do not wait for it.
-Jobs live as long as the service; the index they wrote is what lasts.
+
+Each job's record is written to ``<store>/.jobs/<id>.json`` whenever its state changes, so a
+restarted service still answers ``GET /v1/jobs/{id}``. A job the last run left queued or
+running reads ``failed`` with the code ``interrupted``: sending the ingest again resumes it, as
+a second CLI run does (unchanged files are not embedded again). On shutdown, jobs get
+``service.drain_seconds`` to finish; then queued ones are not started and a running one stops
+at its next file, each recorded as interrupted.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import shutil
+import json
+import os
 import threading
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,10 +34,17 @@ JobState = Literal["queued", "running", "done", "failed"]
 IngestRun = Callable[[str, Path, "JobProgress", dict[str, bool]], IngestReport]
 #: an exception as the service's error ``(code, message)``
 ErrorOf = Callable[[BaseException], tuple[str, str]]
+INTERRUPTED = {"code": "interrupted", "message": "the service stopped before this job finished; send the same "
+               "ingest again to resume it (unchanged files are not embedded again)"}
 
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class JobInterrupted(BaseException):
+    """Raised into a running ingest at its next progress step when the service stops: like Ctrl-C
+    in the CLI, it leaves the store consistent."""
 
 
 @dataclass
@@ -57,40 +71,85 @@ class IngestJob:
 
 
 class JobProgress:
-    """The ingest's progress, written into its job for ``GET /v1/jobs/{id}``."""
+    """The ingest's progress, written into its job for ``GET /v1/jobs/{id}``; once ``stop`` is
+    set, the next step raises ``JobInterrupted``."""
 
-    def __init__(self, job: IngestJob):
-        self.job = job
+    def __init__(self, job: IngestJob, stop: threading.Event):
+        self.job, self.stop = job, stop
+
+    def _step(self) -> None:
+        if self.stop.is_set():
+            raise JobInterrupted
 
     def files_found(self, total: int) -> None:
+        self._step()
         self.job.files_total = total
 
     def file_done(self) -> None:
+        self._step()
         self.job.files_done += 1
 
     def chunks_queued(self, count: int) -> None:
+        self._step()
         self.job.chunks_queued += count
 
     def chunks_embedded(self, count: int) -> None:
+        self._step()
         self.job.chunks_embedded += count
 
 
+class JobRecords:
+    """Jobs' records on disk, one JSON file each, replaced whole on every write."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def write(self, job: IngestJob) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        staging = self.folder / f".{job.id}.tmp"
+        staging.write_text(json.dumps(job.view()))
+        os.replace(staging, self.folder / f"{job.id}.json")
+
+    def read_all(self) -> list[IngestJob]:
+        """The records the last runs left; one that cannot be read is skipped."""
+        jobs = []
+        for path in sorted(self.folder.glob("*.json")) if self.folder.is_dir() else []:
+            try:
+                jobs.append(IngestJob(**json.loads(path.read_text())))
+            except (OSError, ValueError, TypeError):
+                continue
+        return jobs
+
+
 class IngestJobs:
-    def __init__(self, run: IngestRun, error_of: ErrorOf):
-        self._run, self._error_of = run, error_of
+    def __init__(self, run: IngestRun, error_of: ErrorOf, records: JobRecords):
+        self._run, self._error_of, self._records = run, error_of, records
         self._lock = threading.Lock()
+        self._stop = threading.Event()
         self._jobs: dict[str, IngestJob] = {}
         self._queues: dict[str, ThreadPoolExecutor] = {}
+        self._pending: dict[str, tuple[Future[None], Path, Callable[[Path], None] | None]] = {}
 
-    def submit(self, namespace: str, path: Path, source: str, remove_after: bool,
+    def restore(self) -> int:
+        """Load the jobs earlier runs recorded; the ones they left unfinished become interrupted."""
+        restored = self._records.read_all()
+        for job in restored:
+            if job.state in ("queued", "running"):
+                self._finish(job, "failed", dict(INTERRUPTED))
+            self._jobs[job.id] = job
+        return len(restored)
+
+    def submit(self, namespace: str, path: Path, source: str, release: Callable[[Path], None] | None = None,
                options: dict[str, bool] | None = None) -> IngestJob:
-        """Queue an ingest of ``path``; ``remove_after``: the path is an upload folder of this job's."""
+        """Queue an ingest of ``path``; ``release``: the path is an upload folder of this job's, handed
+        back (removed) when the job ends, whatever happened."""
         job = IngestJob(uuid.uuid4().hex, namespace, source)
+        self._records.write(job)
         with self._lock:
             self._jobs[job.id] = job
             queue = self._queues.setdefault(
                 namespace, ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"qrag-ingest-{namespace}"))
-        queue.submit(self._execute, job, path, remove_after, options or {})
+            self._pending[job.id] = (queue.submit(self._execute, job, path, release, options or {}), path, release)
         return job
 
     def get(self, job_id: str, namespace: str) -> IngestJob | None:
@@ -98,24 +157,43 @@ class IngestJobs:
         job = self._jobs.get(job_id)
         return job if job is not None and job.namespace == namespace else None
 
-    def _execute(self, job: IngestJob, path: Path, remove_after: bool, options: dict[str, bool]) -> None:
+    def _execute(self, job: IngestJob, path: Path, release: Callable[[Path], None] | None,
+                 options: dict[str, bool]) -> None:
         job.state, job.started = "running", now()
+        self._records.write(job)
         try:
-            report = self._run(job.namespace, path, JobProgress(job), options)
+            report = self._run(job.namespace, path, JobProgress(job, self._stop), options)
             job.report = dataclasses.asdict(report)
-            if remove_after:  # the upload folder is the server's business, and gone
+            if release is not None:  # the upload folder is the server's business, and gone
                 job.report["root"] = "(uploaded files)"
-            job.state = "done"
+            self._finish(job, "done")
+        except JobInterrupted:
+            self._finish(job, "failed", dict(INTERRUPTED))
         except Exception as exc:  # noqa: BLE001 - the job reports it; the service goes on
             code, message = self._error_of(exc)
-            job.error, job.state = {"code": code, "message": message}, "failed"
+            self._finish(job, "failed", {"code": code, "message": message})
         finally:
-            job.finished = now()
-            if remove_after:
-                shutil.rmtree(path, ignore_errors=True)
+            with self._lock:
+                self._pending.pop(job.id, None)
+            if release is not None:
+                release(path)
 
-    def close(self) -> None:
-        """Let running and queued jobs finish (SIGTERM drains them too)."""
+    def _finish(self, job: IngestJob, state: JobState, error: dict[str, str] | None = None) -> None:
+        job.state, job.error, job.finished = state, error, now()
+        self._records.write(job)
+
+    def close(self, drain_seconds: float) -> None:
+        """Let running and queued jobs finish for up to ``drain_seconds``; then queued ones are
+        not started and a running one stops at its next step, each recorded as interrupted."""
+        with self._lock:
+            pending = dict(self._pending)
+        wait([future for future, _, _ in pending.values()], timeout=drain_seconds)
+        self._stop.set()
+        for job_id, (future, path, release) in pending.items():
+            if future.cancel():  # never started
+                self._finish(self._jobs[job_id], "failed", dict(INTERRUPTED))
+                if release is not None:
+                    release(path)
         with self._lock:
             queues, self._queues = list(self._queues.values()), {}
         for queue in queues:

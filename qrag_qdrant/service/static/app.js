@@ -35,6 +35,9 @@ async function errorMessage(response) {
 function renderEvidence(evidence) {
   const list = $("clusters");
   list.replaceChildren();
+  // how much evidence the model read, and why (retrieval.context)
+  $("context").textContent = evidence.context_policy
+    ? `${evidence.context_words} words sent to the model (${evidence.context_policy})` : "";
   for (const cluster of evidence.clusters) {
     const item = element("li", "cluster");
     item.append(element("span", "support", `${cluster.support}/${evidence.retrievers} retrievers`), " ",

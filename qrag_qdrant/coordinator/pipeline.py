@@ -1,0 +1,266 @@
+"""The query pipeline, assembled once: ``retrieve`` = embed -> search -> ``evidence_from``.
+
+``evidence_from`` is the one tail every caller uses (the CLI, the service and eval's quorum
+systems): fusion, clustering, quorum, ranking, context, the gate's confidence and its decision.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ..config import CollectionSpec, RetrievalSettings, RetrieverSpec, Settings
+from ..embedding import Bm25Embedder, DenseEmbedder, model_dim
+from ..errors import NothingIngestedError, QuestionError
+from ..evidence import Evidence, EvidenceCluster, QueryExpansion
+from ..store import CollectionManifest, Hit, Store, VectorQuery
+from ..store.base import Sparse
+from .clustering import greedy_clusters
+from .context import adaptive_plan, build_context
+from .expansion import ExpandedText, Expander, ExpansionPlan, no_completer
+from .fusion import QUESTION, RankedList, reciprocal_rank_fusion
+from .gate import GateInput, GateModel, decide, quorum_features
+from .quorum import apply_quorum
+from .ranking import ScoredCluster, rank_clusters
+
+
+@dataclass(frozen=True)
+class QueryVectors:
+    """A question embedded once: one dense vector for every dense retriever, and one BM25
+    query per collection, made with that collection's recorded BM25 settings."""
+
+    question: str
+    dense: list[float]
+    sparse: dict[str, Sparse]
+
+
+
+class Coordinator:
+    def __init__(self, settings: Settings, store: Store, embedder: Callable[[], DenseEmbedder],
+                 completer: Callable[[], object] | None = None):
+        """``completer``: opens the model that writes the question's expansions (retrieval.expansions);
+        it is used if it can complete a prompt (``expansion.Completer``)."""
+        self.settings = settings
+        self.store = store
+        self._embedder_factory = embedder
+        plans = ExpansionPlan.from_settings(settings)
+        self.expander = Expander(plans, completer or no_completer, settings.retrieval.expansion_timeout) \
+            if plans else None
+        self._collections: list[tuple[CollectionSpec, Bm25Embedder]] | None = None
+        self._points: dict[str, int] = {}
+        self._gate: GateModel | None = None
+        self._pool = ThreadPoolExecutor(max_workers=len(settings.collections), thread_name_prefix="qrag-query")
+
+    def index_changed(self) -> None:
+        """After an ingest in this process: check the collections and count their points again."""
+        self._collections = None
+
+    @property
+    def collections(self) -> list[tuple[CollectionSpec, Bm25Embedder]]:
+        """Checked once: every collection exists and was built with our model and BM25 setup;
+        each is queried with the BM25 source its manifest recorded.
+
+        The check needs only the model's name and dimension, so a namespace built with
+        another model is refused before any model is loaded.
+        """
+        if self._collections is None:
+            model = self.settings.embedding.model
+            collections, missing, points = [], [], {}
+            for spec in self.settings.collections:
+                expected = CollectionManifest.expected(self.settings.namespace, spec, model, model_dim(model))
+                stored = self.store.open_collection(spec.name, expected, create=False)
+                if stored is None:
+                    missing.append(spec.name)
+                else:
+                    collections.append((spec, stored.bm25_embedder()))
+                    points[spec.name] = self.store.count(spec.name)
+            if missing:
+                raise NothingIngestedError(
+                    f"nothing ingested in namespace {self.settings.namespace!r} for "
+                    f"{', '.join(missing)}; run: qrag-qdrant ingest PATH"
+                )
+            if not any(points.values()):
+                raise NothingIngestedError(f"namespace {self.settings.namespace!r} holds no documents; "
+                                           "run: qrag-qdrant ingest PATH")
+            self._points, self._collections = points, collections
+        return self._collections
+
+    def check_question(self, question: str) -> str:
+        question = question.strip()
+        if not question:
+            raise QuestionError("the question is empty")
+        try:
+            question.encode("utf-8")
+        except UnicodeEncodeError:
+            raise QuestionError("the question is not valid text: it holds a lone UTF-16 surrogate") from None
+        limit = self.settings.retrieval.max_question_chars
+        if len(question) > limit:
+            raise QuestionError(
+                f"the question is {len(question)} characters long; the limit is {limit} "
+                "(retrieval.max_question_chars)"
+            )
+        return question
+
+    def embed(self, question: str) -> QueryVectors:
+        question = self.check_question(question)
+        collections = self.collections
+        dense = self._embedder_factory().query_embed(question).tolist()
+        return QueryVectors(question, dense, {spec.name: sparse.query_embed(question) for spec, sparse in collections})
+
+    def queries(self, vectors: QueryVectors, spec: CollectionSpec, top_k: int | None = None) -> list[VectorQuery]:
+        """One search per retriever of a collection; dense hits under ``min_similarity`` are dropped."""
+        options = self.settings.retrieval
+        limit = top_k or options.top_k
+        return [VectorQuery(r.vector, vectors.dense, limit, options.min_similarity or None, options.hnsw_ef)
+                if r.kind == "dense" else VectorQuery(r.vector, vectors.sparse[spec.name], limit)
+                for r in spec.retrievers]
+
+    def search(self, vectors: QueryVectors, top_k: int | None = None) -> list[RankedList]:
+        """Every retriever's ranked list for the question: one search round trip per collection."""
+        return self._search([(QUESTION, vectors, None)], top_k)
+
+    def search_expansions(self, texts: Sequence[ExpandedText], top_k: int | None = None) -> list[RankedList]:
+        """The ranked lists of the question's expansions, each searched by the retrievers that
+        asked for it, all of a collection's in one round trip."""
+        if not texts:
+            return []
+        embedder = self._embedder_factory()
+        return self._search([(text.label, QueryVectors(text.text, embedder.query_embed(text.text).tolist(),
+                                                       {spec.name: sparse.query_embed(text.text)
+                                                        for spec, sparse in self.collections}),
+                              text.retrievers) for text in texts], top_k)
+
+    def _search(self, queries: Sequence[tuple[str, QueryVectors, Collection[str] | None]],
+                top_k: int | None) -> list[RankedList]:
+        """``queries``: (label, vectors, the retrievers that search them; None: all). On a server the
+        collections are searched concurrently; in-process (Edge) one after another: on 2 cores
+        threads measured slightly slower, and 4 times slower beside other load."""
+        searches = []
+        for spec, _ in self.collections:
+            planned = [(label, retriever, request)
+                       for label, vectors, wanted in queries
+                       for retriever, request in zip(spec.retrievers, self.queries(vectors, spec, top_k))
+                       if wanted is None or retriever.name in wanted]
+            if planned:
+                searches.append((spec, planned))
+        specs, plans = [spec for spec, _ in searches], [planned for _, planned in searches]
+        mapper = self._pool.map if self.store.concurrent_queries else map
+        results = list(mapper(self._search_collection, specs, plans))
+        return [RankedList(retriever.name, spec.name, hits, label)
+                for (spec, planned), per_query in zip(searches, results)
+                for (label, retriever, _), hits in zip(planned, per_query)]
+
+    def _search_collection(self, spec: CollectionSpec,
+                           planned: Sequence[tuple[str, RetrieverSpec, VectorQuery]]) -> list[list[Hit]]:
+        """One collection's searches, keeping only hits of each file's newest complete version:
+        a query during a rewrite sees the old file or the new one, never both (one more lookup)."""
+        results = self.store.query(spec.name, [request for _, _, request in planned])
+        sources = {hit.payload["source"] for hits in results for hit in hits}
+        current = self.store.current_versions(spec.name, sources)
+        return [[hit for hit in hits if current.get(hit.payload["source"]) == hit.payload["doc_hash"]]
+                for hits in results]
+
+    def rank(self, lists: list[RankedList], options: RetrievalSettings,
+             timings: dict[str, float] | None = None) -> list[ScoredCluster]:
+        """Fusion, clustering, quorum and ranking: the clusters that reached quorum, best first."""
+        timings = {} if timings is None else timings
+        with _timed(timings, "fusion"):
+            candidates = reciprocal_rank_fusion(lists, options.rrf_k)
+        with _timed(timings, "clustering"):
+            clusters = greedy_clusters(candidates, options.cluster_threshold)
+        with _timed(timings, "quorum_ranking"):
+            return rank_clusters(apply_quorum(clusters, options.quorum), len(self.settings.retrievers),
+                                 options.rrf_k, options.weight_rrf, options.weight_support)
+
+    @property
+    def gate(self) -> GateModel:
+        if self._gate is None:
+            self._gate = GateModel.load(self.settings.retrieval.gate_model)
+        return self._gate
+
+    def min_confidence(self, options: RetrievalSettings) -> float:
+        """``retrieval.min_confidence``, or when unset the gate model's own threshold."""
+        if options.min_confidence is not None:
+            return options.min_confidence
+        return self.gate.systems["quorum"].threshold if "quorum" in self.gate.systems else 0.0
+
+    def assess(self, vectors: QueryVectors, lists: list[RankedList], ranked: list[ScoredCluster],
+               context: list[EvidenceCluster], options: RetrievalSettings) -> tuple[dict[str, float] | None, float]:
+        """The gate's features of one retrieval and its confidence that ``context`` holds the answer;
+        no features and confidence 0 when nothing reached quorum."""
+        if not ranked:
+            return None, 0.0
+        features = quorum_features(GateInput(
+            vectors.question, vectors.dense, lists, {r.name: r.kind for r in self.settings.retrievers}, ranked,
+            [" ".join(p.text for p in cluster.passages) for cluster in context], len(self.settings.retrievers),
+            options.context_clusters, self._points))
+        return features, self.gate.confidence("quorum", features) or 0.0
+
+    def retrieve(self, question: str) -> Evidence:
+        """The question's evidence. Its expansions, if any are configured, are written by the model
+        while the question itself is embedded and searched; their lists join the fusion, but the
+        gate reads the question's own lists, which its features describe."""
+        options = self.settings.retrieval
+        timings: dict[str, float] = {}
+        pending = self.expander.start(self.check_question(question)) if self.expander else None
+        try:
+            with _timed(timings, "embed"):
+                vectors = self.embed(question)
+            with _timed(timings, "search"):
+                lists = self.search(vectors)
+        except BaseException:
+            if pending is not None:  # nothing will read what the model writes
+                pending.cancelled.set()
+            raise
+        expanded: list[RankedList] = []
+        expansions: list[QueryExpansion] = []
+        if pending is not None:
+            with _timed(timings, "expansion_wait"):
+                texts, expansions = pending.collect()
+            with _timed(timings, "expansion_search"):
+                expanded = self.search_expansions(texts)
+        return self.evidence_from(vectors, lists, options, expanded, expansions, timings)
+
+    def evidence_from(self, vectors: QueryVectors, lists: list[RankedList], options: RetrievalSettings,
+                      expanded: Sequence[RankedList] = (), expansions: Sequence[QueryExpansion] = (),
+                      timings: dict[str, float] | None = None,
+                      on_ranked: Callable[[list[ScoredCluster]], None] | None = None) -> Evidence:
+        """The question's evidence from its searched ``lists`` (and its expansions' ``expanded``):
+        rank, build the context, assess it and decide. The gate reads the question's own lists,
+        which its features describe, on the fixed context (``context_clusters``, ``word_budget``)
+        it was fitted on; an adaptive context is cut from the ranking after that. ``on_ranked`` sees every cluster that reached quorum, best
+        first, for callers that measure more than the context (eval's document ranking)."""
+        timings = {} if timings is None else timings
+        ranked = self.rank([*lists, *expanded], options, timings)
+        if on_ranked is not None:
+            on_ranked(ranked)
+        with _timed(timings, "context"):
+            evidence = build_context(ranked, options.context_clusters, options.word_budget, options.context_passages)
+        with _timed(timings, "gate"):
+            features, confidence = self.assess(vectors, lists, ranked, evidence, options)
+        threshold = self.min_confidence(options)
+        reason = decide(len(ranked), confidence, threshold)
+        policy = f"fixed: {options.context_clusters} clusters, {options.word_budget} words" if ranked else None
+        if options.context == "adaptive" and ranked:
+            with _timed(timings, "adaptive_context"):
+                keep, policy = adaptive_plan(ranked, options.adaptive_margin, options.adaptive_clusters)
+                evidence = build_context(ranked, keep, keep * options.adaptive_words, options.context_passages)
+        return Evidence(question=vectors.question, abstained=reason is not None, abstain_reason=reason,
+                        confidence=round(confidence, 4), gate_threshold=threshold,
+                        retrievers=len(self.settings.retrievers), clusters=evidence, context_policy=policy,
+                        expansions=list(expansions), timings_ms=timings, gate_features=features)
+
+    def close(self) -> None:
+        self._pool.shutdown()
+        if self.expander is not None:
+            self.expander.close()
+
+
+@contextmanager
+def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
+    started = time.perf_counter()
+    yield
+    timings[stage] = round((time.perf_counter() - started) * 1000, 3)

@@ -1,0 +1,108 @@
+"""The service's errors: one JSON shape, ``{"code", "message"}``, the CLI's taxonomy as HTTP
+statuses, and messages that carry no credentials and, unless the caller is an admin, no path
+on the server. No traceback ever leaves.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from ..errors import (ConfigError, CorpusError, GenerationError, NothingIngestedError, QragError, QuestionError,
+                      StoreError, StoreInUseError, redacted)
+
+#: the CLI's error classes as HTTP statuses and stable codes, most specific first
+ERROR_CODES: tuple[tuple[type[QragError], int, str], ...] = (
+    (QuestionError, 400, "bad_question"),
+    (CorpusError, 400, "bad_corpus"),
+    (NothingIngestedError, 404, "nothing_ingested"),
+    (StoreInUseError, 409, "store_in_use"),
+    (StoreError, 503, "store_unavailable"),
+    (GenerationError, 502, "generation_failed"),
+    (ConfigError, 500, "config"),
+    (QragError, 500, "error"),
+)
+#: codes of plain HTTP errors (an unknown route, a wrong method)
+STATUS_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
+#: an absolute path on the server: after a space, a quote, a bracket or '=' (never inside a URL)
+SERVER_PATH = re.compile(r"""(?:^|(?<=[\s'"(=]))/[^\s'"),;]+""")
+
+
+#: the OpenAI-compatible routes, whose errors take OpenAI's shape (``openai_compat``)
+OPENAI_PATHS = ("/v1/chat/completions", "/v1/models")
+
+
+class ServiceError(HTTPException):
+    """An HTTP error with the service's stable ``code``; ``param`` names the request field at
+    fault, for OpenAI's error shape."""
+
+    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None,
+                 param: str | None = None):
+        super().__init__(status, message, headers)
+        self.code, self.param = code, param
+
+
+def one_line(message: str, paths: bool = False) -> str:
+    """A message fit for a client: one line, at most 500 characters, credentials redacted, and
+    server paths replaced unless ``paths``."""
+    message = redacted(" ".join(message.split()))
+    return (message if paths else SERVER_PATH.sub("<server path>", message))[:500]
+
+
+def error_response(status: int, code: str, message: str, paths: bool = False,
+                   headers: dict[str, str] | None = None, path: str = "", param: str | None = None) -> JSONResponse:
+    """The error as JSON: ``{"code", "message"}``, or on the OpenAI-compatible ``path`` OpenAI's
+    ``{"error": {"message", "type", "param", "code"}}``."""
+    text = one_line(message, paths)
+    if path in OPENAI_PATHS:
+        kind = "authentication_error" if status == 401 else "invalid_request_error"
+        body: dict[str, object] = {"error": {"message": text, "type": kind, "param": param,
+                                             "code": "invalid_api_key" if status == 401 else code}}
+    else:
+        body = {"code": code, "message": text}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def error_of(exc: BaseException) -> tuple[int, str, str]:
+    """An exception as the service's error: status, stable code, message."""
+    if isinstance(exc, QragError):
+        status, code = next((s, c) for kind, s, c in ERROR_CODES if isinstance(exc, kind))
+        return status, code, str(exc)
+    return 500, "internal", f"unexpected {type(exc).__name__}"
+
+
+def shows_paths(request: Request) -> bool:
+    """Admins may see server paths in errors (they name them when they ingest one)."""
+    principal = getattr(request.state, "principal", None)
+    return principal is not None and principal.can_read_server_paths
+
+
+def install_handlers(app: FastAPI) -> None:
+    """Every error the app can raise, as ``{"code", "message"}``."""
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        code = getattr(exc, "code", None) or STATUS_CODES.get(exc.status_code, "http_error")
+        return error_response(exc.status_code, code, str(exc.detail), shows_paths(request), exc.headers,
+                              request.url.path, getattr(exc, "param", None))
+
+    @app.exception_handler(QragError)
+    async def qrag_error(request: Request, exc: QragError) -> JSONResponse:
+        return error_response(*error_of(exc), paths=shows_paths(request), path=request.url.path)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
+                             for e in errors)
+        field = next((str(p) for e in errors for p in e["loc"] if p != "body"), None)
+        return error_response(422 if request.url.path not in OPENAI_PATHS else 400, "invalid_request", problems,
+                              path=request.url.path, param=field)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        return error_response(*error_of(exc), path=request.url.path)

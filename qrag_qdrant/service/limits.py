@@ -1,0 +1,99 @@
+"""What a client may spend: bodies bounded as they stream, and requests per key.
+
+``BodyGuard`` runs before any route. On ``/v1/`` it checks the bearer key before a byte of the
+body is read (401), refuses a declared ``Content-Length`` over the route's limit (413), and
+counts the bytes of every body as they arrive, so a chunked body, or one whose length was not
+declared, is cut off at the limit with a 413 too. It is plain ASGI: Starlette's
+``@app.middleware`` wraps every request in extra tasks and streams, which a warm query pays.
+
+``RateLimits`` is a token bucket per key and kind of request (query, ingest, feedback): a bucket
+holds up to N tokens, refills at N per period, and a request takes one or gets a 429 with
+``Retry-After``. A small module rather than the ``limits`` package: that package offers fixed
+and moving windows, not a token bucket, and its storage layer is more than one process needs.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .auth import KeyFile, bearer_key
+from .errors import ServiceError, error_response
+
+UNAUTHORIZED = "a valid bearer key is needed: Authorization: Bearer <key>"
+
+
+class BodyGuard:
+    def __init__(self, app: ASGIApp, keys: Callable[[], KeyFile], limit_of: Callable[[str], int]):
+        self.app, self.keys, self.limit_of = app, keys, limit_of
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        principal = self.keys().principal(key) \
+            if (key := bearer_key(headers.get(b"authorization", b"").decode("latin-1"))) else None
+        if principal is None:
+            await error_response(401, "unauthorized", UNAUTHORIZED, path=scope["path"])(scope, receive, send)
+            return
+        scope.setdefault("state", {})["principal"] = principal  # request.state.principal
+        limit = self.limit_of(scope["path"])
+        length = headers.get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            await error_response(413, "body_too_large", too_large(limit), path=scope["path"])(scope, receive, send)
+            return
+        received = 0
+
+        async def counted() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise ServiceError(413, "body_too_large", too_large(limit))
+            return message
+
+        await self.app(scope, counted, send)
+
+
+def too_large(limit: int) -> str:
+    return f"the request body is larger than {limit} bytes"
+
+
+class RateLimits:
+    """Token buckets by (kind, key id); ``clock`` is injectable so tests need no waiting."""
+
+    def __init__(self, rates: dict[str, tuple[int, float] | None], clock: Callable[[], float] = time.monotonic):
+        """``rates``: per kind, (burst, refill per second) as ``ServiceSettings.rates`` gives them."""
+        self.rates, self.clock = rates, clock
+        self._buckets: dict[tuple[str, str], tuple[float, float]] = {}  # tokens, when
+        self._lock = threading.Lock()
+
+    def wait_seconds(self, kind: str, key_id: str) -> float:
+        """0 when the request may go (a token is taken), else how long until a token is there."""
+        rate = self.rates.get(kind)
+        if rate is None:
+            return 0.0
+        burst, per_second = rate
+        now = self.clock()
+        with self._lock:
+            tokens, then = self._buckets.get((kind, key_id), (float(burst), now))
+            tokens = min(float(burst), tokens + (now - then) * per_second)
+            if tokens >= 1.0:
+                self._buckets[(kind, key_id)] = (tokens - 1.0, now)
+                return 0.0
+            self._buckets[(kind, key_id)] = (tokens, now)
+            return (1.0 - tokens) / per_second
+
+    def check(self, kind: str, key_id: str) -> None:
+        """A 429 with ``Retry-After`` (whole seconds) when the key has spent its ``kind`` requests."""
+        wait = self.wait_seconds(kind, key_id)
+        if wait:
+            raise ServiceError(429, "rate_limited", f"too many {kind} requests for this key: retry in "
+                               f"{math.ceil(wait)} s (service.rate_{kind})",
+                               headers={"Retry-After": str(math.ceil(wait))})

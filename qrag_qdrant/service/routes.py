@@ -1,0 +1,353 @@
+"""The service's routes, one router per area; ``app.create_app`` assembles them.
+
+Every ``/v1/`` route runs as the team whose key ``limits.BodyGuard`` found before the body was
+read, confined to that team's namespace. What the routes share lives on ``app.state.service``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.datastructures import UploadFile
+
+from ..api import CollectionInfo, QuorumRAG
+from ..config import Settings
+from ..evidence import Answer, Evidence
+from .auth import Principal
+from .cache import ResultCache, normalise
+from .errors import ServiceError, one_line
+from .feedback import AskedQuery, FeedbackFile, RecentQueries
+from .jobs import IngestJobs
+from .limits import UNAUTHORIZED, RateLimits
+from .namespaces import Namespaces
+from .uploads import UploadArea
+
+#: what a team sees of the service's failure to answer (the evidence is in the response too)
+GENERATION_FAILED = "generation_failed"
+
+
+@dataclass
+class ServiceState:
+    """What the routes share: one per app."""
+
+    settings: Settings
+    cache: ResultCache[Evidence]
+    limits: RateLimits
+    uploads: UploadArea
+    jobs: IngestJobs
+    recent: RecentQueries = field(default_factory=RecentQueries)
+    feedback: FeedbackFile | None = None
+    #: set when the app starts (the models load then)
+    namespaces: Namespaces | None = None
+
+    def spaces(self) -> Namespaces:
+        assert self.namespaces is not None, "the service has not started"
+        return self.namespaces
+
+
+def service(request: Request) -> ServiceState:
+    return request.app.state.service
+
+
+bearer = HTTPBearer(auto_error=False, description="a team's key from `qrag-qdrant key add`")
+
+
+def caller(request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Principal:
+    """The team behind the request's bearer key (checked before the body was read)."""
+    principal = getattr(request.state, "principal", None)
+    if principal is None:
+        raise ServiceError(401, "unauthorized", UNAUTHORIZED)
+    return principal
+
+
+def limited(kind: str) -> Any:
+    """The caller, once the key's ``kind`` bucket has a token (else 429 with Retry-After)."""
+
+    def check(state: Annotated[ServiceState, Depends(service)],
+              principal: Annotated[Principal, Depends(caller)]) -> Principal:
+        state.limits.check(kind, principal.key_id)
+        return principal
+
+    return Annotated[Principal, Depends(check)]
+
+
+State = Annotated[ServiceState, Depends(service)]
+Caller = Annotated[Principal, Depends(caller)]
+
+
+class QueryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    generate: bool = Field(True, description="answer with the generation backend; false: the evidence only")
+    stream: bool = Field(False, description="Server-Sent Events: evidence, then answer tokens, then done")
+
+
+class IngestPathRequest(BaseModel):
+    """An admin's ingest of a folder on the server's own disk."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="a folder or file on the server")
+    prune: bool = Field(False, description="remove the chunks of files that are gone from the folder")
+    rebuild: bool = Field(False, description="build fresh collections, then switch to them at once")
+
+
+class FeedbackRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query_id: str = Field(max_length=64)
+    rating: Literal["up", "down"]
+    comment: str | None = Field(None, max_length=2000)
+
+
+#: POST /v1/ingest reads its body itself (files, or a path as JSON); this documents both
+INGEST_BODY = {"requestBody": {"required": True, "content": {
+    "multipart/form-data": {"schema": {"type": "object", "required": ["files"], "properties": {
+        "files": {"type": "array", "items": {"type": "string", "format": "binary"},
+                  "description": "documents; each file name (may hold folders) becomes its source"}}}},
+    "application/json": {"schema": IngestPathRequest.model_json_schema()},
+}}}
+
+health = APIRouter()
+queries = APIRouter(prefix="/v1")
+ingests = APIRouter(prefix="/v1")
+
+
+@health.get("/healthz")
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@health.get("/readyz")
+def readyz(state: State) -> JSONResponse:
+    ready = state.namespaces is not None
+    checks = {"embedder": ready, "store": ready and state.spaces().store_reachable()}
+    return JSONResponse({"ready": all(checks.values()), **checks}, status_code=200 if all(checks.values()) else 503)
+
+
+@health.get("/metrics", response_class=PlainTextResponse)
+def metrics(state: State) -> str:
+    """Service-wide counters only: no figure here is per namespace, so none tells one team of another."""
+    counters = state.cache.counters
+    return "".join(f"# HELP qrag_cache_{name}_total result cache {name}, all namespaces together\n"
+                   f"# TYPE qrag_cache_{name}_total counter\nqrag_cache_{name}_total {value}\n"
+                   for name, value in (("hits", counters.hits), ("misses", counters.misses),
+                                       ("stale", counters.stale)))
+
+
+@queries.get("/collections")
+def collections(state: State, principal: Caller) -> list[CollectionInfo]:
+    return state.spaces().collections(principal.namespace)
+
+
+@queries.post("/query", response_model=None)
+async def query(body: QueryRequest, request: Request, state: State,
+                principal: limited("query")) -> JSONResponse | StreamingResponse:  # type: ignore[valid-type]
+    namespace, spaces = principal.namespace, state.spaces()
+    result, stamp = await run_in_threadpool(cached_or_retrieved, state, namespace, body)
+    query_id = uuid.uuid4().hex
+    state.recent.add(query_id, AskedQuery.of(namespace, result))
+    remember = lambda answer: remember_answer(state, namespace, answer, stamp)  # noqa: E731
+    rag = spaces.rag(namespace)
+    if body.stream:
+        return StreamingResponse(stream_answer(rag, body, result, remember, query_id), media_type="text/event-stream")
+    if body.generate and not isinstance(result, Answer):
+        result = await answer_unless_gone(request, rag, result)
+        remember(result)
+        if result.error is not None and not result.answer:
+            return JSONResponse({"code": GENERATION_FAILED, "message": one_line(result.error), "query_id": query_id,
+                                 **result.model_dump(mode="json", exclude={"error"})}, status_code=502)
+    # pydantic's own serialiser, not FastAPI's encoder: a quarter of a millisecond less per query
+    return JSONResponse({"query_id": query_id, **shown(result).model_dump(mode="json")})
+
+
+def cached_or_retrieved(state: ServiceState, namespace: str, body: QueryRequest) -> tuple[Evidence, tuple[int, ...]]:
+    """The cached result of the same question, or a fresh retrieval (then cached)."""
+    spaces, cache = state.spaces(), state.cache
+    started = time.perf_counter()
+    # taken before retrieval, so an ingest that lands meanwhile leaves the entry stale; with the
+    # cache off there is nothing to compare, and no manifests are read
+    stamp = spaces.stamp(namespace) if cache.enabled else ()
+    question = normalise(body.question)
+    wanted = "answer" if body.generate else "evidence"
+    cached = cache.get((namespace, question, wanted), stamp) or (
+        cache.get((namespace, question, "evidence"), stamp) if body.generate else None)
+    lookup_ms = round((time.perf_counter() - started) * 1000, 3)
+    if cached is not None:
+        return cached.model_copy(update={"timings_ms": {"cache_hit": lookup_ms}}), stamp
+    result = spaces.retrieve(namespace, body.question)
+    result.timings_ms["cache_miss"] = lookup_ms
+    cache.put((namespace, question, "evidence"), stamp, result)
+    return result, stamp
+
+
+def remember_answer(state: ServiceState, namespace: str, answer: Answer, stamp: tuple[int, ...]) -> None:
+    """A complete, checked answer is reused for the same question until the index changes."""
+    if answer.complete and answer.error is None and (answer.answer is not None or answer.abstained):
+        state.cache.put((namespace, normalise(answer.question), "answer"), stamp, answer)
+
+
+def shown(result: Evidence) -> Evidence:
+    """What a team may read of a result: an error message without credentials or server paths."""
+    if isinstance(result, Answer) and result.error:
+        return result.model_copy(update={"error": one_line(result.error)})
+    return result
+
+
+async def answer_unless_gone(request: Request, rag: QuorumRAG, evidence: Evidence) -> Answer:
+    """The answer, generated on a worker thread; a client that disconnects meanwhile stops the
+    model at its next token (the thread's answer is then incomplete, and nobody reads it)."""
+    cancelled = threading.Event()
+    answering = asyncio.ensure_future(run_in_threadpool(rag.answer, evidence.question, evidence=evidence,
+                                                        cancelled=cancelled))
+    watching = asyncio.ensure_future(until_disconnected(request))
+    try:
+        await asyncio.wait({answering, watching}, return_when=asyncio.FIRST_COMPLETED)
+        if watching.done():
+            cancelled.set()
+        return await answering
+    finally:
+        watching.cancel()
+
+
+async def until_disconnected(request: Request) -> None:
+    """Returns when the client goes away (the body is read: the next message is the disconnect)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+def sse(event: str, data: Any) -> str:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n"
+
+
+async def stream_answer(rag: QuorumRAG, body: QueryRequest, result: Evidence,
+                        on_done: Callable[[Answer], None], query_id: str) -> AsyncIterator[str]:
+    """The evidence (with the query's id, for feedback), each answer token as it arrives, then the
+    checked answer. A cached answer arrives as one token. A client that leaves mid-stream stops the
+    model at its next token: the server's next write fails, and this generator is closed."""
+    fields = {*Evidence.model_fields, *Evidence.model_computed_fields}
+    yield sse("evidence", {"query_id": query_id, **result.model_dump(include=fields)})
+    if isinstance(result, Answer):
+        if result.answer:
+            yield sse("token", {"text": result.answer})
+        yield sse("done", {"query_id": query_id, **shown(result).model_dump()})
+        return
+    if result.abstained or not body.generate:
+        yield sse("done", {"query_id": query_id, **Answer.from_evidence(result).model_dump()})
+        return
+    async with aclosing(answer_events(rag, result, on_done)) as events:  # closed with this generator
+        async for item in events:
+            if isinstance(item, Answer):
+                yield sse("done", {"query_id": query_id, **shown(item).model_dump()})
+            else:
+                yield sse("token", {"text": item})
+
+
+async def answer_events(rag: QuorumRAG, evidence: Evidence,
+                        on_done: Callable[[Answer], None]) -> AsyncIterator[str | Answer]:
+    """Each answer token as the model writes it (on a worker thread), then the checked answer.
+    Closing this generator early (the client left, so the server's next write failed) stops
+    the model at its next token."""
+    loop, tokens = asyncio.get_running_loop(), asyncio.Queue[str | Answer]()
+    cancelled = threading.Event()
+
+    def generate() -> None:
+        try:
+            answer = rag.answer(evidence.question, evidence=evidence, cancelled=cancelled,
+                                on_token=lambda token: loop.call_soon_threadsafe(tokens.put_nowait, token))
+            on_done(answer)
+        except Exception as exc:  # noqa: BLE001 - reported to the client as the final event
+            answer = Answer.from_evidence(evidence, error=f"unexpected {type(exc).__name__}")
+        loop.call_soon_threadsafe(tokens.put_nowait, answer)
+
+    threading.Thread(target=generate, name="qrag-answer", daemon=True).start()
+    try:
+        while not isinstance(item := await tokens.get(), Answer):
+            yield item
+        yield item
+    finally:
+        cancelled.set()  # done, or the client left: either way the model has nothing more to write
+
+
+@queries.post("/feedback", status_code=201)
+def feedback(body: FeedbackRequest, state: State,
+             principal: limited("feedback")) -> dict[str, str]:  # type: ignore[valid-type]
+    asked = state.recent.get(body.query_id)
+    if asked is None or asked.namespace != principal.namespace:  # another team's ids do not exist for you
+        raise ServiceError(404, "unknown_query", f"no recent query {body.query_id[:40]!r} in this namespace")
+    assert state.feedback is not None
+    state.feedback.add(body.query_id, asked, body.rating, body.comment)
+    return {"query_id": body.query_id, "rating": body.rating}
+
+
+@ingests.post("/ingest", status_code=202, openapi_extra=INGEST_BODY)
+async def ingest(request: Request, state: State,
+                 principal: limited("ingest")) -> JSONResponse:  # type: ignore[valid-type]
+    """Start an ingest job: uploaded files (multipart, field ``files``), or for an admin key a
+    path on the server (JSON). Poll ``GET /v1/jobs/{id}`` for its progress and report."""
+    if not principal.can_write:
+        raise ServiceError(403, "forbidden", "this key may only query; ingest needs a read-write key")
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith("multipart/form-data"):
+        async with request.form(max_files=10_000) as form:
+            files = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
+            if not files:
+                raise ServiceError(422, "invalid_request", "files: upload at least one file in the field 'files'")
+            folder, names = await run_in_threadpool(state.uploads.save, principal.namespace, files)
+        source = ", ".join(names) if len(names) <= 3 else f"{names[0]} and {len(names) - 1} more files"
+        job = state.jobs.submit(principal.namespace, folder, source, release=state.uploads.release)
+    elif content_type.startswith("application/json"):
+        try:
+            body = IngestPathRequest.model_validate_json(await request.body())
+        except ValidationError as exc:
+            raise RequestValidationError(exc.errors()) from None
+        if not principal.can_read_server_paths:
+            raise ServiceError(403, "forbidden", "ingesting a path on the server needs an admin key; "
+                               "upload the files instead")
+        if not Path(body.path).exists():
+            raise ServiceError(400, "bad_corpus", f"path does not exist on the server: {body.path}")
+        job = state.jobs.submit(principal.namespace, Path(body.path), body.path,
+                                options={"prune": body.prune, "rebuild": body.rebuild})
+    else:
+        raise ServiceError(415, "unsupported_media_type",
+                           "send the files as multipart/form-data, or a server path as application/json")
+    return JSONResponse(job.view(), status_code=202, headers={"Location": f"/v1/jobs/{job.id}"})
+
+
+@ingests.get("/jobs/{job_id}")
+def job(job_id: str, state: State, principal: Caller) -> dict[str, Any]:
+    found = state.jobs.get(job_id, principal.namespace)
+    if found is None:
+        raise ServiceError(404, "unknown_job", f"no job {job_id[:40]!r} in this namespace")
+    return found.view()
+
+
+def page_router(web: Any) -> APIRouter:
+    """The web page, and Swagger UI's files from the pinned ``swagger-ui-bundle`` wheel (no CDN)."""
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/")
+    def page() -> FileResponse:
+        return FileResponse(str(web / "index.html"))
+
+    @router.get("/docs")
+    def docs() -> FileResponse:
+        return FileResponse(str(web / "docs.html"))
+
+    return router

@@ -1,0 +1,2 @@
+// Swagger UI from the service's own files (the pinned swagger-ui-bundle wheel): no CDN, no inline script.
+window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#swagger-ui" });

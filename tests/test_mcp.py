@@ -1,0 +1,111 @@
+"""The MCP server, called with the official ``mcp`` SDK's own client: over stdio (``qrag-qdrant mcp``
+as a subprocess) and over streamable HTTP (a real uvicorn server on loopback, the team keys)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from .cli_helpers import run
+from .ollama_standin import ollama_standin
+from .test_service import BEES, teams  # noqa: F401 - fixtures
+
+pytest.importorskip("mcp", reason="the service extra brings the mcp SDK")
+pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
+import httpx2  # noqa: E402 - the mcp SDK's HTTP client
+import uvicorn  # noqa: E402
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+from qrag_qdrant.config import load_settings  # noqa: E402
+from qrag_qdrant.service.app import create_app  # noqa: E402
+
+CLI = str(Path(sys.executable).parent / "qrag-qdrant")
+TOOLS = {"search_evidence", "ask", "list_collections"}
+
+
+def structured(result) -> object:
+    """A tool's structured result (a list comes wrapped as {"result": [...]})."""
+    assert not result.is_error, result.content
+    content = result.structured_content
+    return content["result"] if set(content) == {"result"} else content
+
+
+async def exercise(client: Client) -> dict[str, object]:
+    """List the tools and call each, with a good question and an empty one."""
+    listed = await client.list_tools()
+    evidence = structured(await client.call_tool("search_evidence", {"question": BEES, "clusters": 1}))
+    answer = structured(await client.call_tool("ask", {"question": BEES}))
+    collections = structured(await client.call_tool("list_collections", {}))
+    empty = await client.call_tool("search_evidence", {"question": "  "})
+    return {"tools": {tool.name: tool.description for tool in listed.tools}, "evidence": evidence,
+            "answer": answer, "collections": collections, "empty": empty}
+
+
+def check(seen: dict) -> None:
+    assert set(seen["tools"]) == TOOLS and "abstain" in seen["tools"]["search_evidence"]
+    evidence = seen["evidence"]
+    assert len(evidence["clusters"]) == 1 and evidence["clusters"][0]["passages"][0]["source"] == "honeybees.txt"
+    assert evidence["confidence"] > 0 and evidence["clusters"][0]["support"] >= 2
+    assert seen["answer"]["answer"] == "the waggle dance [1]" and seen["answer"]["claims"][0]["grounded"]
+    assert {c["name"] for c in seen["collections"]} and all(c["points"] > 0 for c in seen["collections"])
+    assert seen["empty"].is_error and "empty" in seen["empty"].content[0].text
+
+
+def test_stdio_serves_the_three_tools_to_the_sdks_client(corpus, tmp_path):
+    store = tmp_path / "store"
+    assert run("ingest", str(corpus), "--store", str(store)).exit_code == 0
+    with ollama_standin(tokens=["the waggle ", "dance ", "[1]"]) as ollama:
+        params = StdioServerParameters(command=CLI, args=["mcp", "--store", str(store)], cwd=tmp_path, env={
+            "QRAG_CACHE_DIR": os.environ["QRAG_CACHE_DIR"], "QRAG_OLLAMA_HOST": ollama.host})
+
+        async def session() -> dict:
+            async with Client(params) as client:
+                return await exercise(client)
+
+        check(asyncio.run(session()))
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_http_on_the_service_uses_the_team_keys(teams, tmp_path, embedder):
+    _, auth = teams
+    with ollama_standin(tokens=["the waggle ", "dance ", "[1]"]) as ollama:
+        settings = load_settings(store=tmp_path / "store", ollama={"host": ollama.host},
+                                 service={"keys": tmp_path / "keys.toml"})
+        server = uvicorn.Server(uvicorn.Config(create_app(settings, embedder=embedder), host="127.0.0.1",
+                                               port=free_port(), log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        while not server.started:  # until it listens (or died)
+            assert thread.is_alive()
+            thread.join(0.01)
+        url = f"http://127.0.0.1:{server.config.port}/v1/mcp/"
+
+        async def session(headers: dict[str, str]) -> dict:
+            async with httpx2.AsyncClient(headers=headers) as http, \
+                    Client(streamable_http_client(url, http_client=http)) as client:
+                return await exercise(client)
+
+        try:
+            check(asyncio.run(session(auth["a"])))
+            team_b = asyncio.run(session(auth["b"]))  # the key decides the namespace
+            assert {p["source"] for c in team_b["evidence"]["clusters"] for p in c["passages"]} <= {"gears.txt"}
+            refused = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                  headers={"Authorization": "Bearer qrag_wrong"})
+            assert refused.status_code == 401 and json.loads(refused.text)["code"] == "unauthorized"
+        finally:
+            server.should_exit = True
+            thread.join(60)

@@ -1,0 +1,319 @@
+"""The shared service against a careless or hostile client: bodies that never end, bad upload
+names, keys that change while it runs, a client that leaves mid-answer, secrets in messages,
+and requests past a key's rate. Each case sends the request through HTTP (TestClient) or, where
+the bytes on the wire matter, straight to the ASGI app."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import stat
+import threading
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from qrag_qdrant.generation import register_backend
+
+from .cli_helpers import assert_clean_error, run
+from .test_generation import closed_port
+from .test_service import BEES, finished, service, teams  # noqa: F401 - fixtures
+
+pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
+from qrag_qdrant.service.auth import KeyFile  # noqa: E402
+from qrag_qdrant.service.limits import RateLimits  # noqa: E402
+
+MB = 1 << 20
+
+
+def call_asgi(app, path: str, headers: dict[str, str], chunks, disconnect_when: threading.Event | None = None):
+    """One HTTP request straight to the ASGI app: the body as ``chunks`` (bytes, pulled one at a time
+    and counted), no Content-Length. Returns (status, body, chunks pulled). After the body,
+    ``receive`` answers ``http.disconnect`` once ``disconnect_when`` is set (else when the response ends)."""
+    pulled, sent, body = 0, [], []
+    source = iter(chunks)
+    upcoming = next(source, None)
+    ended = asyncio.Event()
+
+    async def receive():
+        nonlocal pulled, upcoming
+        if upcoming is not None:
+            chunk, upcoming = upcoming, next(source, None)
+            pulled += 1
+            return {"type": "http.request", "body": chunk, "more_body": upcoming is not None}
+        if disconnect_when is not None:
+            await asyncio.get_running_loop().run_in_executor(None, disconnect_when.wait, 120)
+        else:
+            await ended.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+        if message["type"] == "http.response.body":
+            body.append(message.get("body", b""))
+            if not message.get("more_body"):
+                ended.set()
+
+    scope = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
+             "method": "POST", "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
+             "root_path": "", "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80),
+             "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
+    asyncio.run(app(scope, receive, send))
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    return start["status"], b"".join(body), pulled
+
+
+def endless(size: int = 64 * 1024, total: int = 100 * MB):
+    for _ in range(total // size):
+        yield b"x" * size
+
+
+def test_an_unauthenticated_chunked_body_is_refused_before_it_is_read(service):
+    client, _ = service
+    status, body, pulled = call_asgi(client.app, "/v1/query", {"content-type": "application/json"}, endless())
+    assert status == 401 and json.loads(body)["code"] == "unauthorized" and pulled == 0
+
+
+def test_a_chunked_body_is_cut_off_at_the_limit(service):
+    client, auth = service
+    headers = {"content-type": "application/json", **{k.lower(): v for k, v in auth["a"].items()}}
+    status, body, pulled = call_asgi(client.app, "/v1/query", headers, endless())
+    assert status == 413 and json.loads(body)["code"] == "body_too_large"
+    assert pulled * 64 * 1024 <= 200_000 + 64 * 1024  # the fixture's max_body_bytes, and one chunk more
+
+
+def test_a_chunked_upload_over_the_upload_limit_is_refused_and_leaves_nothing(teams, tmp_path):
+    start, auth = teams
+    with start(service={"max_upload_bytes": 2 * MB}) as client:
+        content_type, whole = multipart([(b"big.txt", b"word " * (600 * 1024))])  # 3 MB
+        headers = {"content-type": content_type, **{k.lower(): v for k, v in auth["a"].items()}}
+        chunks = [whole[i:i + 64 * 1024] for i in range(0, len(whole), 64 * 1024)]
+        status, body, _ = call_asgi(client.app, "/v1/ingest", headers, chunks)
+    assert status == 413 and json.loads(body)["code"] == "body_too_large"
+    assert not list((tmp_path / "store" / ".uploads").glob("*/*"))
+
+
+def multipart(files: list[tuple[bytes, bytes]]) -> tuple[str, bytes]:
+    """A multipart/form-data body with the file names as raw bytes (an HTTP client would escape them)."""
+    boundary = b"qrag-test-boundary"
+    parts = [b"--" + boundary + b'\r\nContent-Disposition: form-data; name="files"; filename="' + name +
+             b'"\r\nContent-Type: text/plain\r\n\r\n' + data + b"\r\n" for name, data in files]
+    return f"multipart/form-data; boundary={boundary.decode()}", b"".join(parts) + b"--" + boundary + b"--\r\n"
+
+
+# (a name that is not UTF-8 is read as Latin-1 by Starlette: a legal, if odd, name)
+@pytest.mark.parametrize("name", [b"bad\x00name.txt", b"a/" + b"x" * 256 + b".txt", b"tab\there.txt", b"../up.txt",
+                                  b"/etc/passwd", b"a\\..\\..\\win.txt"])
+def test_every_bad_upload_name_is_a_422_and_leaves_nothing(service, tmp_path, name):
+    client, auth = service
+    content_type, body = multipart([(b"good.txt", b"fine text " * 20), (name, b"more text")])
+    headers = {"content-type": content_type, **{k.lower(): v for k, v in auth["a"].items()}}
+    status, response, _ = call_asgi(client.app, "/v1/ingest", headers, [body])
+    assert status == 422 and json.loads(response)["code"] == "invalid_request", response
+    assert not list((tmp_path / "store" / ".uploads").glob("*/*"))
+
+
+def test_a_file_beside_a_folder_of_the_same_name_is_a_422(service, tmp_path):
+    client, auth = service
+    files = [("files", ("clash", b"a file", "text/plain")), ("files", ("clash/inner.txt", b"in a folder", "text/plain"))]
+    response = client.post("/v1/ingest", files=files, headers=auth["a"])
+    assert response.status_code == 422 and "both as a file and as a folder" in response.json()["message"]
+    assert not list((tmp_path / "store" / ".uploads").glob("*/*"))
+
+
+def test_uploads_left_by_a_killed_run_are_swept_at_start(teams, tmp_path):
+    start, _ = teams
+    left = tmp_path / "store" / ".uploads" / "job-killed"
+    left.mkdir(parents=True)
+    (left / "half.txt").write_text("half written")
+    with start():
+        assert not left.exists()
+
+
+def test_a_namespace_cannot_queue_more_uploads_than_its_cap(teams, tmp_path):
+    start, auth = teams
+    with start(service={"max_queued_upload_bytes": 1000}) as client:
+        files = [("files", ("big.txt", b"word " * 400, "text/plain"))]
+        response = client.post("/v1/ingest", files=files, headers=auth["a"])
+    assert response.status_code == 413 and response.json()["code"] == "upload_quota", response.text
+    assert not list((tmp_path / "store" / ".uploads").glob("*/*"))
+
+
+def test_a_failed_jobs_error_shows_no_server_path(service, tmp_path):
+    client, auth = service
+    started = client.post("/v1/ingest", files=[("files", ("blob.bin", bytes(range(256)) * 8, "application/x"))],
+                          headers=auth["a"])
+    job = finished(client, started.json(), auth["a"])
+    assert job["state"] == "failed" and job["error"]["code"] == "bad_corpus", job
+    assert str(tmp_path) not in json.dumps(job) and ".uploads" not in json.dumps(job)
+
+
+def test_keys_added_and_revoked_take_effect_on_the_running_service(service, tmp_path):
+    client, auth = service
+    keys = KeyFile(tmp_path / "keys.toml")
+    new = keys.add("team-a", "read", name="late-joiner")
+    assert client.get("/v1/collections", headers={"Authorization": f"Bearer {new}"}).status_code == 200
+    keys.revoke("late-joiner")
+    assert client.get("/v1/collections", headers={"Authorization": f"Bearer {new}"}).status_code == 401
+    assert client.get("/v1/collections", headers=auth["a"]).status_code == 200  # the others keep working
+
+
+def test_key_list_revoke_and_rotate_through_the_cli(tmp_path):
+    env = {"QRAG_SERVICE_KEYS": str(tmp_path / "keys.toml")}
+    added = run("key", "add", "--namespace", "team-a", "--name", "ci-bot", "--expires", "30d", "--json", env=env)
+    assert added.exit_code == 0, added.stderr
+    first = json.loads(added.stdout)
+    assert stat.S_IMODE((tmp_path / "keys.toml").stat().st_mode) == 0o600
+    listed = json.loads(run("key", "list", "--json", env=env).stdout)
+    assert [(k["name"], k["namespace"], k["role"]) for k in listed] == [("ci-bot", "team-a", "read-write")]
+    assert first["key"] not in json.dumps(listed) and "sha256" not in json.dumps(listed)  # never a key or hash
+    rotated = json.loads(run("key", "rotate", "ci-bot", "--json", env=env).stdout)
+    keys = KeyFile.load(tmp_path / "keys.toml")
+    assert keys.principal(first["key"]) is None and keys.principal(rotated["key"]).namespace == "team-a"
+    assert rotated["expires"] is not None and rotated["id"] != first["id"]
+    assert run("key", "revoke", rotated["id"], env=env).exit_code == 0
+    assert KeyFile.load(tmp_path / "keys.toml").principal(rotated["key"]) is None
+    assert_clean_error(run("key", "revoke", "nobody", env=env), 1, "no key with the id or name")
+    assert_clean_error(run("key", "add", "--namespace", "team-a", "--name", 'x" role="admin', env=env), 1,
+                       "key name")
+
+
+def test_an_expired_key_is_refused(tmp_path):
+    keys = KeyFile(tmp_path / "keys.toml")
+    key = keys.add("team-a", "read", ttl_seconds=3600)
+    assert keys.principal(key) is not None
+    assert keys.principal(key, now=datetime.now(timezone.utc) + timedelta(hours=2)) is None
+
+
+class EndlessBackend:
+    """A plug-in backend whose answer never ends, and that records when it is stopped."""
+
+    instances: list[EndlessBackend] = []
+    first_token = threading.Event()
+
+    def __init__(self, settings):
+        self.tokens, self.stopped = 0, threading.Event()
+        EndlessBackend.instances.append(self)
+
+    def stream(self, question, passages):
+        try:
+            while self.tokens < 1_000_000:
+                self.tokens += 1
+                EndlessBackend.first_token.set()
+                yield "word "
+        finally:
+            self.stopped.set()
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_client_that_leaves_mid_answer_stops_the_model(teams, stream):
+    start, auth = teams
+    register_backend("endless", EndlessBackend)
+    EndlessBackend.instances.clear()
+    EndlessBackend.first_token.clear()
+    with start(generation={"backend": "endless"}) as client:
+        headers = {"content-type": "application/json", **{k.lower(): v for k, v in auth["a"].items()}}
+        body = json.dumps({"question": BEES, "stream": stream}).encode()
+        # the client leaves once the model has written its first token
+        call_asgi(client.app, "/v1/query", headers, [body], disconnect_when=EndlessBackend.first_token)
+        backend = EndlessBackend.instances[0]
+        assert backend.stopped.wait(60) and backend.tokens < 1_000_000
+        # the namespace is free at once: the next query is answered
+        again = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"])
+        assert again.status_code == 200
+
+
+def test_a_generation_failure_is_a_502_without_the_urls_credentials(teams):
+    start, auth = teams
+    host = f"http://admin:s3cret-pw@127.0.0.1:{closed_port()}"
+    with start(ollama={"host": host}, generation={"backend": "ollama"}) as client:
+        response = client.post("/v1/query", json={"question": "What did the Antikythera mechanism model?"},
+                               headers=auth["b"])
+    assert response.status_code == 502 and response.json()["code"] == "generation_failed", response.text
+    assert "s3cret-pw" not in response.text and "***@127.0.0.1" in response.json()["message"]
+
+
+def test_a_lone_surrogate_is_a_400(service):
+    client, auth = service
+    response = client.post("/v1/query", content=b'{"question": "\\ud800 volcano"}',
+                           headers={**auth["a"], "Content-Type": "application/json"})
+    assert response.status_code == 400 and response.json()["code"] == "bad_question", response.text
+
+
+def test_every_response_carries_the_security_headers_and_docs_work_offline(service):
+    client, auth = service
+    for response in (client.get("/"), client.get("/docs"), client.get("/healthz"),
+                     client.post("/v1/query", json={"question": BEES}, headers={"Authorization": "Bearer nope"})):
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert response.headers["x-frame-options"] == "DENY" and response.headers["referrer-policy"] == "no-referrer"
+        assert "script-src 'self'" in response.headers["content-security-policy"]
+        assert "unsafe-inline" not in response.headers["content-security-policy"]
+    docs = client.get("/docs").text
+    assert "cdn" not in docs.lower() and "/swagger/swagger-ui-bundle.js" in docs and "<script>" not in docs
+    assert client.get("/swagger/swagger-ui-bundle.js").status_code == 200
+    assert "bearer" in json.dumps(client.get("/openapi.json").json()["components"]["securitySchemes"]).lower()
+
+
+def test_a_key_past_its_rate_gets_429_with_retry_after(teams, tmp_path):
+    start, auth = teams
+    with start(service={"rate_feedback": "2/minute"}) as client:
+        asked = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["b"]).json()
+        rate = [client.post("/v1/feedback", json={"query_id": asked["query_id"], "rating": "up"}, headers=auth["b"])
+                for _ in range(3)]
+        assert [r.status_code for r in rate] == [201, 201, 429]
+        assert rate[2].json()["code"] == "rate_limited" and int(rate[2].headers["retry-after"]) >= 1
+        # another key has its own bucket
+        other = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"]).json()
+        assert client.post("/v1/feedback", json={"query_id": other["query_id"], "rating": "up"},
+                           headers=auth["a"]).status_code == 201
+
+
+def test_a_token_bucket_refills_at_its_rate():
+    now = [0.0]
+    limits = RateLimits({"query": (2, 1.0)}, clock=lambda: now[0])
+    assert [limits.wait_seconds("query", "k") for _ in range(3)] == [0.0, 0.0, 1.0]
+    now[0] = 0.5
+    assert limits.wait_seconds("query", "k") == pytest.approx(0.5)
+    now[0] = 1.0
+    assert limits.wait_seconds("query", "k") == 0.0 and limits.wait_seconds("query", "other") == 0.0
+    assert RateLimits({"query": None}).wait_seconds("query", "k") == 0.0
+
+
+def test_jobs_survive_a_restart_and_unfinished_ones_read_interrupted(teams, tmp_path):
+    start, auth = teams
+    with start() as client:
+        started = client.post("/v1/ingest", files=[("files", ("owls.txt", b"Barn owls hunt at night. " * 30,
+                                                              "text/plain"))], headers=auth["a"])
+        done = finished(client, started.json(), auth["a"])
+    assert done["state"] == "done"
+    # a record the last run left half way, as a kill would
+    left = {**done, "id": "f" * 32, "state": "running", "finished": None, "report": None}
+    (tmp_path / "store" / ".jobs" / f"{'f' * 32}.json").write_text(json.dumps(left))
+    with start() as client:
+        again = client.get(f"/v1/jobs/{done['id']}", headers=auth["a"]).json()
+        killed = client.get(f"/v1/jobs/{'f' * 32}", headers=auth["a"]).json()
+        assert client.get(f"/v1/jobs/{done['id']}", headers=auth["b"]).status_code == 404  # still team a's alone
+    assert again == done
+    assert killed["state"] == "failed" and killed["error"]["code"] == "interrupted" and killed["finished"]
+
+
+def test_on_shutdown_jobs_past_the_drain_stop_and_read_interrupted(tmp_path):
+    from qrag_qdrant.service.jobs import IngestJobs, JobRecords
+
+    running = threading.Event()
+
+    def run(namespace, path, progress, options):
+        running.set()
+        while True:  # a long ingest: it goes on until the service stops it at a progress step
+            progress.file_done()
+
+    jobs = IngestJobs(run, lambda exc: ("error", str(exc)), JobRecords(tmp_path / ".jobs"))
+    released = []
+    first = jobs.submit("team-a", tmp_path / "a", "a.txt", release=released.append)
+    second = jobs.submit("team-a", tmp_path / "b", "b.txt", release=released.append)
+    assert running.wait(60)
+    jobs.close(drain_seconds=0)
+    assert [(j.state, j.error["code"]) for j in (first, second)] == [("failed", "interrupted")] * 2
+    assert sorted(released) == [tmp_path / "a", tmp_path / "b"]  # upload folders handed back either way
+    on_disk = {j.id: j.state for j in JobRecords(tmp_path / ".jobs").read_all()}
+    assert on_disk == {first.id: "failed", second.id: "failed"}
