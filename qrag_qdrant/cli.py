@@ -405,6 +405,9 @@ def evaluate(
     generate: Annotated[int | None, typer.Option(
         "--generate", min=1, help="also answer this many of the questions with the model (generation.backend), "
         "from quorum's and qdrant-hybrid's context (or the --systems given), and score the answers")] = None,
+    generate_kinds: Annotated[str | None, typer.Option(
+        "--generate-kinds", help="with --generate: draw only questions of these kinds (answerable, unanswerable, "
+        "out_of_corpus; comma-separated), e.g. to see what reaches the model of the ones it should not answer")] = None,
     answers_out: Annotated[Path | None, typer.Option("--answers-out", help="with --generate: write each answer "
                                                      "as a JSON line as soon as it is scored")] = None,
     expansions_cache: Annotated[Path | None, typer.Option(
@@ -437,7 +440,7 @@ def evaluate(
             result = evaluation.run(grid, advance=lambda: bar.advance(task))
         if generate:
             result.generation = answer_questions(rag, result, generate, seed, evaluation.systems if systems else None,
-                                                 answers_out)
+                                                 answers_out, generate_kinds.split(",") if generate_kinds else None)
     print_table(systems_table(result))
     if (expanded := expansions_table(result)) is not None:
         print_table(expanded)
@@ -457,13 +460,18 @@ def evaluate(
 
 
 def answer_questions(rag: QuorumRAG, result: Any, count: int, seed: int, systems: list[str] | None,
-                     answers_out: Path | None) -> dict[str, Any]:
-    """``eval --generate``: answers for ``count`` of the evaluated questions, drawn with ``seed``."""
+                     answers_out: Path | None, kinds: list[str] | None = None) -> dict[str, Any]:
+    """``eval --generate``: answers for ``count`` of the evaluated questions (of ``kinds`` only, if
+    given), drawn with ``seed``."""
     from .eval.answering import AnswerEvaluation, draw
+    from .eval.dataset import CATEGORIES
     from .eval.runner import HYBRID, QUORUM
 
+    if unknown := set(kinds or ()) - set(CATEGORIES):
+        raise ConfigError(f"--generate-kinds {', '.join(sorted(unknown))}: use {', '.join(CATEGORIES)}")
     names = systems or [name for name in (QUORUM, HYBRID) if name in result.contexts]
-    picked = draw(len(result.dataset.questions), count, seed)
+    eligible = [i for i, q in enumerate(result.dataset.questions) if kinds is None or q.category in kinds]
+    picked = [eligible[i] for i in draw(len(eligible), count, seed)]
     questions = [result.dataset.questions[i] for i in picked]
     contexts = {name: [result.contexts[name][i] for i in picked] for name in names}
     with progress_bar() as bar, contextlib.ExitStack() as stack:

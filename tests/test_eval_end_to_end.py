@@ -10,7 +10,7 @@ import pytest
 
 from qrag_qdrant.coordinator.gate import QUORUM_FEATURES, GateModel
 
-from .cli_helpers import run
+from .cli_helpers import assert_clean_error, run
 from .ollama_standin import ollama_standin
 from .sample_corpus import DOCUMENTS
 
@@ -130,6 +130,19 @@ def test_eval_generate_scores_each_systems_answers_from_the_same_model(tiny_qa, 
     curve = quorum["answered_rate_if_declined_at"]
     assert curve["0.3"]["answerable"] == 0.0 and curve["0.4"]["answerable"] == 1.0
     assert "answered rate by decline threshold" in result.stdout
+
+
+def test_eval_generate_can_draw_only_some_kinds_of_question(tiny_qa, tmp_path):
+    out = tmp_path / "result.json"
+    with ollama_standin(tokens=["waggle dance ", "[1]"]) as ollama:
+        env = {"QRAG_GENERATION_BACKEND": "ollama", "QRAG_OLLAMA_HOST": ollama.host}
+        result = run("eval", str(tiny_qa), "--systems", "quorum", "--generate", "5", "--generate-kinds",
+                     "unanswerable", "--json-out", str(out), env=env)
+        assert result.exit_code == 0, result.stderr
+        rows = json.loads(out.read_text())["generation"]["rows"]
+        assert [(row["id"], row["category"]) for row in rows] == [("mongolia", "unanswerable")]
+        assert_clean_error(run("eval", str(tiny_qa), "--generate", "5", "--generate-kinds", "tricky", env=env), 1,
+                           "--generate-kinds tricky")
 
 
 def test_eval_compares_query_expansions_with_quorum_and_reuses_what_the_model_wrote(tiny_qa, tmp_path):

@@ -210,3 +210,14 @@ def test_eval_measures_the_evidence_the_query_path_returns(open_rag, corpus, con
         assert seen.gate_features == returned.gate_features and seen.gate_threshold is not None
         assert returned.context_policy is None if returned.abstain_reason == "no_quorum" else \
             returned.context_policy.startswith(context)
+
+
+def test_a_one_word_corpus_gives_its_word_as_evidence_whole(open_rag, tmp_path):
+    folder = tmp_path / "one-word"
+    folder.mkdir()
+    (folder / "word.txt").write_text("Ulaanbaatar")
+    rag = open_rag("one-word")
+    rag.ingest(folder)
+    evidence = rag.retrieve("Ulaanbaatar")
+    assert not evidence.abstained and [p.text for p in evidence.passages] == ["Ulaanbaatar"]
+    assert evidence.context_words == 1 and evidence.context_policy == "adaptive: one cluster reached quorum"

@@ -1,7 +1,11 @@
-"""The answer prompt every backend sends: numbered, fenced passages and the rules.
+"""The answer prompt every backend sends: the rules, worked examples, then numbered, fenced
+passages and the question.
 
-Corpus text is untrusted: every passage is fenced, and the instructions tell the model
-that nothing inside a fence is an instruction.
+The format is built for the small model most users of the embedded default run: the shortest
+answer copied from a passage, then its number, shown by example rather than only described.
+Corpus text is untrusted: every passage is fenced, the text inside escaped so that it cannot
+close the fence, and the instructions tell the model that nothing inside a fence is an
+instruction.
 """
 
 from __future__ import annotations
@@ -99,16 +103,14 @@ def user_turn(question: str, passages: Sequence[Passage]) -> str:
     return f"Passages:\n\n{fenced}\n\nQuestion: {question}"
 
 
-def build_messages(question: str, passages: Sequence[Passage], answer_format: AnswerFormat = "short",
-                   examples: bool = True) -> list[dict[str, str]]:
+def build_messages(question: str, passages: Sequence[Passage],
+                   answer_format: AnswerFormat = "short") -> list[dict[str, str]]:
     """The rules, the worked examples (a fixed prefix), then the passages and the question."""
     messages = [{"role": "system", "content": SYSTEM_PROMPTS[answer_format]}]
-    if examples:
-        shown = [Passage(citation=n, source=source, start=0, end=len(text), text=text)
-                 for n, (source, text) in enumerate(_EXAMPLE_PASSAGES, start=1)]
-        for asked, replied in EXAMPLES[answer_format]:
-            messages += [{"role": "user", "content": user_turn(asked, shown)},
-                         {"role": "assistant", "content": replied}]
+    shown = [Passage(citation=n, source=source, start=0, end=len(text), text=text)
+             for n, (source, text) in enumerate(_EXAMPLE_PASSAGES, start=1)]
+    for asked, replied in EXAMPLES[answer_format]:
+        messages += [{"role": "user", "content": user_turn(asked, shown)}, {"role": "assistant", "content": replied}]
     return [*messages, {"role": "user", "content": user_turn(question, passages)}]
 
 
