@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import sys
 import threading
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 
 from .cli_helpers import run
 from .ollama_standin import ollama_standin
-from .test_service import BEES, teams  # noqa: F401 - fixtures
+from .test_service import BEES, free_port, teams  # noqa: F401 - fixtures
 
 pytest.importorskip("mcp", reason="the service extra brings the mcp SDK")
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
@@ -72,12 +71,6 @@ def test_stdio_serves_the_three_tools_to_the_sdks_client(corpus, tmp_path):
                 return await exercise(client)
 
         check(asyncio.run(session()))
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_http_on_the_service_uses_the_team_keys(teams, tmp_path, embedder):

@@ -66,6 +66,7 @@ def browser() -> Iterator[webdriver.Chrome]:
     options.binary_location = CHROMIUM
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
         options.add_argument(argument)
+    options.set_capability("goog:loggingOptions", {"browser": "ALL"})  # the console, CSP violations included
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
     try:
         yield driver
@@ -119,3 +120,14 @@ def test_a_wrong_key_is_shown_as_the_services_one_line_error(served, browser):
     status = browser.find_element(By.ID, "status")
     WebDriverWait(browser, PATIENCE_S).until(lambda _: "error" in status.get_attribute("class"))
     assert status.text == "a valid bearer key is needed: Authorization: Bearer <key>"
+
+
+def test_the_page_and_the_api_docs_run_under_the_strict_csp_with_nothing_from_elsewhere(served, browser):
+    base, _ = served
+    browser.get(base + "/")
+    assert browser.find_element(By.ID, "ask").is_displayed()
+    browser.get(base + "/docs")
+    WebDriverWait(browser, PATIENCE_S).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".swagger-ui .opblock"))
+    assert browser.find_elements(By.CSS_SELECTOR, "[data-path='/v1/chat/completions']")  # rendered offline
+    console = [entry["message"] for entry in browser.get_log("browser")]
+    assert not [m for m in console if "Content Security Policy" in m or "Refused to" in m], console

@@ -63,7 +63,7 @@ class SecurityHeaders:
 
 
 def swagger_files() -> Path | None:
-    """Swagger UI's own files, from the pinned ``swagger-ui-bundle`` wheel (the service extra)."""
+    """Swagger UI's own files, from the pinned ``swagger-ui-bundle-v2`` wheel (the service extra)."""
     try:
         import swagger_ui_bundle
     except ImportError:

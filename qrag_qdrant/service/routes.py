@@ -339,7 +339,7 @@ def job(job_id: str, state: State, principal: Caller) -> dict[str, Any]:
 
 
 def page_router(web: Any) -> APIRouter:
-    """The web page, and Swagger UI's files from the pinned ``swagger-ui-bundle`` wheel (no CDN)."""
+    """The web page, and Swagger UI's files from the pinned ``swagger-ui-bundle-v2`` wheel (no CDN)."""
     router = APIRouter(include_in_schema=False)
 
     @router.get("/")
