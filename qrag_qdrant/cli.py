@@ -1,4 +1,5 @@
-"""The ``qrag-qdrant`` command line: ingest, query, collections, eval, token.
+"""The ``qrag-qdrant`` command line: ingest, query, collections, token, serve, mcp, key (add, list,
+revoke, rotate), feedback export, eval and gate train.
 
 Every expected failure is one line on stderr and a non-zero exit, never a traceback
 (set QRAG_DEBUG=1 to see one for an unexpected error).
@@ -186,7 +187,7 @@ class RichIngestProgress:
 @app.command()
 @friendly_errors
 def ingest(
-    path: Annotated[Path, typer.Argument(help="folder (searched recursively) or file of .txt/.md")],
+    path: Annotated[Path, typer.Argument(help="folder (searched recursively) or one file: .txt, .md, .pdf, .html, .docx")],
     prune: Annotated[bool, typer.Option("--prune", help="remove the chunks of files that are gone")] = False,
     rebuild: Annotated[bool, typer.Option(
         "--rebuild", help="build fresh collections from PATH, then switch the namespace to them at once "

@@ -4,22 +4,22 @@ as a subprocess) and over streamable HTTP (a real uvicorn server on loopback, th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from .cli_helpers import run
 from .ollama_standin import ollama_standin
-from .test_service import BEES, free_port, teams  # noqa: F401 - fixtures
+from .live_server import live_server
+from .test_service import BEES, teams  # noqa: F401 - fixtures
 
 pytest.importorskip("mcp", reason="the service extra brings the mcp SDK")
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 import httpx2  # noqa: E402 - the mcp SDK's HTTP client
-import uvicorn  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
@@ -75,30 +75,21 @@ def test_stdio_serves_the_three_tools_to_the_sdks_client(corpus, tmp_path):
 
 def test_http_on_the_service_uses_the_team_keys(teams, tmp_path, embedder):
     _, auth = teams
-    with ollama_standin(tokens=["the waggle ", "dance ", "[1]"]) as ollama:
+    with contextlib.ExitStack() as stack:
+        ollama = stack.enter_context(ollama_standin(tokens=["the waggle ", "dance ", "[1]"]))
         settings = load_settings(store=tmp_path / "store", ollama={"host": ollama.host},
                                  service={"keys": tmp_path / "keys.toml"})
-        server = uvicorn.Server(uvicorn.Config(create_app(settings, embedder=embedder), host="127.0.0.1",
-                                               port=free_port(), log_level="warning"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        while not server.started:  # until it listens (or died)
-            assert thread.is_alive()
-            thread.join(0.01)
-        url = f"http://127.0.0.1:{server.config.port}/v1/mcp/"
+        base = stack.enter_context(live_server(create_app(settings, embedder=embedder)))
+        url = f"{base}/v1/mcp/"
 
         async def session(headers: dict[str, str]) -> dict:
             async with httpx2.AsyncClient(headers=headers) as http, \
                     Client(streamable_http_client(url, http_client=http)) as client:
                 return await exercise(client)
 
-        try:
-            check(asyncio.run(session(auth["a"])))
-            team_b = asyncio.run(session(auth["b"]))  # the key decides the namespace
-            assert {p["source"] for c in team_b["evidence"]["clusters"] for p in c["passages"]} <= {"gears.txt"}
-            refused = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                                  headers={"Authorization": "Bearer qrag_wrong"})
-            assert refused.status_code == 401 and json.loads(refused.text)["code"] == "unauthorized"
-        finally:
-            server.should_exit = True
-            thread.join(60)
+        check(asyncio.run(session(auth["a"])))
+        team_b = asyncio.run(session(auth["b"]))  # the key decides the namespace
+        assert {p["source"] for c in team_b["evidence"]["clusters"] for p in c["passages"]} <= {"gears.txt"}
+        refused = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                              headers={"Authorization": "Bearer qrag_wrong"})
+        assert refused.status_code == 401 and json.loads(refused.text)["code"] == "unauthorized"

@@ -7,11 +7,18 @@ import json
 
 import pytest
 
+from qrag_qdrant import QuorumRAG
+from qrag_qdrant.config import load_settings
+
+from .live_server import live_server
 from .ollama_standin import ollama_standin
+from .test_embedded import needs_model
 from .test_service import BEES, service, teams  # noqa: F401 - fixtures
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 openai = pytest.importorskip("openai", reason="the test extra brings the openai SDK")
+from qrag_qdrant.service.app import create_app  # noqa: E402
+from qrag_qdrant.service.auth import KeyFile  # noqa: E402
 
 TOKENS = ["the waggle ", "dance ", "[1]"]
 
@@ -113,3 +120,22 @@ def test_a_request_without_a_model_is_a_400_naming_the_field(service):
     client, auth = service  # (the SDK refuses to send it: sent as it is)
     raw = client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": BEES}]}, headers=auth["a"])
     assert raw.status_code == 400 and raw.json()["error"]["param"] == "model", raw.text
+
+
+@needs_model
+def test_the_openai_sdk_gets_a_real_answer_from_the_packaged_model(tmp_path, corpus, embedder):
+    """A running service on a real port, the embedded backend, the SDK as a team would use it."""
+    store, key_file = tmp_path / "store", tmp_path / "keys.toml"
+    with QuorumRAG(load_settings(store=store), embedder=embedder) as rag:
+        rag.ingest(corpus)
+    key = KeyFile.load(key_file).add("default", "read")
+    settings = load_settings(store=store, service={"keys": key_file}, generation={"backend": "embedded"})
+    with live_server(create_app(settings, embedder=embedder)) as base:
+        client = openai.OpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0, timeout=600)
+        question = [{"role": "user", "content": "What dance do honeybee foragers perform?"}]
+        reply = client.chat.completions.create(model="quorum", messages=question)
+        streamed = list(client.chat.completions.create(model="quorum", messages=question, stream=True))
+    assert "waggle" in reply.choices[0].message.content.lower() and reply.usage.completion_tokens > 0
+    assert reply.model_extra["qrag"]["claims"][0]["grounded"], reply.model_extra["qrag"]["claims"]
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in streamed)
+    assert text == reply.choices[0].message.content  # greedy: the same answer, streamed

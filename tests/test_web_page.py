@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -16,7 +15,8 @@ from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config import load_settings
 
 from .ollama_standin import ollama_standin
-from .test_service import BEES, free_port
+from .live_server import live_server
+from .test_service import BEES
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 uvicorn = pytest.importorskip("uvicorn", reason="the service extra brings uvicorn")
@@ -45,19 +45,8 @@ def served(tmp_path, corpus, embedder) -> Iterator[tuple[str, str]]:
     with ollama_standin(tokens=["Foragers ", "perform ", "the waggle dance ", "[1]."]) as ollama:
         settings = load_settings(store=store, service={"keys": key_file}, ollama={"host": ollama.host},
                                  generation={"backend": "ollama", "judge": False})
-        port = free_port()
-        server = uvicorn.Server(uvicorn.Config(create_app(settings, embedder=embedder), host="127.0.0.1",
-                                               port=port, log_level="warning"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        while not server.started:  # set once it listens: an observable event
-            assert thread.is_alive(), "the service did not start"
-            thread.join(0.05)
-        try:
-            yield f"http://127.0.0.1:{port}", key
-        finally:
-            server.should_exit = True
-            thread.join(PATIENCE_S)
+        with live_server(create_app(settings, embedder=embedder), PATIENCE_S) as base:
+            yield base, key
 
 
 @pytest.fixture

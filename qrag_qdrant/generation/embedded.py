@@ -67,11 +67,8 @@ def packaged_model_name(settings: LlmSettings) -> str:
 
 
 def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as file:
-        while block := file.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def packaged_gguf(name: str) -> Path:

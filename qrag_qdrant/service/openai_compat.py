@@ -13,10 +13,11 @@ calling a model. Errors have OpenAI's shape, ``{"error": {"message", "type", "pa
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -25,6 +26,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..api import QuorumRAG
 from ..evidence import Answer, Evidence
 from .errors import ServiceError
 from .routes import (QueryRequest, State, answer_events, answer_unless_gone, cached_or_retrieved, limited,
@@ -101,13 +103,13 @@ async def chat_completions(body: ChatRequest, request: Request, state: State,
     namespace, completion = principal.namespace, f"chatcmpl-{uuid.uuid4().hex}"
     result, stamp = await run_in_threadpool(cached_or_retrieved, state, namespace, query)
     rag = state.spaces().rag(namespace)
+    remember = functools.partial(remember_answer, state, namespace, stamp=stamp)
     if body.stream:
-        return StreamingResponse(chunks(completion, body.model, rag, result, query.generate,
-                                        lambda a: remember_answer(state, namespace, a, stamp)),
+        return StreamingResponse(chunks(completion, body.model, rag, result, query.generate, remember),
                                  media_type="text/event-stream")
     if query.generate and not isinstance(result, Answer) and not result.abstained:
         result = await answer_unless_gone(request, rag, result)
-        remember_answer(state, namespace, result, stamp)
+        remember(result)
     answer = result if isinstance(result, Answer) else Answer.from_evidence(result)
     return JSONResponse({"id": completion, "object": "chat.completion", "created": int(time.time()),
                          "model": body.model, "choices": [{"index": 0, "finish_reason": "stop", "message": {
@@ -115,8 +117,8 @@ async def chat_completions(body: ChatRequest, request: Request, state: State,
                          "usage": usage(answer), "qrag": qrag_field(answer)})
 
 
-async def chunks(completion: str, model: str, rag: Any, result: Evidence, generate: bool,
-                 on_done: Any) -> AsyncIterator[str]:
+async def chunks(completion: str, model: str, rag: QuorumRAG, result: Evidence, generate: bool,
+                 on_done: Callable[[Answer], None]) -> AsyncIterator[str]:
     """``chat.completion.chunk`` events: the role, each piece of the answer, the last chunk with
     ``finish_reason``, usage and the ``qrag`` evidence, then ``[DONE]``."""
     created = int(time.time())

@@ -7,6 +7,7 @@ read, confined to that team's namespace. What the routes share lives on ``app.st
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import threading
 import time
@@ -163,7 +164,7 @@ async def query(body: QueryRequest, request: Request, state: State,
     result, stamp = await run_in_threadpool(cached_or_retrieved, state, namespace, body)
     query_id = uuid.uuid4().hex
     state.recent.add(query_id, AskedQuery.of(namespace, result))
-    remember = lambda answer: remember_answer(state, namespace, answer, stamp)  # noqa: E731
+    remember = functools.partial(remember_answer, state, namespace, stamp=stamp)
     rag = spaces.rag(namespace)
     if body.stream:
         return StreamingResponse(stream_answer(rag, body, result, remember, query_id), media_type="text/event-stream")

@@ -1,0 +1,28 @@
+"""The service on a real loopback port, in a thread, for clients that need a socket (a browser, the
+mcp SDK's HTTP transport, the openai SDK as a team would run it)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from .test_service import free_port
+
+
+@contextmanager
+def live_server(app, patience_s: float = 180) -> Iterator[str]:
+    """The base URL of ``app`` served by uvicorn until the block ends."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:  # set once it listens: an observable event
+        assert thread.is_alive(), "the service did not start"
+        thread.join(0.05)
+    try:
+        yield f"http://127.0.0.1:{server.config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(patience_s)
