@@ -268,14 +268,19 @@ async def answer_events(rag: QuorumRAG, evidence: Evidence,
     loop, tokens = asyncio.get_running_loop(), asyncio.Queue[str | Answer]()
     cancelled = threading.Event()
 
+    def post(item: str | Answer) -> None:
+        try:
+            loop.call_soon_threadsafe(tokens.put_nowait, item)
+        except RuntimeError:  # the loop has closed: the client left, nobody reads this any more
+            cancelled.set()
+
     def generate() -> None:
         try:
-            answer = rag.answer(evidence.question, evidence=evidence, cancelled=cancelled,
-                                on_token=lambda token: loop.call_soon_threadsafe(tokens.put_nowait, token))
+            answer = rag.answer(evidence.question, evidence=evidence, cancelled=cancelled, on_token=post)
             on_done(answer)
         except Exception as exc:  # noqa: BLE001 - reported to the client as the final event
             answer = Answer.from_evidence(evidence, error=f"unexpected {type(exc).__name__}")
-        loop.call_soon_threadsafe(tokens.put_nowait, answer)
+        post(answer)
 
     threading.Thread(target=generate, name="qrag-answer", daemon=True).start()
     try:
