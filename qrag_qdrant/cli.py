@@ -187,7 +187,8 @@ class RichIngestProgress:
 @app.command()
 @friendly_errors
 def ingest(
-    path: Annotated[Path, typer.Argument(help="folder (searched recursively) or one file: .txt, .md, .pdf, .html, .docx")],
+    path: Annotated[Path, typer.Argument(
+        help="folder (searched recursively) or one file: .txt, .md, .pdf, .html, .docx")],
     prune: Annotated[bool, typer.Option("--prune", help="remove the chunks of files that are gone")] = False,
     rebuild: Annotated[bool, typer.Option(
         "--rebuild", help="build fresh collections from PATH, then switch the namespace to them at once "
@@ -267,8 +268,9 @@ def print_answer_checks(answer: Answer) -> None:
                   "'refuse'); the evidence follows.")
     for claim in answer.claims:
         if claim.supported is False or claim.invalid_citations:
-            why = "not in the passages it cites" if not claim.grounded else f"the judge's score {claim.score:.2f}"
-            out.print(f"[yellow]unsupported[/yellow] ({why}): {claim.text}", markup=True)
+            why = ("cites passages that were not shown" if claim.invalid_citations else
+                   "not in the passages it cites" if not claim.grounded else f"the judge's score {claim.score:.2f}")
+            out.print(f"[yellow]unsupported[/yellow] ({why}): {claim.text}")
     for warning in answer.warnings:
         out.print(f"[yellow]note:[/yellow] {warning}")
 

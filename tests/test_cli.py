@@ -166,3 +166,14 @@ def test_store_held_by_another_process_is_a_clear_error(tmp_path):
     with namespace_held_elsewhere(store):
         assert_clean_error(run("collections", "--store", str(store)), 1, "store is in use by another process")
     assert run("collections", "--store", str(store)).exit_code == 0  # free again once the holder is gone
+
+
+@pytest.mark.parametrize(("tokens", "why"), [
+    (["performs the waggle dance [1][9]"], "(cites passages that were not shown)"),
+    (["They sing to each other [1]"], "(not in the passages it cites)"),
+])
+def test_the_query_output_says_why_a_claim_is_unsupported(ingested, tokens, why):
+    with ollama_standin(tokens=tokens) as ollama:
+        result = run("query", QUESTION, env={"QRAG_GENERATION_BACKEND": "ollama", "QRAG_OLLAMA_HOST": ollama.host})
+    assert result.exit_code == 0, result.stderr
+    assert f"unsupported {why}: {tokens[0]}" in result.stdout, result.stdout
