@@ -185,3 +185,10 @@ def test_without_entry_points_the_error_names_the_reinstall(monkeypatch):
     monkeypatch.setattr(generation, "_REGISTRY", {})
     with pytest.raises(ConfigError, match=r"reinstall qrag-qdrant \(pip install -e \.\)"):
         open_backend(load_settings())
+
+
+def test_a_claim_that_cites_only_unshown_passages_is_not_grounded_by_another_claims_citation():
+    answer = answer_of("The Denver Broncos won [9]. Super Bowl 50 [1].")
+    check_answer(answer, PASSAGES, None, "mark")
+    # its words are in [1], which only the other claim cites: its own [9] was not shown
+    assert [(c.invalid_citations, c.grounded) for c in answer.claims] == [([9], False), ([], True)]

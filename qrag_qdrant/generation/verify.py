@@ -81,7 +81,7 @@ def normalised(text: str) -> str:
 def grounded(claim: Claim, passages: Sequence[Passage], fallback: Sequence[int]) -> bool:
     """The claim's own words occur in a passage it cites (or, citing none, in one of ``fallback``)."""
     words = normalised(bare(claim.text))
-    cited = [n for n in claim.citations if n not in claim.invalid_citations] or list(fallback)
+    cited = [n for n in claim.citations if n not in claim.invalid_citations] if claim.citations else fallback
     return words.strip() != "" and any(words in normalised(p.text) for p in passages if p.citation in cited)
 
 
