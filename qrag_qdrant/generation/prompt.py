@@ -14,6 +14,7 @@ import html
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import cache
 from typing import Any, Literal
 
 from ..evidence import Passage
@@ -103,15 +104,20 @@ def user_turn(question: str, passages: Sequence[Passage]) -> str:
     return f"Passages:\n\n{fenced}\n\nQuestion: {question}"
 
 
+@cache
+def prefix(answer_format: AnswerFormat) -> tuple[dict[str, str], ...]:
+    """The rules and the worked examples: the same messages before every question, built once."""
+    shown = [Passage(citation=n, source=source, start=0, end=len(text), text=text)
+             for n, (source, text) in enumerate(_EXAMPLE_PASSAGES, start=1)]
+    return ({"role": "system", "content": SYSTEM_PROMPTS[answer_format]},
+            *({"role": role, "content": content} for asked, replied in EXAMPLES[answer_format]
+              for role, content in (("user", user_turn(asked, shown)), ("assistant", replied))))
+
+
 def build_messages(question: str, passages: Sequence[Passage],
                    answer_format: AnswerFormat = "short") -> list[dict[str, str]]:
     """The rules, the worked examples (a fixed prefix), then the passages and the question."""
-    messages = [{"role": "system", "content": SYSTEM_PROMPTS[answer_format]}]
-    shown = [Passage(citation=n, source=source, start=0, end=len(text), text=text)
-             for n, (source, text) in enumerate(_EXAMPLE_PASSAGES, start=1)]
-    for asked, replied in EXAMPLES[answer_format]:
-        messages += [{"role": "user", "content": user_turn(asked, shown)}, {"role": "assistant", "content": replied}]
-    return [*messages, {"role": "user", "content": user_turn(question, passages)}]
+    return [*map(dict, prefix(answer_format)), {"role": "user", "content": user_turn(question, passages)}]
 
 
 #: characters per token, a cautious estimate for English under Qwen's and Llama's tokenizers
