@@ -231,8 +231,9 @@ class Coordinator:
         """The question's evidence from its searched ``lists`` (and its expansions' ``expanded``):
         rank, build the context, assess it and decide. The gate reads the question's own lists,
         which its features describe, on the fixed context (``context_clusters``, ``word_budget``)
-        it was fitted on; an adaptive context is cut from the ranking after that. ``on_ranked`` sees every cluster that reached quorum, best
-        first, for callers that measure more than the context (eval's document ranking)."""
+        it was fitted on; an adaptive context is cut from the ranking after that. ``on_ranked``
+        sees every cluster that reached quorum, best first, for callers that measure more than
+        the context (eval's document ranking)."""
         timings = {} if timings is None else timings
         ranked = self.rank([*lists, *expanded], options, timings)
         if on_ranked is not None:

@@ -62,6 +62,12 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
+def job_error(exc: BaseException) -> tuple[str, str]:
+    """A failed job's ``(code, message)``, as any team may read it: no server path."""
+    _, code, message = error_of(exc)
+    return code, one_line(message)
+
+
 def swagger_files() -> Path | None:
     """Swagger UI's own files, from the pinned ``swagger-ui-bundle-v2`` wheel (the service extra)."""
     try:
@@ -78,7 +84,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         settings, ResultCache(settings.service.cache_entries), RateLimits(settings.service.rates()), uploads,
         IngestJobs(lambda namespace, path, progress, options: state.spaces().ingest(namespace, path, progress,
                                                                                     **options),
-                   lambda exc: (error_of(exc)[1], one_line(error_of(exc)[2])), JobRecords(Path(settings.store) / ".jobs")),
+                   job_error, JobRecords(Path(settings.store) / ".jobs")),
         feedback=FeedbackFile(settings.store))
 
     mcp = mcp_app(state)

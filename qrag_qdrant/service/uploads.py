@@ -70,7 +70,10 @@ class UploadArea:
         """Remove what earlier runs left (a crash, a kill): nothing in it belongs to a live job."""
         left = list(self.root.iterdir()) if self.root.is_dir() else []
         for path in left:
-            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
         return len(left)
 
     def save(self, namespace: str, files: list[UploadFile]) -> tuple[Path, list[str]]:
