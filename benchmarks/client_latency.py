@@ -20,7 +20,6 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +31,7 @@ from mcp.client.stdio import StdioServerParameters
 from openai import OpenAI
 
 from qrag_qdrant.service.auth import KeyFile
-from service_latency import CLI, free_port, in_process  # this folder's
+from service_latency import CLI, in_process, serving  # this folder's
 
 
 def p50(values: list[float]) -> float:
@@ -42,19 +41,9 @@ def p50(values: list[float]) -> float:
 def through_service(env: dict[str, str], namespace: str, questions: list[str]) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as folder:
         key = KeyFile(Path(folder) / "keys.toml").add(namespace, "read")
-        port = free_port()
-        base = f"http://127.0.0.1:{port}"
-        server = subprocess.Popen([CLI, "serve", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  env={**env, "QRAG_SERVICE_KEYS": str(Path(folder) / "keys.toml"),
-                                       "QRAG_SERVICE_CACHE_ENTRIES": "0", "QRAG_SERVICE_RATE_QUERY": "100000/second"})
-        try:
-            deadline = time.monotonic() + 300
-            while server.poll() is None and time.monotonic() < deadline:
-                try:
-                    if httpx.get(f"{base}/readyz").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    time.sleep(0.1)
+        serve_env = {**env, "QRAG_SERVICE_KEYS": str(Path(folder) / "keys.toml"), "QRAG_SERVICE_CACHE_ENTRIES": "0",
+                     "QRAG_SERVICE_RATE_QUERY": "100000/second"}
+        with serving(serve_env) as (base, _):
             plain, sdk = [], []
             with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=120) as http:
                 client = OpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0)
@@ -69,9 +58,6 @@ def through_service(env: dict[str, str], namespace: str, questions: list[str]) -
                     if index:  # the first of each pays lazy imports
                         plain.append(query_ms)
                         sdk.append(openai_ms)
-        finally:
-            server.terminate()
-            server.wait(60)
     return {"v1_query_p50_ms": p50(plain), "openai_quorum_evidence_p50_ms": p50(sdk),
             "openai_over_v1_query": round(statistics.median(sdk) / statistics.median(plain), 2)}
 

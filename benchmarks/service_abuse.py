@@ -20,7 +20,6 @@ import json
 import random
 import select
 import socket
-import subprocess
 import tempfile
 import time
 from collections import Counter
@@ -32,7 +31,7 @@ import httpx
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config import load_settings
 from qrag_qdrant.service.auth import KeyFile
-from service_latency import CLI, free_port  # this folder's
+from service_latency import serving  # this folder's
 
 MB = 1 << 20
 DOCS = {"bees.txt": "Honeybee foragers perform the waggle dance to show their sisters where flowers are. " * 20,
@@ -122,22 +121,12 @@ def main() -> None:
             rag.ingest(root / "corpus")
         key_file = KeyFile(root / "keys.toml")
         key = key_file.add("team-a", "read-write", name="bench")
-        port = free_port()
-        base = f"http://127.0.0.1:{port}"
         env = {"QRAG_STORE": str(root / "store"), "QRAG_SERVICE_KEYS": str(root / "keys.toml"),
                "QRAG_SERVICE_RATE_QUERY": "100000/second", "QRAG_SERVICE_RATE_INGEST": "100000/second",
                "QRAG_SERVICE_RATE_FEEDBACK": "100000/second", "PATH": "/usr/bin:/bin"}
-        server = subprocess.Popen([CLI, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, text=True)
         result: dict[str, object] = {}
-        try:
-            deadline = time.monotonic() + 300
-            while server.poll() is None and time.monotonic() < deadline:  # until ready: model loaded
-                try:
-                    if httpx.get(f"{base}/readyz").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    time.sleep(0.1)
+        with serving(env) as (base, server):
+            port = int(base.rsplit(":", 1)[1])
             before = memory_kb(server.pid)
             result["chunked_100mb_no_key"] = {**chunked_body(port, None, 100 * MB), "memory_kb_before": before,
                                               "memory_kb_after": memory_kb(server.pid)}
@@ -159,9 +148,6 @@ def main() -> None:
             refused = [httpx.get(f"{base}/v1/collections", headers=auth).status_code for _ in range(3)]
             result["revoked_key"] = {"statuses_after_revoke": refused,
                                      "seconds_to_first_401": round(time.perf_counter() - started, 3)}
-        finally:
-            server.terminate()
-            server.wait(60)
     print(json.dumps(result, indent=2))
     if args.json_out:
         args.json_out.write_text(json.dumps(result, indent=2) + "\n")

@@ -29,7 +29,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -67,6 +69,30 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+@contextmanager
+def serving(env: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``qrag-qdrant serve`` on a free loopback port, with ``env``, until the block ends: its base
+    URL and process once ``/readyz`` says the model and the store are loaded."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([CLI, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while server.poll() is None and time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{base}/readyz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        if server.poll() is not None:
+            raise SystemExit(f"serve failed: {server.stderr.read() if server.stderr else ''}")
+        yield base, server
+    finally:
+        server.terminate()
+        server.wait(60)
 
 
 def through_http(base: str, key: str, questions: list[str], clients: int) -> dict[str, float]:
@@ -118,22 +144,9 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         key = KeyFile.load(Path(folder) / "keys.toml").add(args.namespace, "read")
-        port = free_port()
-        base = f"http://127.0.0.1:{port}"
-        server = subprocess.Popen([CLI, "serve", "--port", str(port)],
-                                  env={**env, "QRAG_SERVICE_KEYS": str(Path(folder) / "keys.toml"),
-                                       "QRAG_SERVICE_CACHE_ENTRIES": "0"},
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            started = time.perf_counter()
-            while server.poll() is None:  # until ready: model loaded, store open
-                try:
-                    if httpx.get(f"{base}/readyz").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    time.sleep(0.1)
-            if server.poll() is not None:
-                raise SystemExit(f"serve failed: {server.stderr.read()}")
+        serve_env = {**env, "QRAG_SERVICE_KEYS": str(Path(folder) / "keys.toml"), "QRAG_SERVICE_CACHE_ENTRIES": "0"}
+        started = time.perf_counter()
+        with serving(serve_env) as (base, _):
             result["service_start_to_ready_s"] = round(time.perf_counter() - started, 2)
             through_http(base, key, questions[:5], 1)  # warm: first requests pay lazy imports
             with httpx.Client(base_url=base) as http:  # the floor: HTTP and the client, no work behind it
@@ -153,9 +166,6 @@ def main() -> None:
                     for q in cli_questions]
             result["service_time_to_evidence_s"] = {"median": round(statistics.median(curl), 3),
                                                     "runs": [round(s, 3) for s in curl]}
-        finally:
-            server.terminate()
-            server.wait(60)
     # in-process again: the box's load drifts, so the ratio is given against both measurements
     result["in_process_after"] = in_process({"store": args.store, "namespace": args.namespace}, questions[: args.n])
     one = result.get("http_1_clients")
