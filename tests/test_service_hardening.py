@@ -68,17 +68,28 @@ def endless(size: int = 64 * 1024, total: int = 100 * MB):
         yield b"x" * size
 
 
-def test_an_unauthenticated_chunked_body_is_refused_before_it_is_read(service):
+BODY_PATHS = ["/v1/query", "/v1/feedback", "/v1/chat/completions", "/v1/mcp/"]
+
+
+def error_code(body: bytes) -> str:
+    """The code of either error shape: the service's, or OpenAI's on its routes."""
+    data = json.loads(body)
+    return data["error"]["code"] if "error" in data else data["code"]
+
+
+@pytest.mark.parametrize("path", BODY_PATHS)
+def test_an_unauthenticated_chunked_body_is_refused_before_it_is_read(service, path):
     client, _ = service
-    status, body, pulled = call_asgi(client.app, "/v1/query", {"content-type": "application/json"}, endless())
-    assert status == 401 and json.loads(body)["code"] == "unauthorized" and pulled == 0
+    status, body, pulled = call_asgi(client.app, path, {"content-type": "application/json"}, endless())
+    assert status == 401 and error_code(body) in ("unauthorized", "invalid_api_key") and pulled == 0
 
 
-def test_a_chunked_body_is_cut_off_at_the_limit(service):
+@pytest.mark.parametrize("path", BODY_PATHS)
+def test_a_chunked_body_is_cut_off_at_the_limit(service, path):
     client, auth = service
     headers = {"content-type": "application/json", **{k.lower(): v for k, v in auth["a"].items()}}
-    status, body, pulled = call_asgi(client.app, "/v1/query", headers, endless())
-    assert status == 413 and json.loads(body)["code"] == "body_too_large"
+    status, body, pulled = call_asgi(client.app, path, headers, endless())
+    assert status == 413 and error_code(body) == "body_too_large", (status, body)
     assert pulled * 64 * 1024 <= 200_000 + 64 * 1024  # the fixture's max_body_bytes, and one chunk more
 
 
@@ -205,17 +216,20 @@ class EndlessBackend:
             self.stopped.set()
 
 
-@pytest.mark.parametrize("stream", [True, False])
-def test_a_client_that_leaves_mid_answer_stops_the_model(teams, stream):
+@pytest.mark.parametrize(("path", "stream"), [("/v1/query", True), ("/v1/query", False),
+                                            ("/v1/chat/completions", True), ("/v1/chat/completions", False)])
+def test_a_client_that_leaves_mid_answer_stops_the_model(teams, path, stream):
     start, auth = teams
     register_backend("endless", EndlessBackend)
     EndlessBackend.instances.clear()
     EndlessBackend.first_token.clear()
     with start(generation={"backend": "endless"}) as client:
         headers = {"content-type": "application/json", **{k.lower(): v for k, v in auth["a"].items()}}
-        body = json.dumps({"question": BEES, "stream": stream}).encode()
+        request = {"question": BEES} if path == "/v1/query" else {
+            "model": "quorum", "messages": [{"role": "user", "content": BEES}]}
+        body = json.dumps({**request, "stream": stream}).encode()
         # the client leaves once the model has written its first token
-        call_asgi(client.app, "/v1/query", headers, [body], disconnect_when=EndlessBackend.first_token)
+        call_asgi(client.app, path, headers, [body], disconnect_when=EndlessBackend.first_token)
         backend = EndlessBackend.instances[0]
         assert backend.stopped.wait(60) and backend.tokens < 1_000_000
         # the namespace is free at once: the next query is answered

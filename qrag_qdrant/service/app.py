@@ -116,6 +116,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
     if (swagger := swagger_files()) is not None:
         app.mount("/swagger", StaticFiles(directory=str(swagger)), name="swagger")
     if mcp is not None:  # under /v1/: the key is checked, and the body bounded, before MCP reads it
+        install_handlers(mcp)  # its errors (a body cut off at the limit) in the service's shape too
         app.mount("/v1/mcp", mcp, name="mcp")
     return app
 

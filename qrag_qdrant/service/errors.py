@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 
-from fastapi import FastAPI, Request
+from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 
 from ..errors import (ConfigError, CorpusError, GenerationError, NothingIngestedError, QragError, QuestionError,
@@ -81,28 +82,33 @@ def shows_paths(request: Request) -> bool:
     return principal is not None and principal.can_read_server_paths
 
 
-def install_handlers(app: FastAPI) -> None:
-    """Every error the app can raise, as ``{"code", "message"}``."""
+def install_handlers(app: Starlette) -> None:
+    """Every error the app can raise, as ``{"code", "message"}``: on the service, and on an app
+    mounted in it (MCP), which would otherwise answer in its own shape."""
+    app.add_exception_handler(HTTPException, http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(QragError, qrag_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, invalid_request)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, unexpected)
 
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        code = getattr(exc, "code", None) or STATUS_CODES.get(exc.status_code, "http_error")
-        return error_response(exc.status_code, code, str(exc.detail), shows_paths(request), exc.headers,
-                              request.url.path, getattr(exc, "param", None))
 
-    @app.exception_handler(QragError)
-    async def qrag_error(request: Request, exc: QragError) -> JSONResponse:
-        return error_response(*error_of(exc), paths=shows_paths(request), path=request.url.path)
+async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    code = getattr(exc, "code", None) or STATUS_CODES.get(exc.status_code, "http_error")
+    return error_response(exc.status_code, code, str(exc.detail), shows_paths(request), exc.headers,
+                          request.url.path, getattr(exc, "param", None))
 
-    @app.exception_handler(RequestValidationError)
-    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = exc.errors()
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
-                             for e in errors)
-        field = next((str(p) for e in errors for p in e["loc"] if p != "body"), None)
-        return error_response(422 if request.url.path not in OPENAI_PATHS else 400, "invalid_request", problems,
-                              path=request.url.path, param=field)
 
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        return error_response(*error_of(exc), path=request.url.path)
+async def qrag_error(request: Request, exc: QragError) -> JSONResponse:
+    return error_response(*error_of(exc), paths=shows_paths(request), path=request.url.path)
+
+
+async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = exc.errors()
+    problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
+                         for e in errors)
+    field = next((str(p) for e in errors for p in e["loc"] if p != "body"), None)
+    return error_response(422 if request.url.path not in OPENAI_PATHS else 400, "invalid_request", problems,
+                          path=request.url.path, param=field)
+
+
+async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+    return error_response(*error_of(exc), path=request.url.path)
