@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from qrag_qdrant.corpus import content_hash, extract
-from qrag_qdrant.loaders import loader_for, loaders
+from qrag_qdrant.loaders import LOADERS, loader_for
 
 
 def articles(corpus: Path, words: int) -> list[tuple[str, str]]:
@@ -72,7 +72,7 @@ def latin1(text: str) -> str:
 
 
 def extraction_rate(path: Path) -> dict[str, float]:
-    loader = loader_for(path, loaders())
+    loader = loader_for(path, LOADERS.registered())
     digest = content_hash(path)  # hashing is not extraction: outside the timing
     started = time.perf_counter()
     document = extract(path.name, path, loader, digest)

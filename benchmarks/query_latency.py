@@ -62,7 +62,7 @@ def main() -> None:
             hits = rag.store.hybrid(hybrid_spec.name, embedder.query_embed(question).tolist(),
                                     hybrid_bm25.query_embed(question), limit=options.context_clusters,
                                     prefetch_limit=options.top_k)
-            return [str(hit.payload["text"]) for hit in hits]
+            return [hit.payload.text for hit in hits]
 
         quorum_ms, hybrid_ms, stages, hits, abstained = [], [], {}, 0, 0
         for n, row in enumerate(sample):

@@ -20,6 +20,7 @@ model), over a baseline of the imports.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import resource
@@ -29,7 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from qrag_qdrant.config import CollectionSpec, collection_name, load_settings
+from qrag_qdrant.config import CollectionSpec, load_settings
+from qrag_qdrant.names import collection_name
 from qrag_qdrant.embedding import model_dim
 from qrag_qdrant.store import ChunkPoint, CollectionManifest
 from qrag_qdrant.store.base import point_id
@@ -54,14 +56,14 @@ def scaled(sources: list[tuple[Path, str]], spec: CollectionSpec, target: int, c
             if written == target:
                 return
             if copy == 0:
-                source, dense = original.payload["source"], original.dense
+                source, dense = original.payload.source, original.dense
             else:
-                source = f"copy{copy}/{original.payload['source']}"
+                source = f"copy{copy}/{original.payload.source}"
                 noisy = np.asarray(original.dense) + rng.normal(0, JITTER / np.sqrt(len(original.dense)),
                                                                 len(original.dense))
                 dense = (noisy / np.linalg.norm(noisy)).tolist()
-            payload = {**original.payload, "source": source}
-            yield ChunkPoint(point_id(collection, source, payload["chunk_index"], payload["doc_hash"]), dense,
+            payload = dataclasses.replace(original.payload, source=source)
+            yield ChunkPoint(point_id(collection, source, payload.chunk_index, payload.doc_hash), dense,
                              original.sparse, payload)
             written += 1
 

@@ -10,8 +10,6 @@ Environment names: ``QRAG_<FIELD>`` at the top level (``QRAG_STORE``, ``QRAG_NAM
 
 from __future__ import annotations
 
-import os
-import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -36,50 +34,12 @@ from pydantic_settings import (
 )
 
 from .errors import ConfigError
+from .config_values import check_expansions, parse_rate
+from .names import NAMESPACE_MAX_LENGTH, NAMESPACE_PATTERN, RESERVED_NAMESPACE_SUFFIX, collection_name
 
 DEFAULT_CONFIG_FILE = Path("configs/default.toml")
-NAMESPACE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_]*(-[a-z0-9_]+)*$")
-#: A namespace must not look like a collection suffix, or ``team`` could list ``team-c100-o50``'s data.
-RESERVED_NAMESPACE_SUFFIX = re.compile(r"-c\d+(-o\d+)?(-v\d+)?$")
-#: A query expansion as configured: ``hyde``, ``multi_query:3`` (a registered name, and how many texts).
-EXPANSION_ITEM = re.compile(r"^(?P<name>[a-z][a-z0-9_]*)(?::(?P<count>[1-9][0-9]?))?$")
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
-
-
-#: ``60/minute``: a token bucket of 60, refilled at 60 a minute
-RATE = re.compile(r"^(?P<count>\d+)\s*/\s*(?P<unit>second|minute|hour)$")
-RATE_PERIOD_SECONDS = {"second": 1.0, "minute": 60.0, "hour": 3600.0}
-
-
-def parse_rate(text: str) -> tuple[int, float]:
-    """``"60/minute"`` -> (60 at once, 1.0 a second)."""
-    match = RATE.match(text.strip().lower())
-    if not match or int(match["count"]) == 0:
-        raise ValueError(f"rate {text!r}: use COUNT/second, COUNT/minute or COUNT/hour, e.g. \"60/minute\"")
-    return int(match["count"]), int(match["count"]) / RATE_PERIOD_SECONDS[match["unit"]]
-
-
-def check_expansions(items: tuple[str, ...]) -> None:
-    """``NAME`` or ``NAME:COUNT``, each name once; whether the name is registered is checked where
-    expansions are made (``coordinator.expansion``), which config does not import."""
-    names = []
-    for item in items:
-        match = EXPANSION_ITEM.match(item)
-        if not match:
-            raise ValueError(f"expansion {item!r}: use NAME or NAME:COUNT, e.g. \"multi_query:3\" or \"hyde\"")
-        names.append(match["name"])
-    if len(set(names)) < len(names):
-        raise ValueError(f"expansions {list(items)}: each expansion at most once")
-
-
-def parse_expansion(item: str) -> tuple[str, int | None]:
-    """``"multi_query:3"`` -> ``("multi_query", 3)``; ``"hyde"`` -> ``("hyde", None)``."""
-    match = EXPANSION_ITEM.match(item)
-    if match is None:
-        raise ConfigError(f"expansion {item!r}: use NAME or NAME:COUNT")
-    return match["name"], int(match["count"]) if match["count"] else None
-
 
 
 class Section(BaseModel):
@@ -245,9 +205,12 @@ class QdrantSettings(Section):
     retries: NonNegativeInt = Field(3, description="retries of a call that failed to reach the server or "
                                     "that too few replicas acknowledged")
     backoff: float = Field(0.5, ge=0.0, description="seconds before the first retry; doubles each time")
-    bm25_source: Literal["client", "server"] = Field(
-        "client", description="who computes BM25 vectors of a NEW collection: qdrant_edge.Bm25 here, or the "
-        "server's qdrant/bm25 (Qdrant >= 1.15.3); an existing collection keeps the source it was built with")
+    store: str = Field("auto", description="a registered store: edge (embedded), server, or a plug-in's; auto: "
+                       "server when qdrant.url is set, else edge")
+    bm25_source: str = Field(
+        "client", description="who computes BM25 vectors of a NEW collection, a registered BM25 source: client "
+        "(qdrant_edge.Bm25 here), server (the server's qdrant/bm25, Qdrant >= 1.15.3) or a plug-in's; an existing "
+        "collection keeps the source it was built with")
     # Distributed mode: how new collections are laid out, and how many replicas a read asks.
     shard_number: PositiveInt = 1
     replication_factor: PositiveInt = 1
@@ -342,7 +305,7 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
-        if not NAMESPACE_PATTERN.match(self.namespace) or len(self.namespace) > 48:
+        if not NAMESPACE_PATTERN.match(self.namespace) or len(self.namespace) > NAMESPACE_MAX_LENGTH:
             raise ValueError(
                 f"namespace {self.namespace!r}: use 1-48 lower-case letters, digits, '_' and single '-' "
                 "between them"
@@ -386,16 +349,6 @@ class Settings(BaseSettings):
                            retrievers=tuple(specs))
             for (size, overlap), specs in grouped.items()
         )
-
-
-def cache_dir() -> Path:
-    """Where models are laid out once: QRAG_CACHE_DIR, else the user's cache folder."""
-    base = os.environ.get("QRAG_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "qrag-qdrant"
-    return Path(base)
-
-
-def collection_name(namespace: str, size: int, overlap: int) -> str:
-    return f"{namespace}-c{size}-o{overlap}"
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO
 
 from .errors import CorpusError
-from .loaders import Loader, LoaderError, loader_for, loaders
+from .loaders import LOADERS, Loader, LoaderError, loader_for
 from .locations import HEADING_SEPARATOR, Mark
 
 BLOCK_BYTES = 1 << 20
@@ -70,7 +70,7 @@ class Corpus:
     root: Path
     files: list[Path]
     skipped: list[SkippedFile] = field(default_factory=list)
-    registered: dict[str, Loader] = field(default_factory=loaders)
+    registered: dict[str, Loader] = field(default_factory=LOADERS.registered)
 
     def source_of(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()

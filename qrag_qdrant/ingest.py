@@ -35,7 +35,7 @@ from .corpus import Document, SkippedFile, open_corpus
 from .embedding import Bm25Embedder, DenseEmbedder, model_dim
 from .errors import ConfigError, CorpusError
 from .locations import marks_covering
-from .store import ChunkPoint, CollectionManifest, Store
+from .store import ChunkPayload, ChunkPoint, CollectionManifest, Store
 from .store.base import Sparse, point_id
 
 #: Chunks gathered per collection before they are embedded together and handed to the writer.
@@ -314,17 +314,9 @@ class Ingestor:
             id=point_id(collection, document.source, chunk.index, document.content_hash),
             dense=dense,  # type: ignore[arg-type]
             sparse=sparse,
-            payload={
-                "source": document.source,
-                "doc_hash": document.content_hash,
-                "chunk_index": chunk.index,
-                "word_start": chunk.word_start,
-                "word_end": chunk.word_end,
-                "start": chunk.start,
-                "end": chunk.end,
-                "text": chunk.text,
-                "version": self.version,
-                **({"marks": [list(m) for m in marks_covering(document.marks, chunk.start, chunk.end)]}
-                   if document.marks else {}),
-            },
+            payload=ChunkPayload(
+                source=document.source, doc_hash=document.content_hash, chunk_index=chunk.index,
+                word_start=chunk.word_start, word_end=chunk.word_end, start=chunk.start, end=chunk.end,
+                text=chunk.text, version=self.version,
+                marks=tuple(marks_covering(document.marks, chunk.start, chunk.end)) if document.marks else ()),
         )

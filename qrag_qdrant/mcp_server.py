@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import ConfigError, QragError
+from .plugins import install_hint
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import Context, MCPServer
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from .api import CollectionInfo
     from .evidence import Answer, Evidence
 
-INSTALL_HINT = "pip install 'qrag-qdrant[mcp]'"
+INSTALL_HINT = install_hint("mcp")
 INSTRUCTIONS = (
     "Search a team's own documents with quorum retrieval: several independent retrievers (dense search over "
     "three chunk sizes and BM25) must agree before a passage counts as evidence. Use search_evidence to get the "

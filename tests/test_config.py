@@ -96,7 +96,6 @@ def dense(size, overlap):
     ({"namespace": "team/a"}, "namespace 'team/a'"),
     ({"namespace": "a" * 49}, "1-48 lower-case letters"),
     ({"qdrant": {"read_consistency": "most"}}, "qdrant.read_consistency"),
-    ({"qdrant": {"bm25_source": "cloud"}}, "qdrant.bm25_source"),
 ])
 def test_invalid_config_names_the_field(overrides, message):
     with pytest.raises(ConfigError) as caught:

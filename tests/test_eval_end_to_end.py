@@ -71,7 +71,7 @@ def test_eval_qa_compares_every_system_on_the_same_questions(tiny_qa, tmp_path):
     for metrics in data["systems"].values():
         assert set(metrics) == {"answer_recall", "answered_recall", "mrr", "context_words", "abstain_rate", "aurc",
                                 "risk_coverage", "p50_ms", "p95_ms"}
-    quorum, hybrid = data["systems"]["quorum"], data["systems"]["qdrant-hybrid"]
+    quorum, _hybrid = data["systems"]["quorum"], data["systems"]["qdrant-hybrid"]
     assert quorum["answer_recall"] == 1.0 and quorum["mrr"] == 1.0 and quorum["answered_recall"] == 1.0
     # the off-topic question: the quorum abstains; Qdrant's hybrid query returns chunks, which only its
     # own gate (on its top score and score gap) may withhold

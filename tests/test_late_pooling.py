@@ -72,7 +72,7 @@ def test_late_pooling_ingests_every_chunking_and_is_fixed_per_collection(tmp_pat
 
 @pytest.mark.parametrize("anchored", [False, True])
 def test_a_long_document_is_pooled_in_segments_with_nearly_the_same_result(embedder, monkeypatch, anchored):
-    from qrag_qdrant import embedding
+    from qrag_qdrant.embedding import pooling
 
     text = " ".join(list(DOCUMENTS.values()) * 4)
     spans = [(c.start, c.end) for size in (50, 100, 200) for c in chunk_words(text, size, size // 2)]
@@ -81,7 +81,7 @@ def test_a_long_document_is_pooled_in_segments_with_nearly_the_same_result(embed
     segments = []
     pool = embedder._pool_segment
     monkeypatch.setattr(embedder, "_pool_segment", lambda *args: segments.append(len(args[0])) or pool(*args))
-    monkeypatch.setattr(embedding, "LATE_SEGMENT_CHARS", 12_000)  # about a dozen windows each
+    monkeypatch.setattr(pooling, "LATE_SEGMENT_CHARS", 12_000)  # about a dozen windows each
     pieces = embedder.embed_spans(text, spans, windows=windows)
     assert len(segments) > 2 and max(segments) <= 12_000 + 2_000  # a segment ends with its last span
     # only tokens near a segment's edge lose context on one side
@@ -107,11 +107,11 @@ def test_anchored_pooling_gives_the_anchor_chunks_their_own_embedding(embedder):
 
 
 def test_anchored_windows_cover_every_token_whatever_the_chunks():
-    from qrag_qdrant.embedding import _cover
+    from qrag_qdrant.embedding.pooling import cover
 
     count = 1000
     chunks = [(0, 120), (60, 180), (60, 100), (300, 900), (950, 990)]  # one inside another, gaps, one too long
-    windows = _cover(chunks, count, 192)
+    windows = cover(chunks, count, 192)
     assert all(0 < end - start <= WINDOW_TOKENS for start, end in windows)
     assert (0, 120) in windows and (60, 180) in windows and (60, 100) not in windows
     assert [start for start, _ in windows] == sorted(start for start, _ in windows)
@@ -134,9 +134,9 @@ def test_anchored_pooling_needs_a_chunking_of_its_size_and_is_recorded_with_it(t
         text = DOCUMENTS["honeybees.txt"]
         windows = [(c.start, c.end) for c in chunk_words(text, 50, 25)]
         for spec in anchored.collections:
-            points = sorted((p for p in rag.store.scroll_points(spec.name) if p.payload["source"] == "honeybees.txt"),
-                            key=lambda p: p.payload["chunk_index"])
-            alone = embedder.embed_spans(text, [(p.payload["start"], p.payload["end"]) for p in points],
+            points = sorted((p for p in rag.store.scroll_points(spec.name) if p.payload.source == "honeybees.txt"),
+                            key=lambda p: p.payload.chunk_index)
+            alone = embedder.embed_spans(text, [(p.payload.start, p.payload.end) for p in points],
                                          windows=windows)
             assert np.allclose(np.array([p.dense for p in points]), alone, atol=1e-5)
         evidence = rag.retrieve("How do honeybee foragers tell their sisters where the flowers are?")

@@ -230,7 +230,7 @@ def test_a_plugin_loader_registers_like_the_built_ins(tmp_path, monkeypatch):
                     raise LoaderError(f"blank row {number}")
                 yield TextBlock(line.replace(",", " "), headings=(f"row {number}",))
 
-    monkeypatch.setattr(loaders, "_REGISTRY", {})  # forgotten after the test
+    monkeypatch.setattr(loaders.LOADERS, "local", {})  # forgotten after the test
     register_loader("csv", CsvLoader())
     (tmp_path / "good.csv").write_text("a,b\nc,d\n")
     (tmp_path / "bad.csv").write_text("a,b\n\n")
@@ -255,7 +255,7 @@ def test_only_new_or_changed_files_are_extracted_again(tmp_path, monkeypatch, em
             extracted.append(path.name)
             yield TextBlock(path.read_text())
 
-    monkeypatch.setattr(loaders, "_REGISTRY", {})
+    monkeypatch.setattr(loaders.LOADERS, "local", {})
     register_loader("text", CountingLoader())
     corpus = tmp_path / "corpus"
     corpus.mkdir()

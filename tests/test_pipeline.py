@@ -114,7 +114,7 @@ def test_point_ids_are_deterministic(open_rag, corpus):
     hits = rag.store.query(name, [VectorQuery("dense", rag.embedder().query_embed("volcano").tolist(), 3)])[0]
     assert len(hits) == 3
     for hit in hits:
-        assert hit.id == point_id(name, hit.payload["source"], hit.payload["chunk_index"], hit.payload["doc_hash"])
+        assert hit.id == point_id(name, hit.payload.source, hit.payload.chunk_index, hit.payload.doc_hash)
 
 
 def test_abstains_when_no_evidence_reaches_quorum(open_rag, corpus):
@@ -168,7 +168,7 @@ def test_a_query_during_a_rewrite_sees_the_old_file_or_the_new_one_never_both(op
     real_upsert, real_delete_stale = rag.store.upsert, rag.store.delete_stale
 
     def stop_before_the_marker(name, points):
-        if any(p.payload["chunk_index"] == 0 for p in points):
+        if any(p.payload.chunk_index == 0 for p in points):
             raise RuntimeError("writer stopped before the new version's marker")
         real_upsert(name, points)
 

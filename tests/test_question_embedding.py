@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from fastembed import TextEmbedding
 
-from qrag_qdrant.embedding import OFFLINE_MODEL, OFFLINE_MODEL_DIM, MeanPooledOnnx, _offline_model_dir, model_dim
+from qrag_qdrant.embedding import OFFLINE_MODEL, OFFLINE_MODEL_DIM, MeanPooledOnnx, model_dim
+from qrag_qdrant.embedding.files import offline_model_dir
 
 QUESTIONS = [
     "How do honeybees tell each other where flowers are?",
@@ -31,7 +32,7 @@ def test_a_question_embeds_as_fastembed_embeds_it(embedder, question):
 
 def test_the_optimised_graph_is_kept_and_a_damaged_one_made_again(tmp_path, monkeypatch):
     monkeypatch.setenv("QRAG_CACHE_DIR", str(tmp_path))
-    model_dir = _offline_model_dir(OFFLINE_MODEL)
+    model_dir = offline_model_dir(OFFLINE_MODEL)
     first = MeanPooledOnnx(model_dir, threads=1).encode(QUESTIONS[0])
     [saved] = (tmp_path / "models" / "optimized").iterdir()
     assert saved.stat().st_size > 1_000_000

@@ -408,7 +408,7 @@ class HeldLoader:
 def test_queries_go_on_during_an_ingest_and_a_second_ingest_waits(service, monkeypatch):
     client, auth = service
     held = HeldLoader()
-    monkeypatch.setitem(loaders._REGISTRY, "held", held)
+    monkeypatch.setitem(loaders.LOADERS.local, "held", held)
     ask = lambda: client.post("/v1/query", json={"question": "How do barn owls find mice?",  # noqa: E731
                                                  "generate": False}, headers=auth["a"])
     before = ask().json()

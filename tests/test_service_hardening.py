@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from qrag_qdrant.generation import register_backend
+from qrag_qdrant.generation import BackendDefaults, register_backend
 
 from .cli_helpers import assert_clean_error, run
 from .test_generation import closed_port
@@ -196,7 +196,7 @@ def test_an_expired_key_is_refused(tmp_path):
     assert keys.principal(key, now=datetime.now(timezone.utc) + timedelta(hours=2)) is None
 
 
-class EndlessBackend:
+class EndlessBackend(BackendDefaults):
     """A plug-in backend whose answer never ends, and that records when it is stopped."""
 
     instances: list[EndlessBackend] = []

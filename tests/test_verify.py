@@ -8,7 +8,7 @@ from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config import load_settings
 from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.evidence import Answer, Passage
-from qrag_qdrant.generation import backends, open_backend, register_backend
+from qrag_qdrant.generation import BACKENDS, BackendDefaults, open_backend, register_backend
 from qrag_qdrant.generation.prompt import fit_passages
 from qrag_qdrant.generation.verify import check_answer, citations_in, declined, split_claims
 from qrag_qdrant.store.edge import EdgeStore
@@ -137,7 +137,7 @@ def test_an_oversized_context_is_trimmed_from_the_lowest_ranked_passage():
     assert fit_passages("Q?", long, window=None, answer_tokens=256) == (long, [])
 
 
-class EchoBackend:
+class EchoBackend(BackendDefaults):
     """A plug-in backend: repeats the first passage, cited."""
 
     def __init__(self, settings):
@@ -148,7 +148,7 @@ class EchoBackend:
 
 
 def test_a_registered_backend_is_used_and_an_unknown_one_is_one_line(tmp_path, corpus, embedder):
-    assert {"embedded", "ollama"} <= set(backends())  # the built-ins, through their entry points
+    assert {"embedded", "ollama"} <= set(BACKENDS.registered())  # the built-ins, through their entry points
     register_backend("echo", EchoBackend)
     settings = load_settings(store=tmp_path / "store", generation={"backend": "echo"})
     with QuorumRAG(settings, store=EdgeStore(settings.store), embedder=embedder) as rag:
@@ -161,7 +161,7 @@ def test_a_registered_backend_is_used_and_an_unknown_one_is_one_line(tmp_path, c
         open_backend(load_settings(generation={"backend": "nope"}))
 
 
-class SilentBackend:
+class SilentBackend(BackendDefaults):
     def __init__(self, settings):
         pass
 
@@ -179,10 +179,10 @@ def test_an_empty_answer_is_one_error_after_the_evidence(tmp_path, corpus, embed
 
 
 def test_without_entry_points_the_error_names_the_reinstall(monkeypatch):
-    import qrag_qdrant.generation as generation
+    import qrag_qdrant.plugins as plugins
 
-    monkeypatch.setattr(generation, "entry_points", lambda group: [])
-    monkeypatch.setattr(generation, "_REGISTRY", {})
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [])
+    monkeypatch.setattr(BACKENDS, "local", {})
     with pytest.raises(ConfigError, match=r"reinstall qrag-qdrant \(pip install -e \.\)"):
         open_backend(load_settings())
 

@@ -95,8 +95,8 @@ def unsent_parts(span: Span, sent: list[tuple[int, int]]) -> list[Span]:
 
 def candidate_span(candidate: Candidate) -> Span:
     start, end = candidate.span
-    marks = frozenset(Mark(*mark) for mark in candidate.hit.payload.get("marks", ()))
-    return Span(candidate.source, start, end, str(candidate.hit.payload["text"]), marks)
+    marks = frozenset(Mark(*mark) for mark in candidate.hit.payload.marks)
+    return Span(candidate.source, start, end, candidate.hit.payload.text, marks)
 
 
 def agreement_window(spans: Sequence[Span], members: Sequence[Candidate], words: int) -> Span:

@@ -1,6 +1,8 @@
 """Query expansions: texts the language model writes from the question, searched beside it.
 
-Two built-ins, registered exactly as a plug-in's would be (``register_expansion``):
+Two built-ins, registered exactly as a plug-in's are: an entry point in the group
+``qrag_qdrant.expansions`` naming an ``ExpansionKind`` (see pyproject.toml); in-process code may
+also call ``register_expansion``:
 - ``multi_query``: several rewrites of the question in one model call (the RRF article's
   multi-query fusion);
 - ``hyde``: one hypothetical answer passage, whose embedding finds text that looks like an
@@ -28,9 +30,11 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from ..config import Settings, parse_expansion
+from ..config import Settings
+from ..config_values import parse_expansion
 from ..errors import ConfigError, QragError
 from ..evidence import QueryExpansion
+from ..plugins import Registry
 
 #: an expansion longer than this many characters is cut there (a runaway reply)
 MAX_EXPANSION_CHARS = 1500
@@ -73,15 +77,12 @@ class ExpansionKind:
         return self.name if count == 1 and self.max_count == 1 else f"{self.name} {index + 1}"
 
 
-_REGISTRY: dict[str, ExpansionKind] = {}
+EXPANSIONS: Registry[ExpansionKind] = Registry("qrag_qdrant.expansions", "query expansion",
+                                                setting="retrieval.expansions")
 
 
 def register_expansion(kind: ExpansionKind) -> None:
-    _REGISTRY[kind.name] = kind
-
-
-def expansion_kinds() -> dict[str, ExpansionKind]:
-    return dict(_REGISTRY)
+    EXPANSIONS.register(kind.name, kind)
 
 
 def parse_rewrites(reply: str, count: int, question: str) -> list[str]:
@@ -108,17 +109,17 @@ def parse_passage(reply: str, count: int, question: str) -> list[str]:
     return [text[:MAX_EXPANSION_CHARS]]
 
 
-register_expansion(ExpansionKind(
+MULTI_QUERY = ExpansionKind(
     "multi_query",
     "You write search queries. Give {count} different search queries for the user's question, each on its "
     'own line starting with "- ". Use other words and synonyms than the question. Output only the '
     "{count} lines.",
-    parse_rewrites, default_count=3, max_count=10, tokens_per_text=32))
-register_expansion(ExpansionKind(
+    parse_rewrites, default_count=3, max_count=10, tokens_per_text=32)
+HYDE = ExpansionKind(
     "hyde",
     "Write a short encyclopedia passage (two or three sentences) that answers the user's question. If you "
     "are not sure, write a plausible answer anyway. No preamble.",
-    parse_passage, tokens_per_text=96))
+    parse_passage, tokens_per_text=96)
 
 
 @dataclass(frozen=True)
@@ -137,15 +138,12 @@ class ExpansionPlan:
     @classmethod
     def from_settings(cls, settings: Settings) -> list[ExpansionPlan]:
         """One plan per expansion named anywhere; an unknown name is one ConfigError."""
-        known = expansion_kinds()
+        known: dict[str, ExpansionKind] = {}
         counts: dict[str, dict[str, int]] = {}
         for retriever in settings.retrievers:
             for item in settings.expansions_of(retriever):
                 name, count = parse_expansion(item)
-                kind = known.get(name)
-                if kind is None:
-                    raise ConfigError(f"unknown query expansion {name!r} (retrieval.expansions); known: "
-                                      f"{', '.join(sorted(known))}")
+                kind = known[name] = known.get(name) or EXPANSIONS.get(name)
                 count = count or kind.default_count
                 if count > kind.max_count:
                     raise ConfigError(f"expansion {item!r}: {name} writes at most {kind.max_count} text(s) per call")

@@ -42,11 +42,11 @@ class Candidate:
 
     @property
     def source(self) -> str:
-        return str(self.hit.payload["source"])
+        return self.hit.payload.source
 
     @property
     def span(self) -> tuple[int, int]:
-        return int(self.hit.payload["start"]), int(self.hit.payload["end"])
+        return self.hit.payload.start, self.hit.payload.end
 
 
 def reciprocal_rank_fusion(lists: Sequence[RankedList], k: int) -> list[Candidate]:

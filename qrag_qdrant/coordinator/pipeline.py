@@ -158,9 +158,9 @@ class Coordinator:
         """One collection's searches, keeping only hits of each file's newest complete version:
         a query during a rewrite sees the old file or the new one, never both (one more lookup)."""
         results = self.store.query(spec.name, [request for _, _, request in planned])
-        sources = {hit.payload["source"] for hits in results for hit in hits}
+        sources = {hit.payload.source for hits in results for hit in hits}
         current = self.store.current_versions(spec.name, sources)
-        return [[hit for hit in hits if current.get(hit.payload["source"]) == hit.payload["doc_hash"]]
+        return [[hit for hit in hits if current.get(hit.payload.source) == hit.payload.doc_hash]
                 for hits in results]
 
     def rank(self, lists: list[RankedList], options: RetrievalSettings,

@@ -8,6 +8,7 @@ from typing import Any
 from rich.table import Table
 
 from ..errors import QragError
+from ..plugins import install_hint
 from .dataset import CATEGORIES
 from .runner import EvalResult
 
@@ -162,19 +163,17 @@ def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def write_report(result: EvalResult, folder: Path, command: str) -> Path:
-    """report.md with the tables, and two plots beside it."""
+def draw_plots(result: EvalResult, folder: Path) -> None:
+    """recall_vs_context_words.png, risk_coverage.png and recall_by_support.png in ``folder``."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise QragError("--report needs matplotlib: pip install 'qrag-qdrant[eval]'") from None
+        raise QragError(f"--report needs matplotlib: {install_hint('eval')}") from None
     folder.mkdir(parents=True, exist_ok=True)
-    kind, cols = result.dataset.kind, columns(result)
-    quality = cols[0]
-
+    quality = columns(result)[0]
     figure, axes = plt.subplots(figsize=(6, 4))
     for name, metrics in result.systems.items():
         axes.scatter(metrics["context_words"], metrics[quality], s=40)
@@ -213,6 +212,11 @@ def write_report(result: EvalResult, folder: Path, command: str) -> Path:
     figure.savefig(folder / "recall_by_support.png", dpi=120)
     plt.close(figure)
 
+
+def write_report(result: EvalResult, folder: Path, command: str) -> Path:
+    """report.md with the tables, and the plots beside it."""
+    draw_plots(result, folder)
+    kind, cols = result.dataset.kind, columns(result)
     rows = [[name, *(cell(m, metrics[m]) for m in cols)] for name, metrics in result.systems.items()]
     support_rows = [[s, f"{row['questions']:.0f}", cell("rate", row["top_cluster_right"]),
                      str(row.get("unanswerable", "-"))] for s, row in result.support.items()]

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from ..api import QuorumRAG
-from ..config import CollectionSpec, RetrievalSettings, Settings, parse_expansion
+from ..config import CollectionSpec, RetrievalSettings, Settings
+from ..config_values import parse_expansion
 from ..coordinator import QueryVectors
 from ..coordinator.expansion import ExpandedText, Expander, ExpansionPlan
 from ..coordinator.fusion import Candidate, RankedList, reciprocal_rank_fusion
@@ -267,11 +268,11 @@ class Evaluation:
         confidence = gate.confidence(features) if gate and hits else (0.0 if gate else None)
         gated = gate is not None and self.options.min_confidence != 0 and confidence < gate.threshold
         shown = hits[: self.budget]
-        return SystemAnswer(units=[[str(h.payload["text"])] for h in shown],
-                            docs=_unique(str(h.payload["source"]) for h in hits), confidence=confidence,
+        return SystemAnswer(units=[[h.payload.text] for h in shown],
+                            docs=_unique(h.payload.source for h in hits), confidence=confidence,
                             features=features, gated=gated,
-                            passages=[Passage(citation=n, source=str(h.payload["source"]), start=int(h.payload["start"]),
-                                              end=int(h.payload["end"]), text=str(h.payload["text"]))
+                            passages=[Passage(citation=n, source=h.payload.source, start=h.payload.start,
+                                              end=h.payload.end, text=h.payload.text)
                                       for n, h in enumerate(shown, start=1)])
 
     @staticmethod

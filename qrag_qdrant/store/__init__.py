@@ -1,19 +1,29 @@
-"""Where collections live: the embedded Qdrant Edge default, or a Qdrant server."""
+"""Where collections live: the embedded Qdrant Edge default, a Qdrant server, or a plug-in's store.
+
+A store is a factory ``(Settings) -> Store``, found by name in a ``plugins.Registry``: the
+built-ins (``edge``, ``server``) are entry points in the group ``qrag_qdrant.stores``, as a
+plug-in's are (see pyproject.toml); in-process code may also call ``register_store``.
+``qdrant.store`` picks one; ``auto`` is ``server`` when ``qdrant.url`` is set, else ``edge``.
+"""
 
 from __future__ import annotations
 
-from ..config import Settings
-from .base import ChunkPoint, CollectionManifest, Hit, Store, VectorQuery
+from collections.abc import Callable
 
-__all__ = ["ChunkPoint", "CollectionManifest", "Hit", "Store", "VectorQuery", "open_store"]
+from ..config import Settings
+from ..plugins import Registry
+from .base import ChunkPayload, ChunkPoint, CollectionManifest, Hit, Store, VectorQuery
+
+__all__ = ["STORES", "ChunkPayload", "ChunkPoint", "CollectionManifest", "Hit", "Store", "VectorQuery", "open_store",
+           "register_store"]
+
+StoreFactory = Callable[[Settings], Store]
+STORES: Registry[StoreFactory] = Registry("qrag_qdrant.stores", "store", setting="qdrant.store")
+register_store = STORES.register
 
 
 def open_store(settings: Settings) -> Store:
-    """A server store when ``qdrant.url`` is set (QRAG_QDRANT_URL), else Edge under ``store``."""
-    if settings.qdrant.url:
-        from .server import ServerStore
-
-        return ServerStore.connect(settings.qdrant)
-    from .edge import EdgeStore
-
-    return EdgeStore(settings.store, settings.namespace)
+    name = settings.qdrant.store
+    if name == "auto":
+        name = "server" if settings.qdrant.url else "edge"
+    return STORES.get(name)(settings)

@@ -16,13 +16,12 @@ Completeness marker: a document's chunk 0 is written after its other chunks (see
 from __future__ import annotations
 
 import dataclasses
-import re
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
@@ -30,11 +29,12 @@ from pydantic import BaseModel
 from ..config import DENSE_VECTOR, SPARSE_VECTOR, CollectionSpec
 from ..embedding import BM25_SOURCES, Bm25Document, Bm25Embedder, Bm25Settings, SparseVec
 from ..errors import ModelMismatchError
+from ..names import VERSIONED, collection_pattern, namespace_of, versioned_name
 
 #: Qdrant's default k for its RRF fusion; the qdrant-hybrid baseline uses Qdrant as a peer would.
 QDRANT_RRF_K = 2
 
-__all__ = ["DENSE_VECTOR", "SPARSE_VECTOR", "ChunkPoint", "CollectionManifest", "Hit", "Store", "VectorQuery"]
+__all__ = ["DENSE_VECTOR", "SPARSE_VECTOR", "ChunkPayload", "ChunkPoint", "CollectionManifest", "Hit", "Store", "VectorQuery"]
 
 
 class CollectionManifest(BaseModel):
@@ -47,8 +47,8 @@ class CollectionManifest(BaseModel):
     model: str
     dim: int
     bm25: dict[str, Any]
-    #: who computes the BM25 vectors, a key of ``embedding.BM25_SOURCES``; fixed at creation
-    bm25_source: Literal["client", "server"] = "client"
+    #: who computes the BM25 vectors, a name in ``embedding.BM25_SOURCES``; fixed at creation
+    bm25_source: str = "client"
     #: how the dense vectors were pooled (``EmbeddingSettings.pooled_as``); fixed at creation, checked by
     #: ingest only: a question is embedded the same way for all
     pooling: str = "chunk"
@@ -58,7 +58,7 @@ class CollectionManifest(BaseModel):
 
     @classmethod
     def expected(cls, namespace: str, spec: CollectionSpec, model: str, dim: int,
-                 bm25_source: Literal["client", "server"] = "client") -> CollectionManifest:
+                 bm25_source: str = "client") -> CollectionManifest:
         """What a collection for ``spec`` must hold; BM25's avg_len is the chunk length."""
         bm25 = Bm25Settings(avg_len=float(spec.size))
         return cls(namespace=namespace, size=spec.size, overlap=spec.overlap, model=model, dim=dim,
@@ -70,7 +70,7 @@ class CollectionManifest(BaseModel):
 
     def bm25_embedder(self) -> Bm25Embedder:
         """The BM25 this collection was built with, for its ingest and its queries alike."""
-        return BM25_SOURCES[self.bm25_source](self.bm25_settings)
+        return BM25_SOURCES.get(self.bm25_source)(self.bm25_settings)
 
     def mismatch(self, other: CollectionManifest) -> str | None:
         for field in ("model", "dim", "bm25", "size", "overlap"):
@@ -83,19 +83,52 @@ class CollectionManifest(BaseModel):
 Sparse = SparseVec | Bm25Document
 
 
+@dataclass(frozen=True, slots=True)
+class ChunkPayload:
+    """What every point stores beside its vectors: which document version and chunk it is, where
+    the chunk sits in the document (words and characters), its text, and the pages and headings
+    inside it. ``source``, ``doc_hash`` and ``chunk_index`` are also filtered on by the store."""
+
+    source: str
+    #: the document's content hash: a new version of a file is written beside the old one
+    doc_hash: str
+    chunk_index: int
+    word_start: int
+    word_end: int
+    #: character offsets in the document's text
+    start: int
+    end: int
+    text: str
+    #: the ingest run that wrote it (ns); a document's newest complete version wins
+    version: int
+    #: ``locations.Mark`` rows (offset, page, heading) inside the chunk; absent in a plain-text corpus
+    marks: tuple[Sequence[Any], ...] = ()
+
+    @classmethod
+    def of(cls, payload: dict[str, Any]) -> ChunkPayload:
+        return cls(**{name: payload[name] for name in PAYLOAD_FIELDS if name in payload})
+
+    def as_dict(self) -> dict[str, Any]:
+        stored = {name: getattr(self, name) for name in PAYLOAD_FIELDS if name != "marks"}
+        return stored | ({"marks": [list(mark) for mark in self.marks]} if self.marks else {})
+
+
+PAYLOAD_FIELDS = tuple(field.name for field in dataclasses.fields(ChunkPayload))
+
+
 @dataclass(frozen=True)
 class ChunkPoint:
     id: str
     dense: Sequence[float]
     sparse: Sparse
-    payload: dict[str, Any]
+    payload: ChunkPayload
 
     @classmethod
     def of(cls, record: Any) -> ChunkPoint:
         """From a record of either engine, read with its vectors and payload."""
         sparse = record.vector[SPARSE_VECTOR]
         return cls(str(record.id), record.vector[DENSE_VECTOR], SparseVec(list(sparse.indices), list(sparse.values)),
-                   record.payload or {})
+                   ChunkPayload.of(record.payload))
 
 
 @dataclass(frozen=True)
@@ -119,7 +152,7 @@ class Hit:
     id: str
     score: float
     dense: np.ndarray
-    payload: dict[str, Any]
+    payload: ChunkPayload
 
     @classmethod
     def of(cls, point: Any) -> Hit:
@@ -127,7 +160,7 @@ class Hit:
         clustering, its dense vector (empty when not asked for)."""
         vectors = point.vector  # the binding builds it anew on each access
         dense = vectors[DENSE_VECTOR] if vectors else ()
-        return cls(str(point.id), point.score, np.asarray(dense, dtype=np.float32), point.payload or {})
+        return cls(str(point.id), point.score, np.asarray(dense, dtype=np.float32), ChunkPayload.of(point.payload))
 
     @classmethod
     def all_of(cls, results: Iterable[Iterable[Any]]) -> list[list[Hit]]:
@@ -155,21 +188,6 @@ def point_id(collection: str, source: str, chunk_index: int, doc_hash: str) -> s
     namespace; the hash keeps a file's new version from overwriting the old one while it is
     written, so a reader sees one version or the other."""
     return str(uuid.uuid5(POINT_ID_NAMESPACE, f"{collection}\x1f{source}\x1f{chunk_index}\x1f{doc_hash}"))
-
-
-def collection_pattern(namespace: str) -> re.Pattern[str]:
-    """A namespace's aliases and collections; the namespace rules keep prefixes from colliding."""
-    return re.compile(rf"^{re.escape(namespace)}-c\d+-o\d+(-v\d+)?$")
-
-
-VERSIONED = re.compile(r"^(?P<alias>.+-c\d+-o\d+)-v(?P<version>\d+)$")
-OUR_NAME = re.compile(r"^(?P<namespace>.+)-c\d+-o\d+(-v\d+)?$")
-
-
-def namespace_of(name: str) -> str | None:
-    """The namespace of an alias or collection name, None for a name qrag-qdrant did not make."""
-    match = OUR_NAME.match(name)
-    return match["namespace"] if match else None
 
 
 class Store(ABC):
@@ -276,7 +294,7 @@ class Store(ABC):
         """``<alias>-v<N>``, N one more than any collection of that alias has."""
         versions = [int(m["version"]) for name in self.collection_names()
                     if (m := VERSIONED.match(name)) and m["alias"] == alias]
-        return f"{alias}-v{max(versions, default=0) + 1}"
+        return versioned_name(alias, max(versions, default=0) + 1)
 
     def drop_unserved(self, namespace: str) -> list[str]:
         """Drop the namespace's versioned collections no alias points at: a crashed rebuild's

@@ -25,9 +25,10 @@ from typing import Any
 
 import qdrant_edge as edge
 
-from ..config import DENSE_VECTOR, SPARSE_VECTOR
+from ..config import DENSE_VECTOR, SPARSE_VECTOR, Settings
 from ..embedding import Bm25Document, SparseVec
 from ..errors import StoreError, StoreInUseError
+from ..names import collection_pattern, namespace_of
 from .base import (
     QDRANT_RRF_K,
     ChunkPoint,
@@ -36,8 +37,6 @@ from .base import (
     Sparse,
     Store,
     VectorQuery,
-    collection_pattern,
-    namespace_of,
 )
 
 MANIFEST = "manifest.json"
@@ -49,6 +48,10 @@ SCROLL_PAGE = 1000
 
 class EdgeStore(Store):
     models = edge
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> EdgeStore:
+        return cls(settings.store, settings.namespace)
 
     def __init__(self, root: Path, namespace: str = "default"):
         self.root = Path(root)
@@ -111,8 +114,9 @@ class EdgeStore(Store):
 
     def create_collection(self, name: str, manifest: CollectionManifest) -> None:
         self._own(name)
-        if manifest.bm25_source != "client":
-            raise StoreError("the embedded store computes BM25 itself: qdrant.bm25_source must be 'client'")
+        if manifest.bm25_source == "server":
+            raise StoreError("the embedded store has no server to compute BM25: qdrant.bm25_source must not be "
+                             "'server' without qdrant.url")
         folder = self.root / name
         shutil.rmtree(folder, ignore_errors=True)  # a folder without manifest is a crashed create
         config = edge.EdgeConfig(
@@ -160,7 +164,7 @@ class EdgeStore(Store):
         if points:
             self._update(name, edge.UpdateOperation.upsert_points([
                 edge.Point(p.id, {DENSE_VECTOR: list(map(float, p.dense)), SPARSE_VECTOR: _edge_vector(p.sparse)},
-                           p.payload)
+                           p.payload.as_dict())
                 for p in points
             ]))
 

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from ..config import DENSE_VECTOR, SPARSE_VECTOR, QdrantSettings
+from ..config import DENSE_VECTOR, SPARSE_VECTOR, QdrantSettings, Settings
 from ..embedding import Bm25Document, SparseVec
 from ..errors import ConfigError, StoreError
 from .base import QDRANT_RRF_K, ChunkPoint, CollectionManifest, Hit, Sparse, Store, VectorQuery
@@ -80,6 +80,12 @@ class ServerStore(Store):
         self.retries, self.backoff = self.settings.retries, self.settings.backoff
         consistency = self.settings.read_consistency
         self._consistency = consistency if isinstance(consistency, int) else models.ReadConsistencyType(consistency)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ServerStore:
+        if not settings.qdrant.url:
+            raise ConfigError("qdrant.store 'server' needs the server's address: set qdrant.url (QRAG_QDRANT_URL)")
+        return cls.connect(settings.qdrant)
 
     @classmethod
     def connect(cls, settings: QdrantSettings) -> ServerStore:
@@ -164,7 +170,7 @@ class ServerStore(Store):
     def upsert(self, name: str, points: Sequence[ChunkPoint]) -> None:
         if points:
             self.client.upsert(name, wait=True, points=[
-                models.PointStruct(id=p.id, payload=p.payload, vector={
+                models.PointStruct(id=p.id, payload=p.payload.as_dict(), vector={
                     DENSE_VECTOR: list(map(float, p.dense)), SPARSE_VECTOR: _client_vector(p.sparse)})
                 for p in points
             ])

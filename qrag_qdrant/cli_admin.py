@@ -1,0 +1,154 @@
+"""The administrative command groups: ``gate train``, ``key`` (add, list, revoke, rotate) and
+``feedback export``; ``cli`` adds them to the ``qrag-qdrant`` command."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .config import load_settings
+from .errors import ConfigError, QragError
+from .cli_options import ConfigOption, JsonOption, KeyOption, NamespaceOption, StoreOption
+from .cli_render import err, friendly_errors, key_view, out, plural, print_json, print_table, rate_text
+from .service.auth import KeyFile, digest
+from .service.feedback import FeedbackFile, gate_rows
+
+gate_app = typer.Typer(no_args_is_help=True, help="The evidence gate: fit it to your own corpus.")
+
+
+@gate_app.command("train")
+@friendly_errors
+def gate_train(
+    rows: Annotated[list[Path], typer.Argument(help="JSONL rows from `qrag-qdrant eval ... --rows-out FILE`")],
+    out_path: Annotated[Path, typer.Option("--out", help="where to write the gate's weights (JSON)")],
+    test_share: Annotated[float, typer.Option("--test-share", min=0.05, max=0.95,
+                                              help="share of articles held out for the report")] = 0.5,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the train/test split by article")] = 0,
+    target_abstain: Annotated[float, typer.Option(
+        "--target-abstain", min=0.0, max=0.5,
+        help="the threshold abstains on at most this share of answerable training questions")] = 0.02,
+    as_json: JsonOption = False,
+) -> None:
+    """Fit a logistic gate per system from eval rows; use it with retrieval.gate_model = FILE."""
+    from .eval.dataset import CATEGORIES
+    from .eval.gate_training import read_rows, train_gate
+
+    model, report = train_gate(read_rows(rows), test_share, seed, target_abstain, [str(r) for r in rows])
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    model.save(out_path)
+    if as_json:
+        print_json(report)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"held-out articles ({len(model.info['trained_on']['test_articles'])}); "
+                        f"threshold chosen on the training articles")
+    for column in ("system", "model", "AUC", "AURC", "threshold", *(f"abstain {c}" for c in CATEGORIES),
+                   "recall", "answered recall"):
+        table.add_column(column, justify="right")
+    for name, models in report.items():
+        if "skipped" in models:
+            out.print(f"{name}: no gate ({models['skipped']})")
+            continue
+        for result in models.values():
+            table.add_row(name, result["model"], rate_text(result["auc"]), rate_text(result["aurc"]),
+                          f"{result['threshold']:.3f}", *(rate_text(result["abstain_rate"][c]) for c in CATEGORIES),
+                          rate_text(result["recall"]), rate_text(result["answered_recall"]))
+    print_table(table)
+    out.print(f"wrote {out_path}: set retrieval.gate_model = \"{out_path}\" (QRAG_RETRIEVAL_GATE_MODEL) to use it")
+
+
+key_app = typer.Typer(no_args_is_help=True, help="Team keys for `qrag-qdrant serve`.")
+
+
+@key_app.command("add")
+@friendly_errors
+def key_add(
+    namespace: Annotated[str, typer.Option("--namespace", help="the one namespace this key reaches")],
+    read_only: Annotated[bool, typer.Option("--read-only", help="query only, no ingest")] = False,
+    admin: Annotated[bool, typer.Option("--admin", help="may also ingest a folder on the server's disk")] = False,
+    name: Annotated[str | None, typer.Option("--name", help="a name to list, revoke or rotate it by")] = None,
+    expires: Annotated[str | None, typer.Option("--expires", help="lifetime: 90m, 12h, 30d, 2w [default: none]")] = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Mint a key for a team's namespace, store its SHA-256 in the key file, and print the key once.
+    A running service accepts it from its next request."""
+    from .tokens import parse_ttl
+
+    if read_only and admin:
+        raise ConfigError("--read-only and --admin exclude each other")
+    settings = load_settings(config, namespace=namespace)  # validates the namespace's name
+    role = "read" if read_only else "admin" if admin else "read-write"
+    keys = KeyFile.load(settings.service.keys)
+    key = keys.add(settings.namespace, role, name, parse_ttl(expires, "--expires") if expires else None)
+    if as_json:
+        print_json({"key": key, **key_view(next(e for e in keys.entries() if e.sha256 == digest(key)))})
+    else:
+        sys.stdout.write(key + "\n")
+
+
+@key_app.command("list")
+@friendly_errors
+def key_list(config: ConfigOption = None, as_json: JsonOption = False) -> None:
+    """The keys in the key file: id, name, namespace, role, created and expiry; never a key or its hash."""
+    entries = [key_view(entry) for entry in KeyFile.load(load_settings(config).service.keys).entries()]
+    if as_json:
+        print_json(entries)
+        return
+    from rich.table import Table
+
+    table = Table("id", "name", "namespace", "role", "created", "expires")
+    for entry in entries:
+        table.add_row(*(str(entry[column] or "-") for column in ("id", "name", "namespace", "role", "created",
+                                                                   "expires")))
+    print_table(table)
+
+
+@key_app.command("revoke")
+@friendly_errors
+def key_revoke(which: KeyOption, config: ConfigOption = None, as_json: JsonOption = False) -> None:
+    """Remove a key: a running service refuses it from its next request."""
+    entry = KeyFile.load(load_settings(config).service.keys).revoke(which)
+    if as_json:
+        print_json({"revoked": key_view(entry)})
+    else:
+        out.print(f"revoked key {entry.id}" + (f" ({entry.name})" if entry.name else "") +
+                  f" of namespace {entry.namespace}", markup=False)
+
+
+@key_app.command("rotate")
+@friendly_errors
+def key_rotate(which: KeyOption, config: ConfigOption = None, as_json: JsonOption = False) -> None:
+    """Replace a key with a new one (same namespace, role, name and lifetime) and print it once; the
+    old key stops working at the service's next request."""
+    key, entry = KeyFile.load(load_settings(config).service.keys).rotate(which)
+    if as_json:
+        print_json({"key": key, **key_view(entry)})
+    else:
+        sys.stdout.write(key + "\n")
+
+
+feedback_app = typer.Typer(no_args_is_help=True, help="Thumbs up and down given through `serve`.")
+
+
+@feedback_app.command("export")
+@friendly_errors
+def feedback_export(
+    out: Annotated[Path, typer.Option("--out", help="JSON Lines file of gate training rows")],
+    config: ConfigOption = None,
+    store: StoreOption = None,
+    namespace: NamespaceOption = None,
+) -> None:
+    """Write the namespace's feedback as rows for `qrag-qdrant gate train` (up: the evidence held the answer)."""
+    settings = load_settings(config, store=store, namespace=namespace)
+    feedback = FeedbackFile(settings.store).rows(settings.namespace)
+    if not feedback:
+        raise QragError(f"no feedback for namespace {settings.namespace!r} in {settings.store}")
+    rows = gate_rows(feedback)
+    out.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    err.print(f"Wrote {plural(len(rows), 'row')} ({sum(r['label'] for r in rows)} up) to {out}", markup=False)

@@ -1,0 +1,19 @@
+"""Dense (fastembed) and sparse (Qdrant's BM25) embedders, each with ``embed`` for documents and
+``query_embed`` for questions, as fastembed separates them.
+
+- ``dense``: the ``DenseEmbedder`` facade, and the one place that reads fastembed's internals;
+- ``pooling``: late and anchored pooling's windows and token vectors;
+- ``files``: which model files are loaded (the packaged offline model, or a user's folder);
+- ``session``: the packaged question model on onnxruntime directly;
+- ``bm25``: BM25 vectors and the registry of sources that compute them.
+"""
+
+from .bm25 import BM25_SOURCES, Bm25Document, Bm25Embedder, Bm25Settings, ServerBm25, SparseEmbedder, SparseVec
+from .dense import DenseEmbedder
+from .files import OFFLINE_MODEL, OFFLINE_MODEL_DIM, model_dim
+from .pooling import WINDOW_TOKENS
+from .session import MeanPooledOnnx
+
+__all__ = ["BM25_SOURCES", "OFFLINE_MODEL", "OFFLINE_MODEL_DIM", "WINDOW_TOKENS", "Bm25Document", "Bm25Embedder",
+           "Bm25Settings", "DenseEmbedder", "MeanPooledOnnx", "ServerBm25", "SparseEmbedder", "SparseVec",
+           "model_dim"]

@@ -1,0 +1,71 @@
+"""The one registry pattern every extension point uses, and the one install hint.
+
+Stores, generation backends, document loaders, query expansions and BM25 sources each keep a
+``Registry``: the entry points of its group (pyproject.toml's ``[project.entry-points."<group>"]``)
+and, over them, what in-process code registered with ``register``. The built-ins are entry
+points of the package itself, so they are found exactly as a plug-in's are.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from types import ModuleType
+from typing import Any, Generic, TypeVar
+
+from .errors import ConfigError
+
+Item = TypeVar("Item")
+
+
+def install_hint(extra: str) -> str:
+    return f"pip install 'qrag-qdrant[{extra}]'"
+
+
+def require(module: str, extra: str, needed_by: str = "", error: type[Exception] = ConfigError) -> ModuleType:
+    """Import an optional library, or raise ``error``: "<needed_by> needs the <extra> extra: pip install ..."."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise error(f"{needed_by} needs the {extra} extra: {install_hint(extra)}".lstrip()) from None
+
+
+class Registry(Generic[Item]):
+    """Named extensions of one kind: ``group``'s entry points, then in-process registrations."""
+
+    def __init__(self, group: str, kind: str, load: Callable[[Any], Item] | None = None, setting: str | None = None):
+        self.group = group
+        #: what one item is, for errors: "generation backend"
+        self.kind = kind
+        #: the config key that names an item, for errors: "generation.backend"
+        self.setting = setting or kind
+        #: turns what an entry point names into the item (a loader class into an instance)
+        self.load = load or (lambda target: target)
+        #: registered in this process; a test may swap it for an empty dict
+        self.local: dict[str, Item] = {}
+
+    def register(self, name: str, item: Item) -> None:
+        self.local[name] = item
+
+    def registered(self) -> dict[str, Item]:
+        """Every item by name, each entry point loaded; an in-process registration replaces an
+        entry point's of the same name."""
+        found = {point.name: self.load(point.load()) for point in entry_points(group=self.group)}
+        return {**found, **self.local}
+
+    def names(self) -> list[str]:
+        return sorted({point.name for point in entry_points(group=self.group)} | set(self.local))
+
+    def get(self, name: str) -> Item:
+        """One item, loading only its own entry point (a server store's client is never imported
+        for an embedded one)."""
+        if name in self.local:
+            return self.local[name]
+        point = next((point for point in entry_points(group=self.group) if point.name == name), None)
+        if point is not None:
+            return self.load(point.load())
+        if not (known := self.names()):
+            raise ConfigError(f"no {self.kind} is registered: reinstall qrag-qdrant (pip install -e .) so that its "
+                              f"entry points ({self.group}) are written")
+        raise ConfigError(f"{self.setting} {name!r} is not registered; known: {', '.join(known)}")
