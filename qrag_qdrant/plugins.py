@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
 from typing import Any, Generic, TypeVar
 
@@ -44,6 +44,14 @@ class Registry(Generic[Item]):
         self.load = load or (lambda target: target)
         #: registered in this process; a test may swap it for an empty dict
         self.local: dict[str, Item] = {}
+        self._points: tuple[EntryPoint, ...] | None = None
+
+    def points(self) -> tuple[EntryPoint, ...]:
+        """The group's entry points, read once per process: scanning every installed package's
+        metadata costs milliseconds, and what is installed does not change under a running process."""
+        if self._points is None:
+            self._points = tuple(entry_points(group=self.group))
+        return self._points
 
     def register(self, name: str, item: Item) -> None:
         self.local[name] = item
@@ -51,18 +59,18 @@ class Registry(Generic[Item]):
     def registered(self) -> dict[str, Item]:
         """Every item by name, each entry point loaded; an in-process registration replaces an
         entry point's of the same name."""
-        found = {point.name: self.load(point.load()) for point in entry_points(group=self.group)}
+        found = {point.name: self.load(point.load()) for point in self.points()}
         return {**found, **self.local}
 
     def names(self) -> list[str]:
-        return sorted({point.name for point in entry_points(group=self.group)} | set(self.local))
+        return sorted({point.name for point in self.points()} | set(self.local))
 
     def get(self, name: str) -> Item:
         """One item, loading only its own entry point (a server store's client is never imported
         for an embedded one)."""
         if name in self.local:
             return self.local[name]
-        point = next((point for point in entry_points(group=self.group) if point.name == name), None)
+        point = next((point for point in self.points() if point.name == name), None)
         if point is not None:
             return self.load(point.load())
         if not (known := self.names()):

@@ -179,9 +179,7 @@ def test_an_empty_answer_is_one_error_after_the_evidence(tmp_path, corpus, embed
 
 
 def test_without_entry_points_the_error_names_the_reinstall(monkeypatch):
-    import qrag_qdrant.plugins as plugins
-
-    monkeypatch.setattr(plugins, "entry_points", lambda group: [])
+    monkeypatch.setattr(BACKENDS, "_points", ())  # as if the package's metadata had no entry points
     monkeypatch.setattr(BACKENDS, "local", {})
     with pytest.raises(ConfigError, match=r"reinstall qrag-qdrant \(pip install -e \.\)"):
         open_backend(load_settings())
