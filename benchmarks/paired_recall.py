@@ -6,7 +6,8 @@
         --systems quorum,qdrant-hybrid
 
 The first compares the two systems; with ``--against-store`` each system is compared with
-itself on another store of the same data set (e.g. built with another ``embedding.pooling``).
+itself on another store of the same data set (e.g. built with another ``embedding.pooling``),
+and with ``--against-config`` under another config (e.g. another ``retrieval.top_k``).
 QA sets: answer recall, with the exact McNemar p-value (a binomial test on the questions only one
 side gets right), and MRR; relevance sets: nDCG@10 per query, with a Wilcoxon signed-rank test.
 That is what tells a real margin from noise on the same question set.
@@ -41,6 +42,7 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=Path(".qrag"))
     parser.add_argument("--against-store", type=Path, help="compare each system with itself on this store")
     parser.add_argument("--config", type=Path)
+    parser.add_argument("--against-config", type=Path, help="compare each system with itself under this config")
     parser.add_argument("--sample", type=int)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--systems", default="quorum,qdrant-hybrid")
@@ -49,9 +51,11 @@ def main() -> None:
     systems = args.systems.split(",")
     dataset = load_dataset(args.dataset, sample=args.sample, seed=args.seed)
     first = answers_in(args.store, args.config, dataset, systems)
-    if args.against_store:
-        second = answers_in(args.against_store, args.config, dataset, systems)
-        pairs = {f"{name}: {args.store} against {args.against_store}": (first[name], second[name]) for name in systems}
+    if args.against_store or args.against_config:
+        store, config = args.against_store or args.store, args.against_config or args.config
+        second = answers_in(store, config, dataset, systems)
+        pairs = {f"{name}: {args.store} {args.config} against {store} {config}": (first[name], second[name])
+                 for name in systems}
     else:
         if len(systems) != 2:
             raise SystemExit("--systems: name two systems, or give --against-store")

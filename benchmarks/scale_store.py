@@ -48,6 +48,14 @@ def source_points(sources: list[tuple[Path, str]], spec: CollectionSpec) -> Iter
             yield from store.scroll_points(collection_name(namespace, spec.size, spec.overlap))
 
 
+def source_pooling(sources: list[tuple[Path, str]], spec: CollectionSpec) -> str:
+    """How the first source's chunks of this chunking were pooled: the copy records the same."""
+    root, namespace = sources[0]
+    with EdgeStore(root, namespace) as store:
+        manifest = store.manifest(collection_name(namespace, spec.size, spec.overlap))
+    return manifest.pooling if manifest else "chunk"
+
+
 def scaled(sources: list[tuple[Path, str]], spec: CollectionSpec, target: int, collection: str,
            seed: int) -> Iterator[ChunkPoint]:
     rng, written = np.random.default_rng(seed), 0
@@ -79,24 +87,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--source", action="append", required=True, help="STORE:NAMESPACE of real chunks")
     parser.add_argument("--store", type=Path, required=True)
-    parser.add_argument("--size", type=int, required=True, help="points per collection")
+    parser.add_argument("--size", type=int, required=True,
+                        help="points per collection; 0: each source chunk once, as ingested")
+    parser.add_argument("--namespace", help="the namespace to write [default: scale-<size/1000>k]")
     parser.add_argument("--config", type=Path)
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
 
     sources = [(Path(root), namespace) for root, namespace in (s.rsplit(":", 1) for s in args.source)]
-    namespace = f"scale-{args.size // 1000}k"
+    namespace = args.namespace or f"scale-{args.size // 1000}k"
     settings = load_settings(args.config, namespace=namespace, store=args.store)
     model = settings.embedding.model
     started, result = time.perf_counter(), {"namespace": namespace, "points_per_collection": args.size,
                                             "baseline_rss_mb": round(rss_mb())}
-    with EdgeStore(args.store, namespace) as store:
+    with EdgeStore.from_settings(settings) as store:  # the layout of QRAG_QDRANT_* (quantization, on disk)
         for seed, spec in enumerate(settings.collections):
             real = sum(1 for _ in source_points(sources, spec))
-            store.open_collection(spec.name, CollectionManifest.expected(namespace, spec, model, model_dim(model)),
+            size = args.size or real
+            manifest = CollectionManifest.expected(namespace, spec, model, model_dim(model))
+            store.open_collection(spec.name, manifest.model_copy(update={"pooling": source_pooling(sources, spec)}),
                                   create=True)
             batch: list[ChunkPoint] = []
-            for point in scaled(sources, spec, args.size, spec.name, seed):
+            for point in scaled(sources, spec, size, spec.name, seed):
                 batch.append(point)
                 if len(batch) == BATCH:
                     store.upsert(spec.name, batch)
@@ -104,10 +116,12 @@ def main() -> None:
             store.upsert(spec.name, batch)
             written = time.perf_counter()
             store.finish_bulk(spec.name)
-            result[spec.name] = {"real_chunks": real, "copies": -(-args.size // real) - 1,
+            result[spec.name] = {"real_chunks": real, "copies": -(-size // real) - 1,
                                  "points": store.count(spec.name),
                                  "index_build_s": round(time.perf_counter() - written, 1)}
         folders = [args.store / name for name in store.list_collections(namespace).values()]
+    result["layout"] = {key: getattr(settings.qdrant, key)
+                        for key in ("quantization", "oversampling", "vectors_on_disk", "payloads_on_disk")}
     result["seconds"] = round(time.perf_counter() - started, 1)
     result["disk_mb"] = round(sum(f.stat().st_blocks * 512 for folder in folders
                                   for f in folder.rglob("*") if f.is_file()) / 2**20)

@@ -211,6 +211,14 @@ class QdrantSettings(Section):
         "client", description="who computes BM25 vectors of a NEW collection, a registered BM25 source: client "
         "(qdrant_edge.Bm25 here), server (the server's qdrant/bm25, Qdrant >= 1.15.3) or a plug-in's; an existing "
         "collection keeps the source it was built with")
+    # How a NEW collection holds its data (an existing one keeps its layout; `ingest --rebuild` applies it).
+    quantization: Literal["none", "int8"] = Field(
+        "none", description="int8: the dense vectors are also kept as int8 (a quarter of their size) and searched "
+        "first; the best oversampling x limit are rescored with the float32 originals")
+    oversampling: float = Field(2.0, ge=1.0, description="with int8 quantization: candidates rescored per hit asked for")
+    vectors_on_disk: bool = Field(False, description="keep the float32 dense vectors on disk (memory-mapped) instead "
+                                  "of in RAM; with int8 quantization only the rescored few are read")
+    payloads_on_disk: bool = Field(False, description="keep the chunks' payloads (their text) on disk instead of in RAM")
     # Distributed mode: how new collections are laid out, and how many replicas a read asks.
     shard_number: PositiveInt = 1
     replication_factor: PositiveInt = 1

@@ -4,7 +4,7 @@ import tracemalloc
 
 import pytest
 
-from qrag_qdrant.chunking import chunk_words, iter_chunks
+from qrag_qdrant.chunking import WORD, chunk_words, iter_chunks, word_bounds
 
 
 def words(n: int) -> str:
@@ -87,3 +87,13 @@ def test_a_large_text_streams_in_bounded_memory():
     tracemalloc.stop()
     assert count == 40 * 10_000 // 100 - 1
     assert peak < 40 * len(block) / 3  # what one block holds, not what the file holds
+
+
+def test_word_bounds_are_the_words_the_regex_finds_in_any_text():
+    rng = random.Random(0)
+    alphabet = "ab c\n\t\r\x0b\x0c\x1c\x85\u00a0\u2003\u2028\u3000\u200bé世."  # every kind of space, and near-spaces
+    texts = ["", " ", "one", "  two  words ", *("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
+                                                for _ in range(2000))]
+    for text in texts:
+        expected = [list(match.span()) for match in WORD.finditer(text)]
+        assert word_bounds(text).tolist() == expected, repr(text)

@@ -165,3 +165,29 @@ def test_adaptive_plan_sends_a_clear_leader_alone_and_widens_when_evidence_is_sp
     keep, reason = adaptive_plan(ranked_scores(1.2, 1.1, 1.05, 0.7), 0.2, 3)
     assert keep == 3 and reason == "adaptive: evidence spread, 3 clusters within 0.2 of the top (margin 0.10)"
     assert adaptive_plan(ranked_scores(1.2, 1.1, 1.05, 1.04), 0.2, 2)[0] == 2  # at most adaptive_clusters
+
+
+def test_sentence_widening_counts_words_as_split_does_on_random_prose():
+    """The widening's word counts come from word bounds; they must be what ``str.split`` counts."""
+    import random
+    import re
+
+    def reference(text, start, end, words):
+        slack = max(5, round(words * 0.2))
+        starts = [0, *(m.end() for m in re.finditer(r"(?<=[.!?])[\"')\]’”]*\s+", text)), len(text)]
+        before = [b for b in starts if b <= start and len(text[b:start].split()) <= slack]
+        after = [b for b in starts if b >= end and len(text[end:b].split()) <= slack]
+        new_end = len(text[:min(after)].rstrip()) if after else end
+        return (max(before) if before else start), max(new_end, end)
+
+    rng = random.Random(1)
+    vocabulary = ["alpha", "beta.", "gamma!", "delta?", "(eps)", '"zeta."', "eta", "theta.'", "  ", "\n"]
+    for _ in range(1500):
+        text = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(1, 60)))
+        words = list(re.finditer(r"\S+", text))
+        if not words:
+            continue
+        first = rng.randrange(len(words))
+        last = rng.randrange(first, len(words))
+        start, end, width = words[first].start(), words[last].end(), rng.randint(1, 40)
+        assert to_sentences(text, start, end, width) == reference(text, start, end, width), (text, start, end)

@@ -14,7 +14,7 @@ import numpy as np
 
 import re
 
-from ..chunking import WORD
+from ..chunking import word_bounds
 from ..evidence import EvidenceCluster, Passage
 from ..locations import Mark, locate
 from .fusion import Candidate
@@ -26,16 +26,22 @@ SENTENCE_START = re.compile(r"(?<=[.!?])[\"')\]’”]*\s+")
 SENTENCE_SLACK = 0.2
 
 
-def to_sentences(text: str, start: int, end: int, words: int) -> tuple[int, int]:
+def to_sentences(text: str, start: int, end: int, words: int,
+                 bounds: np.ndarray | None = None) -> tuple[int, int]:
     """``text[start:end]`` widened to begin and end on sentence boundaries, each side by at
     most ``SENTENCE_SLACK`` of ``words`` (at least 5 words); a side with no boundary that
-    near keeps its word boundary."""
+    near keeps its word boundary. ``bounds``: ``word_bounds(text)``, if the caller has them."""
     slack = max(5, round(words * SENTENCE_SLACK))
-    starts = [0, *(m.end() for m in SENTENCE_START.finditer(text)), len(text)]
-    before = [b for b in starts if b <= start and len(text[b:start].split()) <= slack]
-    after = [b for b in starts if b >= end and len(text[end:b].split()) <= slack]
-    new_start = max(before) if before else start
-    new_end = len(text[:min(after)].rstrip()) if after else end
+    bounds = word_bounds(text) if bounds is None else bounds
+    word_starts, word_ends = bounds[:, 0], bounds[:, 1]
+    boundaries = np.array([0, *(m.end() for m in SENTENCE_START.finditer(text)), len(text)])
+    # the words text[a:b] holds, whole or in part: those ending after a and starting before b
+    before = boundaries[(boundaries <= start) & (np.searchsorted(word_starts, start) -
+                                                 np.searchsorted(word_ends, boundaries, side="right") <= slack)]
+    after = boundaries[(boundaries >= end) & (np.searchsorted(word_starts, boundaries) -
+                                              np.searchsorted(word_ends, end, side="right") <= slack)]
+    new_start = int(before.max()) if len(before) else start
+    new_end = len(text[:int(after.min())].rstrip()) if len(after) else end
     return new_start, max(new_end, end)
 
 
@@ -108,7 +114,8 @@ def agreement_window(spans: Sequence[Span], members: Sequence[Candidate], words:
     """
     best: tuple[float, Span] | None = None
     for span in spans:
-        bounds = np.array([m.span() for m in WORD.finditer(span.text)]) + span.start
+        words_here = word_bounds(span.text)
+        bounds = words_here + span.start
         own = [m for m in members if m.source == span.source]
         starts, ends = np.array([m.span[0] for m in own]), np.array([m.span[1] for m in own])
         covered = (bounds[:, :1] >= starts[None, :]) & (bounds[:, :1] < ends[None, :])
@@ -117,8 +124,8 @@ def agreement_window(spans: Sequence[Span], members: Sequence[Candidate], words:
         sums = np.convolve(weight, np.ones(width), mode="valid")
         first = int(np.argmax(sums))
         if best is None or sums[first] > best[0]:
-            start, end = to_sentences(span.text, int(bounds[first, 0]) - span.start,
-                                      int(bounds[first + width - 1, 1]) - span.start, width)
+            start, end = to_sentences(span.text, int(words_here[first, 0]), int(words_here[first + width - 1, 1]),
+                                      width, words_here)
             best = (float(sums[first]), Span(span.source, span.start + start, span.start + end,
                                              span.text[start:end], span.marks))
     assert best is not None

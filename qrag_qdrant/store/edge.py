@@ -25,7 +25,7 @@ from typing import Any
 
 import qdrant_edge as edge
 
-from ..config import DENSE_VECTOR, SPARSE_VECTOR, Settings
+from ..config import DENSE_VECTOR, SPARSE_VECTOR, QdrantSettings, Settings
 from ..embedding import Bm25Document, SparseVec
 from ..errors import StoreError, StoreInUseError
 from ..names import collection_pattern, namespace_of
@@ -51,11 +51,13 @@ class EdgeStore(Store):
 
     @classmethod
     def from_settings(cls, settings: Settings) -> EdgeStore:
-        return cls(settings.store, settings.namespace)
+        return cls(settings.store, settings.namespace, settings.qdrant)
 
-    def __init__(self, root: Path, namespace: str = "default"):
+    def __init__(self, root: Path, namespace: str = "default", layout: QdrantSettings | None = None):
         self.root = Path(root)
         self.namespace = namespace
+        #: how new collections hold their vectors and payloads, and how quantized ones are searched
+        self.layout = layout or QdrantSettings()
         self._shards: dict[str, edge.EdgeShard] = {}
         try:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -119,12 +121,17 @@ class EdgeStore(Store):
                              "'server' without qdrant.url")
         folder = self.root / name
         shutil.rmtree(folder, ignore_errors=True)  # a folder without manifest is a crashed create
+        layout = self.layout
+        quantization = edge.ScalarQuantizationConfig(edge.ScalarType.Int8, quantile=0.99, always_ram=True) \
+            if layout.quantization == "int8" else None
         config = edge.EdgeConfig(
-            vectors={DENSE_VECTOR: edge.EdgeVectorParams(size=manifest.dim, distance=edge.Distance.Cosine)},
+            vectors={DENSE_VECTOR: edge.EdgeVectorParams(size=manifest.dim, distance=edge.Distance.Cosine,
+                                                         on_disk=layout.vectors_on_disk,
+                                                         quantization_config=quantization)},
             sparse_vectors={SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
             # A query reads the payload of every candidate (75 by default): from disk that was
             # most of the search time at 200k points. In RAM it costs the chunk texts' size.
-            on_disk_payload=False,
+            on_disk_payload=layout.payloads_on_disk,
         )
         shard = edge.EdgeShard.create(str(folder / SHARD), config)
         self._written.add(name)
@@ -224,11 +231,16 @@ class EdgeStore(Store):
                 return
 
     def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
+        quantized = edge.QuantizationSearchParams(rescore=True, oversampling=self.layout.oversampling) \
+            if self.layout.quantization == "int8" else None
         requests = [
             edge.QueryRequest(limit=q.limit, query=edge.Query.Nearest(_edge_vector(q.vector), using=q.vector_name),
                               score_threshold=q.min_score, with_vector=[DENSE_VECTOR], with_payload=True,
-                              params=edge.SearchParams(hnsw_ef=q.hnsw_ef, exact=q.exact)
-                              if q.hnsw_ef or q.exact else None)
+                              params=edge.SearchParams(
+                                  hnsw_ef=q.hnsw_ef, exact=q.exact,
+                                  # an exact scan is the float32 truth: the int8 copy is not used
+                                  quantization=edge.QuantizationSearchParams(ignore=True) if q.exact else quantized)
+                              if q.hnsw_ef or q.exact or quantized else None)
             for q in queries
         ]
         return Hit.all_of(self._shard(name).query_batch(edge.QueryBatchRequest(requests)))

@@ -106,8 +106,13 @@ class ServerStore(Store):
         layout = self.settings
         self.client.create_collection(
             name,
-            vectors_config={DENSE_VECTOR: models.VectorParams(size=manifest.dim, distance=models.Distance.COSINE)},
+            vectors_config={DENSE_VECTOR: models.VectorParams(
+                size=manifest.dim, distance=models.Distance.COSINE, on_disk=layout.vectors_on_disk,
+                quantization_config=models.ScalarQuantization(scalar=models.ScalarQuantizationConfig(
+                    type=models.ScalarType.INT8, quantile=0.99, always_ram=True))
+                if layout.quantization == "int8" else None)},
             sparse_vectors_config={SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            on_disk_payload=layout.payloads_on_disk,
             shard_number=layout.shard_number, replication_factor=layout.replication_factor,
             write_consistency_factor=layout.write_consistency_factor,
             metadata=manifest.model_dump(),
@@ -203,11 +208,15 @@ class ServerStore(Store):
 
     @_server_errors
     def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
+        quantized = models.QuantizationSearchParams(rescore=True, oversampling=self.settings.oversampling) \
+            if self.settings.quantization == "int8" else None
         responses = self.client.query_batch_points(name, requests=[
             models.QueryRequest(query=_client_vector(q.vector), using=q.vector_name, limit=q.limit,
                                 score_threshold=q.min_score, with_vector=[DENSE_VECTOR], with_payload=True,
-                                params=models.SearchParams(hnsw_ef=q.hnsw_ef, exact=q.exact)
-                                if q.hnsw_ef or q.exact else None)
+                                params=models.SearchParams(
+                                    hnsw_ef=q.hnsw_ef, exact=q.exact,
+                                    quantization=models.QuantizationSearchParams(ignore=True) if q.exact else quantized)
+                                if q.hnsw_ef or q.exact or quantized else None)
             for q in queries
         ], consistency=self._consistency)
         return Hit.all_of(response.points for response in responses)

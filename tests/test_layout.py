@@ -1,0 +1,70 @@
+"""A collection's layout (int8 quantization, vectors and payloads on disk) is applied when it is
+created, on Edge and on the server path, and the evidence it gives is the default layout's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from qdrant_client import QdrantClient
+
+from qrag_qdrant import QuorumRAG
+from qrag_qdrant.config import load_settings
+from qrag_qdrant.store.edge import SHARD, EdgeStore
+from qrag_qdrant.store.server import ServerStore
+
+SMALL = {"quantization": "int8", "vectors_on_disk": True, "payloads_on_disk": True}
+QUESTIONS = ["How does a honeybee forager tell her sisters the direction of flowers?",
+             "What happens to magma when it reaches the surface?"]
+
+
+def open_store(kind, settings):
+    if kind == "edge":
+        return EdgeStore.from_settings(settings)
+    client = QdrantClient(path=str(settings.store / "local"))
+    create, client.payloads_on_disk = client.create_collection, {}
+
+    def recorded_create(name, **config):  # local mode does not keep on_disk_payload: what was asked for is seen here
+        client.payloads_on_disk[name] = config.get("on_disk_payload")
+        return create(name, **config)
+
+    client.create_collection = recorded_create
+    return ServerStore(client, location="local", settings=settings.qdrant)
+
+
+def evidence(kind, tmp_path, corpus, embedder, layout):
+    settings = load_settings(store=tmp_path / f"{kind}-{bool(layout)}", qdrant=layout)
+    with QuorumRAG(settings, store=open_store(kind, settings), embedder=embedder) as rag:
+        rag.ingest(corpus)
+        found = [rag.retrieve(question) for question in QUESTIONS]
+        configs = applied_layouts(rag.store, settings)
+    return [[(c.support, [(p.source, p.start, p.end) for p in c.passages]) for c in e.clusters] for e in found], configs
+
+
+def applied_layouts(store, settings):
+    """(int8, vectors on disk, payloads on disk) as each engine recorded them for the collections."""
+    if isinstance(store, EdgeStore):
+        layouts = []
+        for folder in sorted(settings.store.iterdir()):
+            if (folder / SHARD / "edge_config.json").is_file():
+                config = json.loads((folder / SHARD / "edge_config.json").read_text())
+                dense = config["vectors"]["dense"]
+                layouts.append((dense.get("quantization_config") is not None, bool(dense.get("on_disk")),
+                                bool(config.get("on_disk_payload"))))
+        return layouts
+    layouts = []
+    for name in store.collection_names():
+        params = store.client.get_collection(name).config.params
+        layouts.append((params.vectors["dense"].quantization_config is not None,
+                        bool(params.vectors["dense"].on_disk), bool(store.client.payloads_on_disk[name])))
+    return layouts
+
+
+@pytest.mark.parametrize("kind", ["edge", "client-local"])
+def test_a_quantized_on_disk_layout_is_applied_and_gives_the_same_evidence(kind, tmp_path, corpus, embedder):
+    default, default_layouts = evidence(kind, tmp_path, corpus, embedder, {})
+    small, small_layouts = evidence(kind, tmp_path, corpus, embedder, SMALL)
+    assert len(small_layouts) == len(default_layouts) == 3
+    assert set(small_layouts) == {(True, True, True)}
+    assert set(default_layouts) == {(False, False, False)}
+    assert all(clusters for clusters in small) and small == default
