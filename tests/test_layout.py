@@ -13,7 +13,7 @@ from qrag_qdrant.config import load_settings
 from qrag_qdrant.store.edge import SHARD, EdgeStore
 from qrag_qdrant.store.server import ServerStore
 
-SMALL = {"quantization": "int8", "vectors_on_disk": True, "payloads_on_disk": True}
+IN_RAM = {"quantization": "none", "vectors_on_disk": False, "payloads_on_disk": False}
 QUESTIONS = ["How does a honeybee forager tell her sisters the direction of flowers?",
              "What happens to magma when it reaches the surface?"]
 
@@ -61,10 +61,10 @@ def applied_layouts(store, settings):
 
 
 @pytest.mark.parametrize("kind", ["edge", "client-local"])
-def test_a_quantized_on_disk_layout_is_applied_and_gives_the_same_evidence(kind, tmp_path, corpus, embedder):
+def test_the_default_quantized_on_disk_layout_gives_the_in_ram_layouts_evidence(kind, tmp_path, corpus, embedder):
     default, default_layouts = evidence(kind, tmp_path, corpus, embedder, {})
-    small, small_layouts = evidence(kind, tmp_path, corpus, embedder, SMALL)
-    assert len(small_layouts) == len(default_layouts) == 3
-    assert set(small_layouts) == {(True, True, True)}
-    assert set(default_layouts) == {(False, False, False)}
-    assert all(clusters for clusters in small) and small == default
+    in_ram, in_ram_layouts = evidence(kind, tmp_path, corpus, embedder, IN_RAM)
+    assert len(in_ram_layouts) == len(default_layouts) == 3
+    assert set(default_layouts) == {(True, True, True)}
+    assert set(in_ram_layouts) == {(False, False, False)}
+    assert all(clusters for clusters in default) and default == in_ram

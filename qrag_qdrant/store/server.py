@@ -111,7 +111,8 @@ class ServerStore(Store):
                 quantization_config=models.ScalarQuantization(scalar=models.ScalarQuantizationConfig(
                     type=models.ScalarType.INT8, quantile=0.99, always_ram=True))
                 if layout.quantization == "int8" else None)},
-            sparse_vectors_config={SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            sparse_vectors_config={SPARSE_VECTOR: models.SparseVectorParams(
+                modifier=models.Modifier.IDF, index=models.SparseIndexParams(on_disk=layout.vectors_on_disk))},
             on_disk_payload=layout.payloads_on_disk,
             shard_number=layout.shard_number, replication_factor=layout.replication_factor,
             write_consistency_factor=layout.write_consistency_factor,
