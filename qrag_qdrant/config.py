@@ -213,7 +213,7 @@ class QdrantSettings(Section):
         "collection keeps the source it was built with")
     # How a NEW collection holds its data (an existing one keeps its layout; `ingest --rebuild` applies it).
     # The defaults took serving memory from 2.97 to 1.06 KB per chunk, answer recall unchanged, for
-    # +0.6 ms a query on squad-dev (docs/scaling.md); none/false/false is the all-in-RAM layout.
+    # +0.6 ms p50 on squad-dev, +4.3 ms on SciFact (docs/scaling.md); none/false/false: all in RAM.
     quantization: Literal["none", "int8"] = Field(
         "int8", description="int8: the dense vectors are also kept as int8 (a quarter of their size) in RAM and "
         "searched first; the best oversampling x limit are rescored with the float32 originals")
