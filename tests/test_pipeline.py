@@ -221,3 +221,13 @@ def test_a_one_word_corpus_gives_its_word_as_evidence_whole(open_rag, tmp_path):
     evidence = rag.retrieve("Ulaanbaatar")
     assert not evidence.abstained and [p.text for p in evidence.passages] == ["Ulaanbaatar"]
     assert evidence.context_words == 1 and evidence.context_policy == "adaptive: one cluster reached quorum"
+
+
+def test_a_payload_written_before_versions_and_marks_reads_with_their_defaults():
+    from qrag_qdrant.store import ChunkPayload
+
+    stored = {"source": "a.txt", "doc_hash": "h", "chunk_index": 0, "word_start": 0, "word_end": 2, "start": 0,
+              "end": 9, "text": "two words"}
+    payload = ChunkPayload.of(stored)
+    assert (payload.version, payload.marks) == (0, ())
+    assert payload.as_dict() == {**stored, "version": 0}

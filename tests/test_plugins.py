@@ -86,3 +86,4 @@ def test_require_names_the_extra_that_installs_a_missing_library():
     with pytest.raises(LoaderError, match=r"^needs the pdf extra: pip install 'qrag-qdrant\[pdf\]'$"):
         require("no_such_module_here", "pdf")
     assert plugins.require("json", "eval", "the report").dumps([1]) == "[1]"
+

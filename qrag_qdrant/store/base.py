@@ -99,8 +99,9 @@ class ChunkPayload:
     start: int
     end: int
     text: str
-    #: the ingest run that wrote it (ns); a document's newest complete version wins
-    version: int
+    #: the ingest run that wrote it (ns); a document's newest complete version wins; 0 in points
+    #: written before versions were stamped
+    version: int = 0
     #: ``locations.Mark`` rows (offset, page, heading) inside the chunk; absent in a plain-text corpus
     marks: tuple[Sequence[Any], ...] = ()
 
