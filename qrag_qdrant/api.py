@@ -66,6 +66,11 @@ class QuorumRAG:
             self._coordinator = Coordinator(self.settings, self.store, self.embedder, self.generator)
         return self._coordinator
 
+    def pipeline(self, settings: Settings) -> Coordinator:
+        """Another pipeline on this store and model, with other settings (``gate calibrate``'s
+        held-out documents); the caller closes it."""
+        return Coordinator(settings, self.store, self.embedder, self.generator)
+
     def ingest(self, path: str | Path, prune: bool = False, rebuild: bool = False,
                progress: IngestProgress | None = None, exclude: Collection[str] = ()) -> IngestReport:
         """``exclude``: sources (paths relative to ``path``) to leave out, e.g. an eval's held-out documents."""

@@ -5,17 +5,38 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from .config import load_settings
 from .errors import ConfigError, QragError
-from .cli_options import ConfigOption, JsonOption, KeyOption, NamespaceOption, StoreOption
-from .cli_render import err, friendly_errors, key_view, out, plural, print_json, print_table, rate_text
+from .cli_options import ConfigOption, JsonOption, KeyOption, NamespaceOption, StoreOption, open_rag
+from .cli_render import (
+    err,
+    friendly_errors,
+    key_view,
+    out,
+    plural,
+    print_json,
+    print_table,
+    progress_bar,
+    rate_text,
+)
 from .service.auth import KeyFile, digest
 from .service.feedback import FeedbackFile, gate_rows
+
+if TYPE_CHECKING:
+    from .calibration import CalibrationResult
+
+class QuestionWriter(str, Enum):
+    auto = "auto"
+    model = "model"
+    sentences = "sentences"
+
 
 gate_app = typer.Typer(no_args_is_help=True, help="The evidence gate: fit it to your own corpus.")
 
@@ -60,6 +81,78 @@ def gate_train(
                           rate_text(result["recall"]), rate_text(result["answered_recall"]))
     print_table(table)
     out.print(f"wrote {out_path}: set retrieval.gate_model = \"{out_path}\" (QRAG_RETRIEVAL_GATE_MODEL) to use it")
+
+
+@gate_app.command("calibrate")
+@friendly_errors
+def gate_calibrate(
+    passages: Annotated[int, typer.Option("--passages", min=10, help="passages drawn, one question each")] = 200,
+    hold_out: Annotated[float, typer.Option("--hold-out", min=0.05, max=0.8, help="share of the documents held "
+                                            "out of the index, whose questions become out-of-corpus")] = 0.25,
+    questions: Annotated[QuestionWriter, typer.Option(
+        "--questions", help="who writes the questions: model (the generation backend), sentences (the passages' "
+        "own words), auto: model if one opens")] = QuestionWriter.auto,
+    target_abstain: Annotated[float, typer.Option("--target-abstain", min=0.0, max=0.5, help="the threshold "
+                                                  "abstains on at most this share of in-corpus questions")] = 0.05,
+    fit_weights: Annotated[bool, typer.Option("--fit-weights", help="refit the weights too, not only the "
+                                              "threshold (needs the eval extra)")] = False,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the passages drawn and the documents held out")] = 0,
+    remove: Annotated[bool, typer.Option("--remove", help="drop the namespace's calibration: the shipped "
+                                         "gate applies again")] = False,
+    config: ConfigOption = None,
+    store: StoreOption = None,
+    namespace: NamespaceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Fit the gate's threshold to this namespace's own corpus, with no labels; kept with its collections."""
+    from .calibration import QuestionCache, calibrate, question_writer, save
+    from .packaged import cache_dir
+
+    with open_rag(config, store, namespace) as rag:
+        names = [spec.name for spec in rag.settings.collections]
+        rag.coordinator.collections  # noqa: B018 (says what to do when nothing is ingested)
+        if remove:
+            save(rag.store, names, None)
+            out.print(f"removed the calibrated gate of namespace {rag.settings.namespace!r}")
+            return
+        cache = QuestionCache(cache_dir() / "calibration" / f"{rag.settings.namespace}.jsonl")
+        writer_name, write = question_writer(rag.settings, rag.generator, questions.value, seed, cache)
+        err.print(f"questions written by: {writer_name}")
+        if writer_name == "sentences":
+            err.print("warning: queries cut from the passages' own sentences are easier than real questions; "
+                      "measured, their thresholds abstain on 19-34% of real in-corpus questions (docs/benchmarks.md)")
+        started = time.perf_counter()
+        with progress_bar() as bar:
+            task = bar.add_task("calibrating", total=2 * passages)
+            counted = lambda passage: (bar.advance(task), write(passage))[1]  # noqa: E731
+            result = calibrate(rag.settings, rag.store, rag.pipeline, counted, writer_name, passages,
+                               hold_out, seed, target_abstain, fit_weights, advance=lambda: bar.advance(task))
+        save(rag.store, names, result.gate)
+    seconds = (time.perf_counter() - started) / max(len(result.rows), 1)
+    if as_json:
+        print_json(result.as_json() | {"seconds_per_question": round(seconds, 3)})
+        return
+    print_calibration(result, seconds)
+
+
+def print_calibration(result: CalibrationResult, seconds: float) -> None:
+    from rich.table import Table
+
+    info = result.gate.info["calibrated_on"]
+    table = Table(title=f"namespace {info['namespace']!r}: {info['passages']} questions by {info['questions']}, "
+                        f"{info['held_out_documents']} documents held out")
+    for column in ("answerable kept (target)", "threshold", "abstain: in-corpus", "abstain: out-of-corpus",
+                   "error among answered"):
+        table.add_column(column, justify="right")
+    for row in result.risk_coverage:
+        table.add_row(f"{row['target_answerable_kept']:.2f}", f"{row['threshold']:.3f}",
+                      rate_text(row["abstain_answerable"]), rate_text(row["abstain_out_of_corpus"]),
+                      rate_text(row["error_answered"]))
+    print_table(table)
+    rates = info["abstain_rate"]
+    out.print(f"kept threshold {result.gate.systems['quorum'].threshold:.3f} (weights {info['weights']}): abstains on "
+              f"{rate_text(rates['answerable'])} in-corpus, {rate_text(rates['out_of_corpus'])} out-of-corpus; "
+              f"AURC {result.aurc:.3f}; {seconds:.2f} s per question")
 
 
 key_app = typer.Typer(no_args_is_help=True, help="Team keys for `qrag-qdrant serve`.")

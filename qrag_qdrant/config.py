@@ -121,7 +121,9 @@ class RetrievalSettings(Section):
         None, ge=0.0, le=1.0, description="the evidence gate: abstain below this confidence that the context "
         "holds the answer; None: the gate model's own threshold, chosen on its development split; 0: no gate")
     gate_model: Path | None = Field(None, description="gate weights from `qrag-qdrant gate train`; default: "
-                                    "the shipped model")
+                                    "the namespace's own from `gate calibrate`, else the shipped model")
+    exclude_sources: tuple[str, ...] = Field((), description="sources (as ingested) no search returns and the gate "
+                                             "counts as outside the corpus; `gate calibrate` holds documents out so")
     expansions: tuple[str, ...] = Field(
         (), description='query expansions every retriever also searches (a retriever\'s own `expansions` '
         'overrides): "multi_query:3" (three rewrites of the question), "hyde" (a hypothetical answer); '

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,7 +37,8 @@ from .embedding import Bm25Embedder, DenseEmbedder, model_dim
 from .errors import ConfigError, CorpusError
 from .locations import marks_covering
 from .store import ChunkPayload, ChunkPoint, CollectionManifest, Store
-from .store.base import Sparse, point_id
+from .store.base import CALIBRATED_GATE, TERM_STATS, Sparse, point_id
+from .term_stats import TermLedger, TermStats
 
 #: Chunks gathered per collection before they are embedded together and handed to the writer.
 FLUSH_CHUNKS = 256
@@ -102,6 +104,8 @@ class CollectionWriter:
     first_chunks: dict[str, ChunkPoint] = field(default_factory=dict)
     finished: list[Document] = field(default_factory=list)
     written: bool = False
+    #: this run's changes to the collection's term counts (the evidence gate's rare-term features)
+    terms: TermLedger = field(default_factory=lambda: TermLedger(None))
 
     def is_current(self, document: Document) -> bool:
         return self.stored_hashes.get(document.source) == {document.content_hash}
@@ -168,13 +172,17 @@ class Ingestor:
         for writer in writers:
             if prune and not rebuild:
                 gone = self.store.sources(writer.target) - sources
-                self.store.delete_sources(writer.target, gone)
+                if gone:
+                    self._writing(writer)
+                self.store.delete_sources(writer.target, gone, writer.terms.removing)
                 report.pruned_sources = max(report.pruned_sources, len(gone))
-                writer.written |= bool(gone)
+            stamp = None
             if writer.written or rebuild:
                 self.store.finish_bulk(writer.target)
-                self.store.stamp_indexed(writer.target, time.time_ns())  # result caches start over
+                stamp = time.time_ns()
+                self.store.stamp_indexed(writer.target, stamp)  # result caches start over
             report.chunks[writer.spec.name] = self.store.count(writer.target)
+            self._save_term_stats(writer, report.chunks[writer.spec.name], stamp)
         if rebuild:
             report.dropped += self._switch({writer.spec.name: writer.target for writer in writers})
         report.collections = {alias: collection for alias, collection
@@ -259,13 +267,37 @@ class Ingestor:
         if rebuild:
             target = self.store.next_version(spec.name)
             self.store.create_collection(target, manifest)
-            return CollectionWriter(spec, target, manifest.bm25_embedder(), {})
+            # the namespace's calibrated gate outlives a rebuild (``gate calibrate`` refits it on demand)
+            self.store.attach(target, CALIBRATED_GATE, self.store.attachment(spec.name, CALIBRATED_GATE))
+            return CollectionWriter(spec, target, manifest.bm25_embedder(), {},
+                                    terms=TermLedger(TermStats.of(Counter(), 0)))
         stored = self.store.open_collection(spec.name, manifest, create=True)
         assert stored is not None
         if stored.pooling != pooling:  # its unchanged documents would keep the other kind of vector
             raise ConfigError(f"collection {spec.name} was embedded with pooling {stored.pooling!r}, "
                               f"not {pooling!r}: ingest --rebuild to change it")
-        return CollectionWriter(spec, spec.name, stored.bm25_embedder(), stored_hashes)
+        return CollectionWriter(spec, spec.name, stored.bm25_embedder(), stored_hashes,
+                                terms=TermLedger(TermStats.current(self.store.attachment(spec.name, TERM_STATS), stored.indexed)))
+
+    def _writing(self, writer: CollectionWriter) -> None:
+        """Before a collection's first change: its saved term counts go, so a crash from here on
+        leaves none rather than wrong ones (the next run counts them again)."""
+        if not writer.written:
+            self.store.attach(writer.target, TERM_STATS, None)
+            writer.written = True
+
+    def _save_term_stats(self, writer: CollectionWriter, chunks: int, stamp: int | None) -> None:
+        """After the last write: the counts with this run's changes, stamped like the manifest.
+        Counts that were missing or stale are counted again from the stored texts, even when
+        nothing was written."""
+        if stamp is None:
+            if writer.terms.base is not None:
+                return
+            manifest = self.store.manifest(writer.target)
+            stamp = manifest.indexed if manifest is not None else 0
+        stats = writer.terms.result(chunks, stamp, lambda: (
+            p.get("text", "") for p in self.store.scroll_payloads(writer.target, ["text"])))
+        self.store.attach(writer.target, TERM_STATS, stats.to_bytes())
 
     def _switch(self, targets: dict[str, str]) -> list[str]:
         """Move the aliases to the rebuilt collections at once, then drop what they served."""
@@ -283,7 +315,8 @@ class Ingestor:
         writer.pending, writer.finished = [], []
         if not pending and not finished:
             return 0
-        writer.written = True
+        self._writing(writer)
+        writer.terms.add(chunk.text for _, chunk, _ in pending)
         embedded = iter(self.embedder.embed([chunk.text for _, chunk, vector in pending if vector is None]))
         dense = [vector if vector is not None else next(embedded) for _, _, vector in pending]
         sparse = writer.sparse.embed([chunk.text for _, chunk, _ in pending])
@@ -300,13 +333,14 @@ class Ingestor:
         hashes = {document.source: document.content_hash for document in finished}
         while len(in_flight) >= WRITES_IN_FLIGHT:
             in_flight.pop(0).result()
-        in_flight.append(pool.submit(self._write, writer.target, rest, hashes, firsts))
+        in_flight.append(pool.submit(self._write, writer, rest, hashes, firsts))
         return len(pending)
 
-    def _write(self, name: str, rest: list[ChunkPoint], finished: dict[str, str], firsts: list[ChunkPoint]) -> None:
-        self.store.upsert(name, rest)
-        self.store.upsert(name, firsts)
-        self.store.delete_stale(name, finished)
+    def _write(self, writer: CollectionWriter, rest: list[ChunkPoint], finished: dict[str, str],
+               firsts: list[ChunkPoint]) -> None:
+        self.store.upsert(writer.target, rest)
+        self.store.upsert(writer.target, firsts)
+        self.store.delete_stale(writer.target, finished, writer.terms.removing)
 
     def _point(self, collection: str, document: Document, chunk: Chunk, dense: object,
                sparse: Sparse) -> ChunkPoint:

@@ -46,7 +46,8 @@ def test_the_shipped_model_covers_every_feature_and_says_what_it_was_trained_on(
     quorum = model.systems["quorum"]
     assert list(quorum.features) == list(QUORUM_FEATURES)
     assert 0.0 < quorum.threshold < 1.0
-    assert model.info["version"] == "v1" and model.info["trained_on"]["train_articles"]
+    assert model.info["version"] == "v2" and model.info["trained_on"]["train_articles"]
+    assert {"squad-dev", "squad2-dev", "scifact"} <= set(model.info["indexes"].values())  # fitted on a mix
     assert not set(model.info["trained_on"]["train_articles"]) & set(model.info["trained_on"]["test_articles"])
     for name in ("qdrant-hybrid", "rrf-all"):  # the baselines' gates, on their own lists
         assert list(model.systems[name].features) == ["top_score", "score_gap"]

@@ -181,7 +181,7 @@ def test_a_query_during_a_rewrite_sees_the_old_file_or_the_new_one_never_both(op
 
     # 2. the new version is marked, the old one not yet deleted: readers see only the new file
     monkeypatch.setattr(rag.store, "upsert", real_upsert)
-    monkeypatch.setattr(rag.store, "delete_stale", lambda name, current: None)
+    monkeypatch.setattr(rag.store, "delete_stale", lambda name, current, removing=None: None)
     rag.ingest(corpus)
     name = rag.settings.collections[0].name
     assert len({row[2] for row in stored(rag, name) if row[0] == "games/chess.txt"}) == 2  # both versions stored

@@ -19,6 +19,7 @@ import pytest
 
 from qrag_qdrant import QuorumRAG, loaders
 from qrag_qdrant.config import load_settings
+from qrag_qdrant.coordinator.gate import QUORUM_FEATURES
 from qrag_qdrant.eval.gate_training import SystemRows
 from qrag_qdrant.loaders import TextBlock
 
@@ -289,7 +290,7 @@ def test_feedback_on_a_cached_answer_keeps_the_gates_features(teams, tmp_path):
     result = run("feedback", "export", "--store", str(tmp_path / "store"), "--namespace", "team-a", "--out", str(out))
     assert result.exit_code == 0, result.stderr
     (row,) = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(row["features"]) == 15 and row["confidence"] == first["confidence"]
+    assert len(row["features"]) == len(QUORUM_FEATURES) and row["confidence"] == first["confidence"]
 
 
 def test_feedback_is_kept_per_namespace_and_exported_as_gate_rows(service, tmp_path):
@@ -313,8 +314,8 @@ def test_feedback_is_kept_per_namespace_and_exported_as_gate_rows(service, tmp_p
     assert result.exit_code == 0, result.stderr
     (row,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert row["label"] is True and row["group"] == "honeybees.txt" and row["confidence"] == asked["confidence"]
-    assert len(row["features"]) == 15  # the gate's inputs, as `gate train` reads them
-    assert SystemRows.of([row]).x.shape == (1, 15)
+    assert len(row["features"]) == len(QUORUM_FEATURES)  # the gate's inputs, as `gate train` reads them
+    assert SystemRows.of([row]).x.shape == (1, len(QUORUM_FEATURES))
     assert_clean_error(run("feedback", "export", "--store", str(store), "--namespace", "team-b", "--out",
                            str(out)), 1, "no feedback")
 

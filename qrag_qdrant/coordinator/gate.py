@@ -7,9 +7,12 @@ search) into named features, and a small logistic model turns those into a confi
 abstains with reason ``low_confidence``; with no cluster at quorum the reason is ``no_quorum``.
 
 Features are ratios, ranks and normalised scores, never raw counts, so a model fitted on one
-corpus carries over to a larger or smaller one. The trained weights ship as a versioned JSON
-file beside this module (``gate-v1.json``); ``qrag-qdrant gate train`` fits new ones from
-``eval --rows-out`` rows.
+corpus carries over to a larger or smaller one. The rare-term features read the corpus's own
+document frequencies (``term_stats.py``). The trained weights ship as a versioned JSON file
+beside this module: ``gate-v2.json``, fitted on three data sets at once
+(benchmarks/gate_cross_corpus.py); ``gate-v1.json``, fitted on squad-dev alone, is kept for that
+comparison. ``qrag-qdrant gate train`` fits new ones from ``eval --rows-out`` rows, and ``gate
+calibrate`` fits the threshold to a namespace's own corpus (``calibration.py``).
 """
 
 from __future__ import annotations
@@ -19,18 +22,20 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from ..errors import ConfigError
+from ..term_stats import TermStats, terms, word_terms
 from .fusion import RankedList
 from .ranking import ScoredCluster
 
-#: The shipped model: fitted on squad-dev articles by ``qrag-qdrant gate train`` (see docs/benchmarks.md).
-DEFAULT_MODEL = Path(__file__).with_name("gate-v1.json")
+#: The shipped model: fitted on squad-dev, squad2-dev and SciFact indexes together (docs/benchmarks.md).
+DEFAULT_MODEL = Path(__file__).with_name("gate-v2.json")
+#: The previous one, fitted on squad-dev alone: benchmarks compare with it.
+PREVIOUS_MODEL = Path(__file__).with_name("gate-v1.json")
 GateReason = Literal["no_quorum", "low_confidence"]
 
 #: Every feature of the quorum gate, in one place: name -> what it measures.
@@ -39,17 +44,23 @@ QUORUM_FEATURES: dict[str, str] = {
     "support_margin": "(support of cluster 1 - support of cluster 2) / retrievers; cluster 1's alone if none",
     "top_score": "ranking score of the best cluster (weighted RRF and support, fixed scale)",
     "score_gap": "ranking score of cluster 1 minus that of cluster 2 (cluster 1's if alone)",
-    "clusters_at_quorum": "clusters that reached quorum / (context_clusters), capped at 1",
+    "clusters_at_quorum": "clusters that reached quorum / the most there could be (context_clusters, or fewer "
+                          "when the candidates formed fewer clusters), capped at 1",
     "top_cosine": "best cosine between the question and a member chunk of the best cluster",
     "dense_top": "best cosine of any dense retriever's first hit",
     "dense_gap": "mean over dense retrievers of cosine(rank 1) - cosine(rank 2)",
     "bm25_top": "best BM25 score / (query terms x ln(1 + chunks)): near 1 when every term is rare and matched",
     "bm25_ratio": "mean over BM25 retrievers of score(rank 2) / score(rank 1)",
-    "top_sources": "distinct sources among the best three clusters / 3",
+    "top_sources": "distinct sources among the best three clusters / the most there could be (3, or fewer when "
+                   "fewer sources were found)",
     "term_coverage": "share of the question's terms (stemmed, no stopwords) found in the best cluster's text",
     "rare_coverage": "share of the question's capitalised or numeric terms found there (term_coverage if none)",
     "context_coverage": "share of the question's terms found anywhere in the context",
     "question_terms": "question terms / 20, capped at 1",
+    "idf_top_share": "share of the question's IDF mass (the corpus's document frequencies) found in the best cluster",
+    "idf_context_share": "share of the question's IDF mass found anywhere in the context",
+    "rarest_in_corpus": "1 if the question's rarest term occurs in some chunk of the corpus, else 0",
+    "names_in_corpus": "share of the question's capitalised or numeric terms that occur in the corpus (1 if none)",
 }
 #: The features of a plain ranked list (``qdrant-hybrid``, ``rrf-all``, single retrievers), for a fair comparison.
 LIST_FEATURES: dict[str, str] = {
@@ -78,23 +89,10 @@ class GateInput:
     context_clusters: int
     #: collection name -> point count, for BM25's normaliser
     points: Mapping[str, int]
-
-
-@cache
-def _tokenizer() -> Any:
-    """Qdrant's own English BM25 analyser: the stems and stopwords the BM25 retrievers use."""
-    from qdrant_edge import Bm25, Bm25Config
-
-    return Bm25(Bm25Config(k=1.2, b=0.75, avg_len=100.0, language="english"))
-
-
-def terms(text: str) -> set[int]:
-    return set(_tokenizer().embed_query(text).indices)
-
-
-@lru_cache(maxsize=1 << 16)
-def word_terms(word: str) -> frozenset[int]:
-    return frozenset(_tokenizer().embed_query(word).indices)
+    #: the corpus's document frequencies; without them every term counts as seen, with IDF 1
+    term_stats: TermStats | None = None
+    #: clusters the candidates formed before the quorum (None: as many as the context takes)
+    clusters_formed: int | None = None
 
 
 def question_terms_in(text: str, question: str) -> set[int]:
@@ -120,6 +118,8 @@ def quorum_features(given: GateInput) -> dict[str, float]:
     top_cosine = max((float(question @ m.vector) for m in first.cluster.members if len(m.vector)), default=0.0) \
         if first else 0.0
 
+    # a small corpus cannot fill the context: counts are shares of what it could hold
+    found = {hit.id: hit for lst in given.lists for hit in lst.hits}
     dense = [lst.hits for lst in given.lists if given.kinds.get(lst.retriever) == "dense"]
     bm25 = [lst for lst in given.lists if given.kinds.get(lst.retriever) == "bm25"]
     query_terms = terms(given.question)
@@ -139,18 +139,38 @@ def quorum_features(given: GateInput) -> dict[str, float]:
         "support_margin": support[0] - (support[1] if second else 0.0) if support else 0.0,
         "top_score": scores[0] if scores else 0.0,
         "score_gap": scores[0] - (scores[1] if second else 0.0) if scores else 0.0,
-        "clusters_at_quorum": min(len(ranked) / given.context_clusters, 1.0),
+        "clusters_at_quorum": min(len(ranked) / max(min(given.context_clusters,
+                                                        given.clusters_formed or given.context_clusters), 1), 1.0),
         "top_cosine": top_cosine,
         "dense_top": max((hits[0].score for hits in dense if hits), default=0.0),
         "dense_gap": _mean([hits[0].score - hits[1].score for hits in dense if len(hits) > 1]),
         "bm25_top": bm25_top,
         "bm25_ratio": _mean([lst.hits[1].score / lst.hits[0].score for lst in bm25
                              if len(lst.hits) > 1 and lst.hits[0].score > 0]),
-        "top_sources": len({m.source for s in ranked[:3] for m in s.cluster.members[:1]}) / 3,
+        "top_sources": len({m.source for s in ranked[:3] for m in s.cluster.members[:1]})
+        / max(min(3, len({hit.payload.source for hit in found.values()})), 1),
         "term_coverage": coverage,
         "rare_coverage": _share(rare, top_terms) if rare else coverage,
         "context_coverage": _share(query_terms, context_terms),
         "question_terms": min(len(query_terms) / 20, 1.0),
+    } | _rarity_features(query_terms, rare, top_terms, context_terms, given.term_stats)
+
+
+def _rarity_features(query_terms: set[int], names: set[int], top_terms: set[int], context_terms: set[int],
+                     stats: TermStats | None) -> dict[str, float]:
+    """The features that need the corpus's document frequencies: ratios, so they carry across corpus sizes."""
+    if stats is None:
+        idf, seen = dict.fromkeys(query_terms, 1.0), query_terms | names
+    else:
+        counts = dict(zip(query_terms | names, stats.frequencies(query_terms | names).tolist()))
+        idf, seen = stats.idf(query_terms), {term for term, df in counts.items() if df > 0}
+    mass = sum(idf.values())
+    rarest = max(query_terms, key=lambda term: idf[term], default=None)
+    return {
+        "idf_top_share": sum(idf[t] for t in query_terms & top_terms) / mass if mass else 0.0,
+        "idf_context_share": sum(idf[t] for t in query_terms & context_terms) / mass if mass else 0.0,
+        "rarest_in_corpus": float(rarest is None or rarest in seen),
+        "names_in_corpus": _share(names, seen) if names else 1.0,
     }
 
 
@@ -207,17 +227,24 @@ class GateModel:
     def load(cls, path: Path | None = None) -> GateModel:
         path = Path(path or DEFAULT_MODEL)
         try:
-            data = json.loads(path.read_text())
-            return cls({name: LogisticGate.from_dict(system) for name, system in data["systems"].items()},
-                       {key: value for key, value in data.items() if key != "systems"})
+            return cls.loads(path.read_bytes(), str(path))
         except FileNotFoundError:
             raise ConfigError(f"gate model not found: {path} (retrieval.gate_model)") from None
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f"gate model {path} is not a qrag-qdrant gate file: {exc}") from None
+
+    @classmethod
+    def loads(cls, text: str | bytes, origin: str) -> GateModel:
+        try:
+            data = json.loads(text)
+            return cls({name: LogisticGate.from_dict(system) for name, system in data["systems"].items()},
+                       {key: value for key, value in data.items() if key != "systems"})
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"gate model {origin} is not a qrag-qdrant gate file: {exc}") from None
+
+    def dumps(self) -> str:
+        return json.dumps({**self.info, "systems": {n: g.as_dict() for n, g in self.systems.items()}}, indent=2) + "\n"
 
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps({**self.info, "systems": {n: g.as_dict() for n, g in self.systems.items()}},
-                                   indent=2) + "\n")
+        path.write_text(self.dumps())
 
     def confidence(self, system: str, features: Mapping[str, float]) -> float | None:
         gate = self.systems.get(system)

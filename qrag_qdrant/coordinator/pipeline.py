@@ -7,17 +7,20 @@ systems): fusion, clustering, quorum, ranking, context, the gate's confidence an
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from ..config import CollectionSpec, RetrievalSettings, RetrieverSpec, Settings
 from ..embedding import Bm25Embedder, DenseEmbedder, model_dim
 from ..errors import NothingIngestedError, QuestionError
 from ..evidence import Evidence, EvidenceCluster, QueryExpansion
 from ..store import CollectionManifest, Hit, Store, VectorQuery
-from ..store.base import Sparse
+from ..store.base import CALIBRATED_GATE, TERM_STATS, Sparse
+from ..term_stats import TermStats, count_terms
 from .clustering import greedy_clusters
 from .context import adaptive_plan, build_context
 from .expansion import ExpandedText, Expander, ExpansionPlan, no_completer
@@ -52,11 +55,13 @@ class Coordinator:
         self._collections: list[tuple[CollectionSpec, Bm25Embedder]] | None = None
         self._points: dict[str, int] = {}
         self._gate: GateModel | None = None
+        self._term_stats: TermStats | None = None
         self._pool = ThreadPoolExecutor(max_workers=len(settings.collections), thread_name_prefix="qrag-query")
 
     def index_changed(self) -> None:
         """After an ingest in this process: check the collections and count their points again."""
         self._collections = None
+        self._term_stats = None
 
     @property
     def collections(self) -> list[tuple[CollectionSpec, Bm25Embedder]]:
@@ -114,9 +119,16 @@ class Coordinator:
         """One search per retriever of a collection; dense hits under ``min_similarity`` are dropped."""
         options = self.settings.retrieval
         limit = top_k or options.top_k
-        return [VectorQuery(r.vector, vectors.dense, limit, options.min_similarity or None, options.hnsw_ef)
-                if r.kind == "dense" else VectorQuery(r.vector, vectors.sparse[spec.name], limit)
+        selector = self._excluded(options.exclude_sources)
+        return [VectorQuery(r.vector, vectors.dense, limit, options.min_similarity or None, options.hnsw_ef,
+                            selector=selector)
+                if r.kind == "dense" else VectorQuery(r.vector, vectors.sparse[spec.name], limit, selector=selector)
                 for r in spec.retrievers]
+
+    def _excluded(self, sources: Sequence[str]) -> Any | None:
+        m = self.store.models
+        return m.Filter(must_not=[m.FieldCondition(key="source", match=m.MatchAny(any=list(sources)))]) \
+            if sources else None
 
     def search(self, vectors: QueryVectors, top_k: int | None = None) -> list[RankedList]:
         """Every retriever's ranked list for the question: one search round trip per collection."""
@@ -164,8 +176,9 @@ class Coordinator:
                 for hits in results]
 
     def rank(self, lists: list[RankedList], options: RetrievalSettings,
-             timings: dict[str, float] | None = None) -> list[ScoredCluster]:
-        """Fusion, clustering, quorum and ranking: the clusters that reached quorum, best first."""
+             timings: dict[str, float] | None = None) -> tuple[list[ScoredCluster], int]:
+        """Fusion, clustering, quorum and ranking: the clusters that reached quorum, best first, and
+        how many clusters the candidates formed (the gate's measure of what a small corpus can hold)."""
         timings = {} if timings is None else timings
         with _timed(timings, "fusion"):
             candidates = reciprocal_rank_fusion(lists, options.rrf_k)
@@ -173,13 +186,45 @@ class Coordinator:
             clusters = greedy_clusters(candidates, options.cluster_threshold)
         with _timed(timings, "quorum_ranking"):
             return rank_clusters(apply_quorum(clusters, options.quorum), len(self.settings.retrievers),
-                                 options.rrf_k, options.weight_rrf, options.weight_support)
+                                 options.rrf_k, options.weight_rrf, options.weight_support), len(clusters)
 
     @property
     def gate(self) -> GateModel:
+        """``retrieval.gate_model`` when set, else the namespace's own (``gate calibrate``), else the shipped one."""
         if self._gate is None:
-            self._gate = GateModel.load(self.settings.retrieval.gate_model)
+            path = self.settings.retrieval.gate_model
+            calibrated = None if path else self.store.attachment(self.finest, CALIBRATED_GATE)
+            self._gate = GateModel.loads(calibrated, "the namespace's calibrated gate") if calibrated \
+                else GateModel.load(path)
         return self._gate
+
+    @property
+    def finest(self) -> str:
+        """The collection with the most chunks: its term counts are the gate's, and it keeps the
+        namespace's calibrated gate."""
+        self.collections  # noqa: B018 (checks the collections and counts their points)
+        return max(self._points, key=self._points.__getitem__)
+
+    @property
+    def term_stats(self) -> TermStats:
+        """The document frequencies of the finest chunking, for the gate, less the excluded
+        sources' (``retrieval.exclude_sources``). A collection written before they were kept, or
+        by a store that keeps none, has them counted here from its texts, in memory."""
+        if self._term_stats is None:
+            name = self.finest
+            manifest = self.store.manifest(name)
+            indexed = manifest.indexed if manifest is not None else 0
+            stats = TermStats.current(self.store.attachment(name, TERM_STATS), indexed) or TermStats.of(
+                count_terms(p.get("text", "") for p in self.store.scroll_payloads(name, ["text"])),
+                self._points[name], indexed)
+            excluded = self.settings.retrieval.exclude_sources
+            if excluded:
+                m = self.store.models
+                texts = [p.get("text", "") for p in self.store.scroll_payloads(name, ["text"], m.Filter(
+                    must=[m.FieldCondition(key="source", match=m.MatchAny(any=list(excluded)))]))]
+                stats = stats.updated(Counter(), count_terms(texts), stats.chunks - len(texts), indexed)
+            self._term_stats = stats
+        return self._term_stats
 
     def min_confidence(self, options: RetrievalSettings) -> float:
         """``retrieval.min_confidence``, or when unset the gate model's own threshold."""
@@ -187,7 +232,7 @@ class Coordinator:
             return options.min_confidence
         return self.gate.systems["quorum"].threshold if "quorum" in self.gate.systems else 0.0
 
-    def assess(self, vectors: QueryVectors, lists: list[RankedList], ranked: list[ScoredCluster],
+    def assess(self, vectors: QueryVectors, lists: list[RankedList], ranked: list[ScoredCluster], formed: int,
                context: list[EvidenceCluster], options: RetrievalSettings) -> tuple[dict[str, float] | None, float]:
         """The gate's features of one retrieval and its confidence that ``context`` holds the answer;
         no features and confidence 0 when nothing reached quorum."""
@@ -196,7 +241,7 @@ class Coordinator:
         features = quorum_features(GateInput(
             vectors.question, vectors.dense, lists, {r.name: r.kind for r in self.settings.retrievers}, ranked,
             [" ".join(p.text for p in cluster.passages) for cluster in context], len(self.settings.retrievers),
-            options.context_clusters, self._points))
+            options.context_clusters, self._points, self.term_stats, formed))
         return features, self.gate.confidence("quorum", features) or 0.0
 
     def retrieve(self, question: str) -> Evidence:
@@ -235,13 +280,13 @@ class Coordinator:
         sees every cluster that reached quorum, best first, for callers that measure more than
         the context (eval's document ranking)."""
         timings = {} if timings is None else timings
-        ranked = self.rank([*lists, *expanded], options, timings)
+        ranked, formed = self.rank([*lists, *expanded], options, timings)
         if on_ranked is not None:
             on_ranked(ranked)
         with _timed(timings, "context"):
             evidence = build_context(ranked, options.context_clusters, options.word_budget, options.context_passages)
         with _timed(timings, "gate"):
-            features, confidence = self.assess(vectors, lists, ranked, evidence, options)
+            features, confidence = self.assess(vectors, lists, ranked, formed, evidence, options)
         threshold = self.min_confidence(options)
         reason = decide(len(ranked), confidence, threshold)
         policy = f"fixed: {options.context_clusters} clusters, {options.word_budget} words" if ranked else None

@@ -108,7 +108,7 @@ def load_dataset(root: Path, sample: int | None = None, seed: int = 0, hold_out:
 
     ``hold_out`` (0-1) of the corpus files are left out of the index, and their questions
     become out-of-corpus. ``foreign`` adds another data set's questions (as many as
-    ``sample``, or all), out-of-corpus too.
+    ``sample``, or all), out-of-corpus too, but none written on a document this corpus indexes.
     """
     root = Path(root)
     if not (root / "corpus").is_dir():
@@ -129,7 +129,9 @@ def load_dataset(root: Path, sample: int | None = None, seed: int = 0, hold_out:
     if sample is not None and sample < len(questions):
         questions = random.Random(seed).sample(questions, sample)
     if foreign is not None:
-        extra, _ = _read_questions(Path(foreign))
+        # a question written on a document this corpus holds too (SQuAD 2.0's articles are SQuAD
+        # 1.1's) is not out of corpus: it is left out
+        extra = [q for q in _read_questions(Path(foreign))[0] if not _written_on(q, frozenset(docs) - held)]
         if sample is not None and sample < len(extra):
             extra = random.Random(seed).sample(extra, sample)
         questions += [EvalQuestion(f"foreign:{q.id}", q.question, out_of_corpus=True) for q in extra]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -79,6 +79,13 @@ class CollectionManifest(BaseModel):
         return None
 
 
+#: What a collection keeps beside its points: its term counts (``term_stats.py``) and its
+#: namespace's calibrated gate (``qrag-qdrant gate calibrate``).
+TERM_STATS = "terms.npz"
+CALIBRATED_GATE = "gate.json"
+ATTACHMENTS = (TERM_STATS, CALIBRATED_GATE)
+#: Reads the texts of points about to be deleted, before they are.
+TextsSeen = Callable[[Iterable[str]], None]
 #: A BM25 vector, or the text the server turns into one.
 Sparse = SparseVec | Bm25Document
 
@@ -144,6 +151,8 @@ class VectorQuery:
     min_score: float | None = None
     hnsw_ef: int | None = None
     exact: bool = False
+    #: a filter of ``Store.models`` the hits must pass (``retrieval.exclude_sources``)
+    selector: Any | None = None
 
 
 @dataclass(frozen=True)
@@ -255,6 +264,14 @@ class Store(ABC):
         """``count`` for a listing of every namespace (the server checks the key)."""
         return self.count(name)
 
+    def attachment(self, name: str, key: str) -> bytes | None:
+        """Data kept with the collection under ``key`` (``ATTACHMENTS``), if any. A store that
+        keeps none has term counts counted from its texts once per process, and no calibrated gate."""
+        return None
+
+    def attach(self, name: str, key: str, data: bytes | None) -> None:
+        """Keep ``data`` with the collection under ``key``, or drop it (None)."""
+
     def finish_bulk(self, name: str) -> None:
         """Called after a bulk write, e.g. to build indexes."""
 
@@ -338,20 +355,27 @@ class Store(ABC):
         """Every source with any point, complete or not."""
         return {p["source"] for p in self.scroll_payloads(name, ["source"])}
 
-    def delete_stale(self, name: str, current: dict[str, str]) -> None:
+    def delete_stale(self, name: str, current: dict[str, str], removing: TextsSeen | None = None) -> None:
         """Delete the points of these sources whose hash is not the current one."""
         if current:
             m = self.models
-            self.delete(name, m.Filter(should=[
+            self._delete(name, m.Filter(should=[
                 m.Filter(must=[self._match("source", source)], must_not=[self._match("doc_hash", digest)])
                 for source, digest in current.items()
-            ]))
+            ]), removing)
 
-    def delete_sources(self, name: str, sources: Iterable[str]) -> None:
+    def delete_sources(self, name: str, sources: Iterable[str], removing: TextsSeen | None = None) -> None:
         sources = sorted(sources)
         if sources:
             m = self.models
-            self.delete(name, m.Filter(must=[m.FieldCondition(key="source", match=m.MatchAny(any=sources))]))
+            self._delete(name, m.Filter(must=[m.FieldCondition(key="source", match=m.MatchAny(any=sources))]),
+                         removing)
+
+    def _delete(self, name: str, selector: Any, removing: TextsSeen | None) -> None:
+        """``removing`` first reads the texts of the points about to go (ingest's term counts)."""
+        if removing is not None:
+            removing(p.get("text", "") for p in self.scroll_payloads(name, ["text"], selector))
+        self.delete(name, selector)
 
     def _match(self, key: str, value: Any) -> Any:
         m = self.models

@@ -30,6 +30,7 @@ from ..embedding import Bm25Document, SparseVec
 from ..errors import StoreError, StoreInUseError
 from ..names import collection_pattern, namespace_of
 from .base import (
+    ATTACHMENTS,
     QDRANT_RRF_K,
     ChunkPoint,
     CollectionManifest,
@@ -153,6 +154,23 @@ class EdgeStore(Store):
             _write_atomically(self.root / self._aliases.get(name, name) / MANIFEST,
                               manifest.model_copy(update={"indexed": version}).model_dump_json(indent=2))
 
+    def attachment(self, name: str, key: str) -> bytes | None:
+        path = self._attachment_path(name, key)
+        return path.read_bytes() if path.is_file() else None
+
+    def attach(self, name: str, key: str, data: bytes | None) -> None:
+        self._own(name)
+        path = self._attachment_path(name, key)
+        if data is None:
+            path.unlink(missing_ok=True)
+        else:
+            _write_atomically(path, data)
+
+    def _attachment_path(self, name: str, key: str) -> Path:
+        if key not in ATTACHMENTS:
+            raise StoreError(f"unknown collection attachment {key!r}")
+        return self.root / self._aliases.get(name, name) / key
+
     def _own(self, name: str) -> None:
         if not collection_pattern(self.namespace).match(name):
             raise StoreError(f"collection {name} is not in namespace {self.namespace!r}")
@@ -236,7 +254,8 @@ class EdgeStore(Store):
             if self.layout.quantization == "int8" else None
         requests = [
             edge.QueryRequest(limit=q.limit, query=edge.Query.Nearest(_edge_vector(q.vector), using=q.vector_name),
-                              score_threshold=q.min_score, with_vector=[DENSE_VECTOR], with_payload=True,
+                              score_threshold=q.min_score, filter=q.selector, with_vector=[DENSE_VECTOR],
+                              with_payload=True,
                               params=edge.SearchParams(
                                   hnsw_ef=q.hnsw_ef, exact=q.exact,
                                   # an exact scan is the float32 truth: the int8 copy is not used
@@ -293,7 +312,10 @@ def _edge_vector(vector: Sequence[float] | Sparse) -> Any:
     return list(map(float, vector))
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def _write_atomically(path: Path, data: str | bytes) -> None:
     temporary = path.with_suffix(".tmp")
-    temporary.write_text(text)
+    if isinstance(data, bytes):
+        temporary.write_bytes(data)
+    else:
+        temporary.write_text(data)
     os.replace(temporary, path)

@@ -8,6 +8,7 @@ configured number of replicas (``read_consistency``).
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import wraps
@@ -22,6 +23,8 @@ from ..errors import ConfigError, StoreError
 from .base import QDRANT_RRF_K, ChunkPoint, CollectionManifest, Hit, Sparse, Store, VectorQuery
 
 SCROLL_PAGE = 1000
+#: collection metadata keys of attachments (``Store.attach``) begin so, beside the manifest's
+ATTACHMENT_PREFIX = "attached:"
 #: The first server whose ``qdrant/bm25`` takes k, b, avg_len and language.
 SERVER_BM25_SINCE = (1, 15, 3)
 #: Server-side failures worth another try: in a cluster, a write that too few replicas
@@ -173,6 +176,24 @@ class ServerStore(Store):
             self.client.update_collection(target, metadata=manifest.model_copy(update={"indexed": version}).model_dump())
 
     @_server_errors
+    def attachment(self, name: str, key: str) -> bytes | None:
+        try:
+            metadata = self.client.get_collection(name).config.metadata or {}
+        except (UnexpectedResponse, ValueError):
+            return None
+        data = metadata.get(ATTACHMENT_PREFIX + key)
+        return base64.b64decode(data) if data else None
+
+    @_server_errors
+    def attach(self, name: str, key: str, data: bytes | None) -> None:
+        """Kept in the collection's metadata beside the manifest (None clears it, whether the
+        server merges metadata or replaces it)."""
+        target = (self.aliases() or {}).get(name, name)
+        metadata = dict(self.client.get_collection(target).config.metadata or {})
+        metadata[ATTACHMENT_PREFIX + key] = base64.b64encode(data).decode() if data is not None else None
+        self.client.update_collection(target, metadata=metadata)
+
+    @_server_errors
     def upsert(self, name: str, points: Sequence[ChunkPoint]) -> None:
         if points:
             self.client.upsert(name, wait=True, points=[
@@ -213,7 +234,8 @@ class ServerStore(Store):
             if self.settings.quantization == "int8" else None
         responses = self.client.query_batch_points(name, requests=[
             models.QueryRequest(query=_client_vector(q.vector), using=q.vector_name, limit=q.limit,
-                                score_threshold=q.min_score, with_vector=[DENSE_VECTOR], with_payload=True,
+                                score_threshold=q.min_score, filter=q.selector, with_vector=[DENSE_VECTOR],
+                                with_payload=True,
                                 params=models.SearchParams(
                                     hnsw_ef=q.hnsw_ef, exact=q.exact,
                                     quantization=models.QuantizationSearchParams(ignore=True) if q.exact else quantized)

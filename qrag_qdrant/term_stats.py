@@ -1,0 +1,138 @@
+"""Document frequencies per analysed term: how rare each of a question's words is in the corpus.
+
+The evidence gate needs them to tell a name the corpus never mentions (strong out-of-corpus
+evidence) from a common word, and to weigh the question's terms by rarity. Qdrant keeps BM25's
+IDF inside its sparse index and does not expose it, so each collection keeps its own counts.
+
+Terms are those of Qdrant's English BM25 analyser (stems, no stopwords), the same the gate reads
+from a question, over each chunk's text; a count is the number of chunks holding the term.
+
+Crash safety: the counts are derived data, stamped with the collection's ``indexed`` stamp.
+Ingest drops them before its first write and saves them after its last, with the new stamp, so
+counts that do not match the manifest's stamp are stale and are counted again from the stored
+texts. A clean run updates them with exactly its adds and removes.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from typing import Any
+
+import numpy as np
+
+
+@cache
+def _analyser() -> Any:
+    """Qdrant's own English BM25 analyser: the stems and stopwords the BM25 retrievers use."""
+    from qdrant_edge import Bm25, Bm25Config
+
+    return Bm25(Bm25Config(k=1.2, b=0.75, avg_len=100.0, language="english"))
+
+
+def terms(text: str) -> set[int]:
+    """The analyser's distinct term ids of ``text``."""
+    return set(_analyser().embed_query(text).indices)
+
+
+@lru_cache(maxsize=1 << 16)
+def word_terms(word: str) -> frozenset[int]:
+    return frozenset(_analyser().embed_query(word).indices)
+
+
+def count_terms(texts: Iterable[str]) -> Counter[int]:
+    """In how many of ``texts`` each term occurs."""
+    counts: Counter[int] = Counter()
+    for text in texts:
+        counts.update(terms(text))
+    return counts
+
+
+@dataclass(frozen=True)
+class TermStats:
+    """A collection's chunk count and, per term id (sorted), the chunks that hold it."""
+
+    chunks: int
+    ids: np.ndarray
+    counts: np.ndarray
+    #: the collection manifest's ``indexed`` stamp these counts belong to
+    indexed: int = 0
+
+    @classmethod
+    def of(cls, counts: Counter[int], chunks: int, indexed: int = 0) -> TermStats:
+        kept = sorted((term, n) for term, n in counts.items() if n > 0)
+        return cls(chunks, np.array([t for t, _ in kept], dtype=np.int64),
+                   np.array([n for _, n in kept], dtype=np.int64), indexed)
+
+    def updated(self, added: Counter[int], removed: Counter[int], chunks: int, indexed: int) -> TermStats:
+        """These counts with one ingest's added and removed chunks' terms."""
+        counts = Counter(dict(zip(self.ids.tolist(), self.counts.tolist())))
+        counts.update(added)
+        counts.subtract(removed)
+        return TermStats.of(counts, chunks, indexed)
+
+    def frequencies(self, term_ids: Iterable[int]) -> np.ndarray:
+        """The document frequency of each term; 0 for a term no chunk holds."""
+        wanted = np.fromiter(term_ids, dtype=np.int64)
+        if not len(self.ids):
+            return np.zeros(len(wanted), dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.ids, wanted), len(self.ids) - 1)
+        return np.where(self.ids[at] == wanted, self.counts[at], 0)
+
+    def idf(self, term_ids: Iterable[int]) -> dict[int, float]:
+        """BM25's IDF of each term, ln(1 + (N - df + 0.5) / (df + 0.5)): the highest for a term no chunk holds."""
+        ids = list(term_ids)
+        return {term: math.log1p((self.chunks - df + 0.5) / (df + 0.5))
+                for term, df in zip(ids, self.frequencies(ids).tolist())}
+
+    def to_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, ids=self.ids, counts=self.counts, chunks=self.chunks, indexed=self.indexed)
+        return buffer.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> TermStats:
+        with np.load(io.BytesIO(data)) as arrays:
+            return cls(int(arrays["chunks"]), arrays["ids"], arrays["counts"], int(arrays["indexed"]))
+
+    @classmethod
+    def current(cls, data: bytes | None, indexed: int) -> TermStats | None:
+        """Saved counts if they belong to the collection as stamped ``indexed``, else None (stale)."""
+        if data is None:
+            return None
+        try:
+            stats = cls.from_bytes(data)
+        except (OSError, ValueError, KeyError):
+            return None
+        return stats if stats.indexed == indexed else None
+
+
+@dataclass
+class TermLedger:
+    """One ingest's changes to a collection's counts: its added and removed chunks' terms."""
+
+    #: the counts before this ingest; None when they were missing or stale, so they are counted again
+    base: TermStats | None
+    added: Counter[int] = field(default_factory=Counter)
+    removed: Counter[int] = field(default_factory=Counter)
+
+    def add(self, texts: Iterable[str]) -> None:
+        if self.base is not None:
+            self.added.update(count_terms(texts))
+
+    @property
+    def removing(self) -> Callable[[Iterable[str]], None] | None:
+        """What reads the texts of points about to be deleted; None when they need not be read."""
+        return self._remove if self.base is not None else None
+
+    def _remove(self, texts: Iterable[str]) -> None:
+        self.removed.update(count_terms(texts))
+
+    def result(self, chunks: int, indexed: int, stored_texts: Callable[[], Iterable[str]]) -> TermStats:
+        if self.base is None:
+            return TermStats.of(count_terms(stored_texts()), chunks, indexed)
+        return self.base.updated(self.added, self.removed, chunks, indexed)
