@@ -40,6 +40,8 @@ from .store.base import CALIBRATED_GATE
 QUESTION_SYSTEM = "You write one question for a reading test."
 QUESTION_PROMPT = ("Passage:\n{passage}\n\nWrite one short question that this passage answers, about a specific "
                    "fact in it. Reply with the question only.")
+#: what the questions were written with, in their cache key: a new prompt writes them again
+PROMPT_VERSION = hashlib.sha256((QUESTION_SYSTEM + QUESTION_PROMPT).encode()).hexdigest()[:8]
 #: the words a question made from a sentence keeps
 SENTENCE_QUERY_WORDS = 12
 MIN_PASSAGE_WORDS = 20
@@ -127,7 +129,8 @@ def question_writer(settings: Settings, generator: Callable[[], object], kind: s
                 raise
             backend = None
         if isinstance(backend, Completer):
-            name = f"model:{settings.generation.backend}:{settings.llm.gguf or 'packaged'}:{settings.ollama.model}"
+            name = (f"model:{settings.generation.backend}:{settings.llm.gguf or 'packaged'}:{settings.ollama.model}"
+                    f":prompt-{PROMPT_VERSION}")
             return name, lambda passage: cache.get(name, passage, lambda text: model_question(backend, text))
         if kind == "model":
             raise QragError("the generation backend cannot complete a prompt: use --questions sentences")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from qrag_qdrant.calibration import QuestionCache, calibrate, question_writer, save, sentence_question
+from qrag_qdrant.calibration import PROMPT_VERSION, QuestionCache, calibrate, question_writer, save, sentence_question
 from qrag_qdrant.coordinator.gate import DEFAULT_MODEL, GateModel
 from qrag_qdrant.errors import QragError
 from qrag_qdrant.store.base import CALIBRATED_GATE
@@ -66,7 +66,7 @@ def test_model_questions_are_cached_so_a_rerun_asks_nothing(open_rag, corpus, tm
     model = CountingCompleter()
     cache_file = tmp_path / "cache" / "questions.jsonl"
     name, write = question_writer(rag.settings, lambda: model, "auto", 0, QuestionCache(cache_file))
-    assert name.startswith("model:")
+    assert name.startswith("model:") and name.endswith(f"prompt-{PROMPT_VERSION}")  # a new prompt, new questions
     first = calibrate(rag.settings, rag.store, rag.pipeline, write, name, passages=12)
     asked = model.calls
     assert asked == len(first.rows) > 0
