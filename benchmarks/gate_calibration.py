@@ -28,7 +28,7 @@ import numpy as np
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.calibration import QuestionCache, calibrate, question_writer
 from qrag_qdrant.coordinator.gate import DEFAULT_MODEL, GateModel, LogisticGate
-from qrag_qdrant.eval.gate_training import SystemRows, abstain_rates, pick_threshold
+from qrag_qdrant.eval.gate_training import SystemRows, abstain_rates, gate_confidences, pick_threshold
 
 TARGETS = (0.05, 0.03, 0.02)
 SUBSETS = (25, 50, 100, 150)
@@ -37,14 +37,12 @@ SUBSETS = (25, 50, 100, 150)
 def real_rows(path: Path, gate: LogisticGate) -> tuple[SystemRows, np.ndarray]:
     rows = [row for line in path.read_text().splitlines() if (row := json.loads(line))["system"] == "quorum"]
     data = SystemRows.of(rows)
-    return data, np.array([gate.confidence(dict(zip(data.features, x))) if gated else 0.0
-                           for x, gated in zip(data.x, data.gated)])
+    return data, gate_confidences(gate, data)
 
 
 def synthetic_threshold(rows: list[dict], gate: LogisticGate, target: float) -> float:
     data = SystemRows.of(rows)
-    return pick_threshold(np.array([gate.confidence(r["features"]) if r["features"] else 0.0 for r in rows]),
-                          data, target)
+    return pick_threshold(gate_confidences(gate, data), data, target)
 
 
 def main() -> None:

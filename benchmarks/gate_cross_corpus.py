@@ -16,8 +16,10 @@ Each ``--rows DATASET:INDEX=FILES`` is one indexed corpus and its questions. Pri
    reported per index on the test articles, which nothing was fitted or tuned on.
 
 Questions are grouped by the article they were written on, across data sets (SQuAD 2.0's
-articles are SQuAD 1.1's; a question asked as another corpus's out-of-corpus question keeps its
-article), so no article is on both sides. Rows of unanswerable questions are reported, never
+articles are SQuAD 1.1's; a SQuAD question asked as another corpus's out-of-corpus question keeps
+its article), so no article is on both sides. A SciFact claim asked of a squad index is grouped by
+its own id, not by its relevant abstract: the same claim can be a training row there and a test
+row of the SciFact index (different features, the same text). Rows of unanswerable questions are reported, never
 fitted: they look like answerable ones to retrieval (docs/benchmarks.md).
 """
 
@@ -39,6 +41,7 @@ from qrag_qdrant.eval.gate_training import (
     _fit,
     _scores,
     abstain_rates,
+    gate_confidences,
     pick_threshold,
     train_gate,
 )
@@ -107,9 +110,7 @@ def leave_one_out(indexes: dict[str, tuple[str, list[dict[str, Any]]]], target: 
     for index, (dataset, rows) in indexes.items():
         others = [row for d, r in indexes.values() if d != dataset for row in r]
         test_rows = SystemRows.of(rows)
-        shipped_scores = np.array([shipped.confidence(dict(zip(test_rows.features, x))) if gated else 0.0
-                                   for x, gated in zip(test_rows.x, test_rows.gated)])
-        table[index] = {"shipped v1": measure(shipped_scores, test_rows, shipped.threshold)}
+        table[index] = {"shipped v1": measure(gate_confidences(shipped, test_rows), test_rows, shipped.threshold)}
         for label, names in (("v1 features, other data sets", V1_FEATURES),
                              ("rare-term features, other data sets", list(QUORUM_FEATURES))):
             scores, threshold = fitted_scores(of_features(others, names), of_features(rows, names), target)
@@ -126,9 +127,7 @@ def mixed_gate(indexes: dict[str, tuple[str, list[dict[str, Any]]]], target: flo
     table = {}
     for index, (_, index_rows) in indexes.items():
         data = SystemRows.of([row for row in index_rows if row["group"] in test_groups])
-        scores = np.array([gate.confidence(dict(zip(data.features, x))) if gated else 0.0
-                           for x, gated in zip(data.x, data.gated)])
-        table[index] = measure(scores, data, gate.threshold)
+        table[index] = measure(gate_confidences(gate, data), data, gate.threshold)
     model.info.update({"version": "v2", "indexes": {i: d for i, (d, _) in indexes.items()},
                        "label": "the context (ungated) holds a gold answer, or comes from a relevant document; "
                                 "fitted on the training articles of every index at once",

@@ -23,15 +23,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .config import Settings
 from .coordinator import Coordinator
 from .coordinator.expansion import Completer
 from .coordinator.gate import GateModel, LogisticGate
 from .errors import QragError
 from .eval.dataset import held_out_docs
-from .eval.gate_training import SystemRows, abstain_rates, pick_threshold
+from .eval.gate_training import SystemRows, abstain_rates, gate_confidences, pick_threshold
 from .eval.metrics import risk_curve
 from .evidence import Evidence
 from .store import Store
@@ -63,7 +61,8 @@ class Probe:
 @dataclass
 class CalibrationResult:
     gate: GateModel
-    #: per question: the base gate's confidence, whether it reached quorum, its label and category
+    #: per question, as ``gate train`` reads rows: its gate features, label ("the context cites the
+    #: passage it was written from") and category (answerable, or out_of_corpus when held out)
     rows: list[dict[str, Any]] = field(default_factory=list)
     risk_coverage: list[dict[str, float]] = field(default_factory=list)
     #: area under the risk-coverage curve of the calibrated gate on these questions (lower is better)
@@ -187,13 +186,13 @@ def calibrate(settings: Settings, store: Store, coordinator_for: Callable[[Setti
             advance()
     finally:
         coordinator.close()
-    gate = _fitted(base.systems["quorum"], SystemRows.of(rows), target_abstain, fit_weights, seed)
+    data = SystemRows.of(rows)
+    gate = _fitted(base.systems["quorum"], data, target_abstain, fit_weights, seed)
     info = {**base.info, "calibrated_on": {
         "namespace": settings.namespace, "date": date.today().isoformat(), "questions": writer_name,
         "passages": len(probes), "held_out_documents": len(held), "hold_out": hold_out, "seed": seed,
         "target_answerable_abstain": target_abstain, "weights": "refitted" if fit_weights else "shipped"}}
-    data = SystemRows.of(rows)
-    scores = _scores(gate, data)
+    scores = gate_confidences(gate, data)
     info["calibrated_on"]["abstain_rate"] = abstain_rates(scores, data, gate.threshold)
     return CalibrationResult(GateModel({**base.systems, "quorum": gate}, info), rows, risk_table(gate, data),
                              round(float(risk_curve(data.y, scores, data.gated).mean()), 4))
@@ -213,18 +212,13 @@ def _fitted(gate: LogisticGate, rows: SystemRows, target_abstain: float, fit_wei
         scaler, regression = pipeline[0], pipeline[-1]
         return LogisticGate(tuple(rows.features), scaler.mean_, scaler.scale_, regression.coef_[0],
                             float(regression.intercept_[0]), round(threshold, 4))
-    return replace(gate, threshold=round(pick_threshold(_scores(gate, rows), rows, target_abstain), 4))
-
-
-def _scores(gate: LogisticGate, rows: SystemRows) -> np.ndarray:
-    return np.array([gate.confidence(dict(zip(rows.features, x))) if gated else 0.0
-                     for x, gated in zip(rows.x, rows.gated)])
+    return replace(gate, threshold=round(pick_threshold(gate_confidences(gate, rows), rows, target_abstain), 4))
 
 
 def risk_table(gate: LogisticGate, rows: SystemRows) -> list[dict[str, float]]:
     """At each target share of answerable questions kept: the cut, both abstain rates, and the
     error rate among the answered (answered without the passage, or out of corpus)."""
-    scores = _scores(gate, rows)
+    scores = gate_confidences(gate, rows)
     table = []
     for coverage in COVERAGES:
         cut = pick_threshold(scores, rows, 1 - coverage) if coverage < 1 else 0.0

@@ -276,8 +276,8 @@ class Ingestor:
         if stored.pooling != pooling:  # its unchanged documents would keep the other kind of vector
             raise ConfigError(f"collection {spec.name} was embedded with pooling {stored.pooling!r}, "
                               f"not {pooling!r}: ingest --rebuild to change it")
-        return CollectionWriter(spec, spec.name, stored.bm25_embedder(), stored_hashes,
-                                terms=TermLedger(TermStats.current(self.store.attachment(spec.name, TERM_STATS), stored.indexed)))
+        saved = TermStats.current(self.store.attachment(spec.name, TERM_STATS), stored.indexed)
+        return CollectionWriter(spec, spec.name, stored.bm25_embedder(), stored_hashes, terms=TermLedger(saved))
 
     def _writing(self, writer: CollectionWriter) -> None:
         """Before a collection's first change: its saved term counts go, so a crash from here on
@@ -295,8 +295,7 @@ class Ingestor:
                 return
             manifest = self.store.manifest(writer.target)
             stamp = manifest.indexed if manifest is not None else 0
-        stats = writer.terms.result(chunks, stamp, lambda: (
-            p.get("text", "") for p in self.store.scroll_payloads(writer.target, ["text"])))
+        stats = writer.terms.result(chunks, stamp, lambda: self.store.texts(writer.target))
         self.store.attach(writer.target, TERM_STATS, stats.to_bytes())
 
     def _switch(self, targets: dict[str, str]) -> list[str]:

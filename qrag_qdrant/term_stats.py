@@ -83,11 +83,9 @@ class TermStats:
         at = np.minimum(np.searchsorted(self.ids, wanted), len(self.ids) - 1)
         return np.where(self.ids[at] == wanted, self.counts[at], 0)
 
-    def idf(self, term_ids: Iterable[int]) -> dict[int, float]:
-        """BM25's IDF of each term, ln(1 + (N - df + 0.5) / (df + 0.5)): the highest for a term no chunk holds."""
-        ids = list(term_ids)
-        return {term: math.log1p((self.chunks - df + 0.5) / (df + 0.5))
-                for term, df in zip(ids, self.frequencies(ids).tolist())}
+    def idf_of(self, df: int) -> float:
+        """BM25's IDF, ln(1 + (N - df + 0.5) / (df + 0.5)): the highest for a term no chunk holds."""
+        return math.log1p((self.chunks - df + 0.5) / (df + 0.5))
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()

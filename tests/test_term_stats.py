@@ -40,7 +40,7 @@ def test_term_stats_round_trip_and_lookups():
     again = TermStats.from_bytes(stats.to_bytes())
     assert again.indexed == 7 and again.chunks == 4
     assert again.frequencies([3, 5, 9, 11]).tolist() == [1, 2, 0, 0]
-    idf = again.idf([3, 5, 11])
+    idf = dict(zip([3, 5, 11], map(again.idf_of, again.frequencies([3, 5, 11]).tolist())))
     assert idf[11] > idf[3] > idf[5]  # a term no chunk holds is the rarest
     assert TermStats.current(stats.to_bytes(), indexed=8) is None  # stamped for another state: stale
     assert TermStats.current(b"not an npz file", indexed=7) is None

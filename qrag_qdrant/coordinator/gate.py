@@ -162,8 +162,10 @@ def _rarity_features(query_terms: set[int], names: set[int], top_terms: set[int]
     if stats is None:
         idf, seen = dict.fromkeys(query_terms, 1.0), query_terms | names
     else:
-        counts = dict(zip(query_terms | names, stats.frequencies(query_terms | names).tolist()))
-        idf, seen = stats.idf(query_terms), {term for term, df in counts.items() if df > 0}
+        wanted = list(query_terms | names)
+        counts = dict(zip(wanted, stats.frequencies(wanted).tolist()))  # one lookup serves both
+        idf = {term: stats.idf_of(counts[term]) for term in query_terms}
+        seen = {term for term, df in counts.items() if df > 0}
     mass = sum(idf.values())
     rarest = max(query_terms, key=lambda term: idf[term], default=None)
     return {

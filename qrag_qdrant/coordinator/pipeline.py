@@ -126,9 +126,7 @@ class Coordinator:
                 for r in spec.retrievers]
 
     def _excluded(self, sources: Sequence[str]) -> Any | None:
-        m = self.store.models
-        return m.Filter(must_not=[m.FieldCondition(key="source", match=m.MatchAny(any=list(sources)))]) \
-            if sources else None
+        return self.store.models.Filter(must_not=[self.store.of_sources(sources)]) if sources else None
 
     def search(self, vectors: QueryVectors, top_k: int | None = None) -> list[RankedList]:
         """Every retriever's ranked list for the question: one search round trip per collection."""
@@ -215,13 +213,10 @@ class Coordinator:
             manifest = self.store.manifest(name)
             indexed = manifest.indexed if manifest is not None else 0
             stats = TermStats.current(self.store.attachment(name, TERM_STATS), indexed) or TermStats.of(
-                count_terms(p.get("text", "") for p in self.store.scroll_payloads(name, ["text"])),
-                self._points[name], indexed)
+                count_terms(self.store.texts(name)), self._points[name], indexed)
             excluded = self.settings.retrieval.exclude_sources
             if excluded:
-                m = self.store.models
-                texts = [p.get("text", "") for p in self.store.scroll_payloads(name, ["text"], m.Filter(
-                    must=[m.FieldCondition(key="source", match=m.MatchAny(any=list(excluded)))]))]
+                texts = list(self.store.texts(name, self.store.models.Filter(must=[self.store.of_sources(excluded)])))
                 stats = stats.updated(Counter(), count_terms(texts), stats.chunks - len(texts), indexed)
             self._term_stats = stats
         return self._term_stats

@@ -131,7 +131,8 @@ def load_dataset(root: Path, sample: int | None = None, seed: int = 0, hold_out:
     if foreign is not None:
         # a question written on a document this corpus holds too (SQuAD 2.0's articles are SQuAD
         # 1.1's) is not out of corpus: it is left out
-        extra = [q for q in _read_questions(Path(foreign))[0] if not _written_on(q, frozenset(docs) - held)]
+        indexed = frozenset(docs) - held
+        extra = [q for q in _read_questions(Path(foreign))[0] if not _written_on(q, indexed)]
         if sample is not None and sample < len(extra):
             extra = random.Random(seed).sample(extra, sample)
         questions += [EvalQuestion(f"foreign:{q.id}", q.question, out_of_corpus=True) for q in extra]

@@ -103,6 +103,12 @@ def _fit(rows: SystemRows, model: str, seed: int) -> Any:
     return make_pipeline(StandardScaler(), estimator).fit(rows.x[rows.gated], rows.y[rows.gated])
 
 
+def gate_confidences(gate: LogisticGate, rows: SystemRows) -> np.ndarray:
+    """A fitted gate's confidence per row (its features read by name); 0 where nothing reached quorum."""
+    return np.array([gate.confidence(dict(zip(rows.features, x))) if gated else 0.0
+                     for x, gated in zip(rows.x, rows.gated)])
+
+
 def _scores(pipeline: Any, rows: SystemRows) -> np.ndarray:
     scores = np.zeros(len(rows.y))
     if rows.gated.any():

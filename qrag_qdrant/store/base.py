@@ -340,8 +340,7 @@ class Store(ABC):
         sources = sorted(set(sources))
         newest: dict[str, tuple[int, str]] = {}
         if sources:
-            m = self.models
-            selector = self._first_chunks(m.FieldCondition(key="source", match=m.MatchAny(any=sources)))
+            selector = self._first_chunks(self.of_sources(sources))
             for p in self.scroll_payloads(name, ["source", "doc_hash", "version"], selector):
                 version = p.get("version", 0)  # points written before versions were stamped
                 if (version, p["doc_hash"]) > newest.get(p["source"], (-1, "")):
@@ -367,15 +366,22 @@ class Store(ABC):
     def delete_sources(self, name: str, sources: Iterable[str], removing: TextsSeen | None = None) -> None:
         sources = sorted(sources)
         if sources:
-            m = self.models
-            self._delete(name, m.Filter(must=[m.FieldCondition(key="source", match=m.MatchAny(any=sources))]),
-                         removing)
+            self._delete(name, self.models.Filter(must=[self.of_sources(sources)]), removing)
 
     def _delete(self, name: str, selector: Any, removing: TextsSeen | None) -> None:
         """``removing`` first reads the texts of the points about to go (ingest's term counts)."""
         if removing is not None:
-            removing(p.get("text", "") for p in self.scroll_payloads(name, ["text"], selector))
+            removing(self.texts(name, selector))
         self.delete(name, selector)
+
+    def texts(self, name: str, selector: Any | None = None) -> Iterable[str]:
+        """The chunk texts of the points a filter selects (all, without one)."""
+        return (p.get("text", "") for p in self.scroll_payloads(name, ["text"], selector))
+
+    def of_sources(self, sources: Iterable[str]) -> Any:
+        """The filter condition "the point's source is one of these"."""
+        m = self.models
+        return m.FieldCondition(key="source", match=m.MatchAny(any=list(sources)))
 
     def _match(self, key: str, value: Any) -> Any:
         m = self.models

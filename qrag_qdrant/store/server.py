@@ -179,7 +179,11 @@ class ServerStore(Store):
     def attachment(self, name: str, key: str) -> bytes | None:
         try:
             metadata = self.client.get_collection(name).config.metadata or {}
-        except (UnexpectedResponse, ValueError):
+        except UnexpectedResponse as exc:
+            if exc.status_code == 404:
+                return None
+            raise
+        except ValueError:  # qdrant-client's local mode: no such collection
             return None
         data = metadata.get(ATTACHMENT_PREFIX + key)
         return base64.b64decode(data) if data else None
