@@ -15,7 +15,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from qrag_qdrant.eval.answering import GeneratedAnswer, answer_metrics, paired_f1
+from qrag_qdrant.eval.answering import GeneratedAnswer, answer_metrics, paired_f1, support_scores
 from qrag_qdrant.eval.metrics import paired_test
 
 FIELDS = {f.name for f in dataclasses.fields(GeneratedAnswer)}
@@ -36,20 +36,9 @@ def read(paths: list[Path]) -> dict[str, list[GeneratedAnswer]]:
 
 
 def shown_supported(rows: list[GeneratedAnswer], max_decline: float | None) -> dict[str, float | None]:
-    """Had "supported" also needed a decline probability below ``max_decline``: the share of
-    answers shown as supported among should-not-answer questions that reached the model, and the
-    precision and recall of supported against holding the gold on answerable ones."""
-    def supported(r: GeneratedAnswer) -> bool:
-        return bool(r.supported) and (max_decline is None or (r.decline_probability or 0.0) < max_decline)
-
-    reached = [r for r in rows if r.category != "answerable" and r.outcome not in ("gate", "error")]
-    answered = [r for r in rows if r.category == "answerable" and r.answered]
-    kept = [r for r in answered if supported(r)]
-    held = sum(r.holds_gold for r in answered)
-    return {"max_decline_probability": max_decline,
-            "unanswerable_shown_supported": sum(map(supported, reached)) / len(reached) if reached else None,
-            "precision": sum(r.holds_gold for r in kept) / len(kept) if kept else None,
-            "recall": sum(r.holds_gold for r in kept) / held if held else None}
+    """Had "supported" also needed a decline probability below ``max_decline``: ``support_scores``."""
+    return {"max_decline_probability": max_decline, **support_scores(rows, lambda r: bool(r.supported) and (
+        max_decline is None or (r.decline_probability or 0.0) < max_decline))}
 
 
 def main() -> None:

@@ -192,7 +192,11 @@ class GenerationSettings(Section):
                          "ollama when ollama.host is set, else embedded when a local model is installed or "
                          "llm.gguf is set, else ollama")
     unsupported: Literal["mark", "refuse"] = Field(
-        "mark", description="an answer with claims the judge finds unsupported: shown marked, or refused")
+        "mark", description="an answer with an unsupported claim (not grounded, not relevant, or doubted by the judge): "
+        "shown marked, or refused")
+    min_relevance: float = Field(
+        0.3, ge=0.0, le=1.0, description="a grounded claim is supported only when at least this share of the "
+        "question's words occur in the sentence of the cited passage that holds it (0: grounding alone)")
     judge: bool = Field(False, description="also ask the model whether the cited passages support each claim that "
                         "passed the exact grounding check (one more model call per claim)")
     answer_format: Literal["short", "quote"] = Field(

@@ -90,8 +90,11 @@ class Claim(BaseModel):
     invalid_citations: list[int] = Field(default_factory=list, description="cited, but no such passage was shown")
     grounded: bool | None = Field(None, description="its words (the short answer or quote) occur in a passage it "
                                   "cites, after normalisation: the exact check, no model call")
-    supported: bool | None = Field(None, description="grounded, and confirmed by the judge where one is on "
-                                   "(generation.judge); None when not checked")
+    relevance: float | None = Field(None, description="the share of the question's words found in the sentence "
+                                    "of the cited passage that holds the claim (0 for a claim that only repeats "
+                                    "the question); None when not grounded")
+    supported: bool | None = Field(None, description="grounded, relevant (generation.min_relevance), and confirmed "
+                                   "by the judge where one is on (generation.judge); None when not checked")
     score: float | None = Field(None, description="the judge's P(yes) that the cited passages support the claim")
 
 

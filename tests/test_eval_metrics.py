@@ -173,10 +173,37 @@ def test_supported_is_scored_against_holding_the_gold_answer():
             generated(category="unanswerable", supported=True), generated(category="unanswerable", supported=False),
             generated(category="out_of_corpus", supported=False), generated(category="out_of_corpus", outcome="gate")]
     metrics = answer_metrics(rows)
-    assert metrics["grounding"] == {"supported": 3 / 5, "precision": 2 / 3, "recall": 2 / 3}
     # of the unanswerable and out-of-corpus questions that reached the model, the share shown as supported
-    assert metrics["unanswerable_shown_supported"] == pytest.approx(1 / 3)
+    assert metrics["grounding"] == {"supported": 3 / 5, "precision": 2 / 3, "recall": 2 / 3,
+                                    "unanswerable_shown_supported": pytest.approx(1 / 3)}
     assert metrics["unanswerable_reached_model"] == 3
+
+
+def test_supported_is_worked_out_for_each_relevance_threshold_from_one_run():
+    rows = [generated(holds_gold=True, supported=True, relevance=0.8),
+            generated(holds_gold=True, supported=True, relevance=0.25),
+            generated(holds_gold=False, supported=True, relevance=0.3),
+            generated(holds_gold=True, supported=False, relevance=None),  # not grounded: never supported
+            generated(category="out_of_corpus", supported=True, relevance=0.1),
+            generated(category="unanswerable", supported=True, relevance=0.5)]
+    curve = answer_metrics(rows)["supported_at_relevance"]
+    assert curve["0"] == {"supported": 0.75, "precision": pytest.approx(2 / 3), "recall": pytest.approx(2 / 3),
+                          "unanswerable_shown_supported": 1.0}
+    assert curve["0.3"] == {"supported": 0.5, "precision": 0.5, "recall": pytest.approx(1 / 3),
+                            "unanswerable_shown_supported": 0.5}
+    assert curve["0.6"]["unanswerable_shown_supported"] == 0.0 and curve["0.6"]["precision"] == 1.0
+
+
+def test_a_scored_answer_keeps_its_lowest_claim_relevance():
+    claims = [Claim(text="Broncos [1]", citations=[1], grounded=True, relevance=0.5, supported=True),
+              Claim(text="Santa Clara [2]", citations=[2], grounded=True, relevance=0.25, supported=False)]
+    answer = Answer(question="Who won where?", abstained=False, retrievers=5, clusters=[], timings_ms={},
+                    answer="Broncos [1]. Santa Clara [2].", claims=claims)
+    row = score_answer(EvalQuestion(id="q", question="Who won where?", answers=("Broncos",)), "quorum", answer, 1.0)
+    assert row.relevance == 0.25 and row.supported is False
+    answer.claims[1] = Claim(text="Denver [3]", citations=[3], grounded=False, supported=False)
+    assert score_answer(EvalQuestion(id="q", question="Who won where?", answers=("Broncos",)), "quorum",
+                        answer, 1.0).relevance is None
 
 
 def test_the_short_answer_is_scored_and_the_whole_answer_holds_the_gold():

@@ -50,7 +50,7 @@ class GeneratedAnswer:
     claims_supported: int
     #: the judge found a claim its passages do not support (None: not judged)
     flagged: bool | None
-    #: every claim passed the grounding check (and the judge, where on); None: not answered
+    #: every claim passed the grounding and relevance checks (and the judge, where on); None: not answered
     supported: bool | None
     seconds: float
     context_words: int = 0
@@ -59,6 +59,8 @@ class GeneratedAnswer:
     claim_scores: list[float] = field(default_factory=list)
     #: the model's probability of declining, from its first token (to choose generation.decline_threshold)
     decline_probability: float | None = None
+    #: the lowest relevance of its claims, all grounded (None: a claim is not), to choose generation.min_relevance
+    relevance: float | None = None
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
     completion_tokens: int | None = None
@@ -87,6 +89,8 @@ def score_answer(question: EvalQuestion, system: str, answer: Answer, seconds: f
         supported=bool(answer.claims) and all(c.supported for c in answer.claims) if outcome is None else None,
         seconds=seconds, context_words=answer.context_words, context_policy=answer.context_policy,
         claim_scores=[c.score for c in judged if c.score is not None], decline_probability=answer.decline_probability,
+        relevance=min((c.relevance for c in answer.claims), default=None)
+        if answer.claims and all(c.relevance is not None for c in answer.claims) else None,
         **(answer.usage.model_dump() if answer.usage is not None else {}))
 
 
@@ -124,6 +128,25 @@ def decline_curve(rows: Sequence[GeneratedAnswer]) -> dict[str, dict[str, float 
             for t in DECLINE_THRESHOLDS}
 
 
+#: the generation.min_relevance values whose outcome ``answer_metrics`` works out from one run
+RELEVANCE_THRESHOLDS = (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6)
+
+
+def support_scores(rows: Sequence[GeneratedAnswer],
+                   supported: Callable[[GeneratedAnswer], bool] = lambda r: bool(r.supported)) -> dict[str, Any]:
+    """"Supported" against holding the gold answer: the share of answers supported, its precision
+    and recall on answerable questions, and the share of answers shown as supported among the
+    out-of-corpus and unanswerable questions whose context reached the model."""
+    checked = [r for r in rows if r.category == "answerable" and r.answered and r.supported is not None]
+    kept = [r for r in checked if supported(r)]
+    held = sum(r.holds_gold for r in checked)
+    reached = [r for r in rows if r.category != "answerable" and r.outcome not in ("gate", "error")]
+    return {"supported": mean_of([supported(r) for r in checked]),
+            "precision": mean_of([r.holds_gold for r in kept]) if kept else None,
+            "recall": sum(r.holds_gold for r in kept) / held if held else None,
+            "unanswerable_shown_supported": mean_of([supported(r) for r in reached]) if reached else None}
+
+
 def answer_metrics(rows: Sequence[GeneratedAnswer]) -> dict[str, Any]:
     """Per system: scores over answerable questions, abstention per kind, checks and speed."""
     answerable = [r for r in rows if r.category == "answerable"]
@@ -134,10 +157,6 @@ def answer_metrics(rows: Sequence[GeneratedAnswer]) -> dict[str, Any]:
     caught = [r for r in flagged if r.flagged and not r.holds_gold]
     raised = [r for r in flagged if r.flagged]
     completion_seconds = sum(r.completion_seconds or 0.0 for r in asked)
-    checked = [r for r in answerable if r.answered and r.supported is not None]
-    supported = [r for r in checked if r.supported]
-    # out-of-corpus and unanswerable questions whose context reached the model
-    unanswerable = [r for r in rows if r.category != "answerable" and r.outcome not in ("gate", "error")]
     return {
         "answers": len(rows),
         "em": mean_of([r.em for r in answerable]),
@@ -158,13 +177,12 @@ def answer_metrics(rows: Sequence[GeneratedAnswer]) -> dict[str, Any]:
         "judge": {"flagged": len(raised), "wrong": len(wrong),
                   "precision": len(caught) / len(raised) if raised else None,
                   "recall": len(caught) / len(wrong) if wrong else None},
-        # "supported" (grounding check, and the judge where on) against holding the gold answer
-        "grounding": {"supported": mean_of([bool(r.supported) for r in checked]),
-                      "precision": mean_of([r.holds_gold for r in supported]) if supported else None,
-                      "recall": (sum(r.holds_gold for r in supported) / held
-                                 if (held := sum(r.holds_gold for r in checked)) else None)},
-        "unanswerable_shown_supported": mean_of([bool(r.supported) for r in unanswerable]) if unanswerable else None,
-        "unanswerable_reached_model": len(unanswerable),
+        # "supported" (grounding and relevance checks, and the judge where on) against holding the gold answer
+        "grounding": support_scores(rows),
+        "supported_at_relevance": {f"{t:g}": support_scores(rows, lambda r, t=t: r.relevance is not None
+                                                            and r.relevance >= t) for t in RELEVANCE_THRESHOLDS},
+        "unanswerable_reached_model": sum(r.category != "answerable" and r.outcome not in ("gate", "error")
+                                          for r in rows),
         "context_words": mean_of([r.context_words for r in rows if r.outcome != "gate"]),
         "prompt_tokens": mean_of([r.prompt_tokens or 0 for r in asked]),
         "prompt_tokens_p50": percentile([r.prompt_tokens or 0 for r in asked], 50) if asked else None,

@@ -91,7 +91,7 @@ ANSWER_COLUMNS: tuple[tuple[str, Any], ...] = (
      lambda m: f"{cell('rate', m['citations_valid'])} / {m['cites_unshown']} / {cell('rate', m['uncited'])}"),
     ("supported: share / P / R", lambda m: " / ".join(cell("rate", m["grounding"][k])
                                                       for k in ("supported", "precision", "recall"))),
-    ("unans. shown supported", lambda m: cell("rate", m["unanswerable_shown_supported"])),
+    ("unans. shown supported", lambda m: cell("rate", m["grounding"]["unanswerable_shown_supported"])),
     ("context words", lambda m: cell("context_words", m["context_words"])),
     ("prompt tokens (p50)", lambda m: cell("context_words", m["prompt_tokens_p50"])),
     ("cached", lambda m: cell("rate", m["cached_share"])),

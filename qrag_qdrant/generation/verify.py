@@ -9,6 +9,14 @@ that can judge, a grounded claim is also put to the model as a yes/no question a
 passages, and P(yes) from its top log-probabilities is its score; a claim is supported when
 it is grounded and, if judged, the judge agrees. No NLI or cross-encoder weights can be had
 offline; another judge registers as a backend with ``yes_probability``.
+
+Grounding alone cannot see whether the passage answers *this* question: a model asked about
+something the corpus lacks copies a name from a passage about something else, and the copy is
+exact. So a grounded claim is also scored for relevance: the share of the question's words
+(stems, no stopwords) found in the sentence of the cited
+passage that holds it. A claim is supported only when that share reaches
+``generation.min_relevance``, and a short answer that only repeats the question's words is
+no answer.
 """
 
 from __future__ import annotations
@@ -16,9 +24,12 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 
+from ..config import GenerationSettings
 from ..evidence import Answer, Claim, Passage
+from ..term_stats import terms
 from .base import Judge
 from .prompt import NOT_IN_DOCUMENTS, fence
 
@@ -31,6 +42,13 @@ NOT_WORD = re.compile(r"[\W_]+")
 JUDGE_SYSTEM = "You check whether quoted passages support a claim. Reply with one word: yes or no."
 #: a claim is supported when the judge's P(yes) is at least this
 SUPPORTED = 0.5
+#: why a claim is not supported, as its warning says it
+UNSUPPORTED = {
+    "not found": "are not found in the passages they cite",
+    "off the question": "come from a sentence that shares too few of the question's words "
+                        "(the passage may be about something else)",
+    "doubted": "were not confirmed by the judge",
+}
 
 
 def citations_in(text: str) -> list[int]:
@@ -78,11 +96,26 @@ def normalised(text: str) -> str:
     return f" {' '.join(NOT_WORD.sub(' ', unicodedata.normalize('NFKC', text).casefold()).split())} "
 
 
-def grounded(claim: Claim, passages: Sequence[Passage], fallback: Sequence[int]) -> bool:
-    """The claim's own words occur in a passage it cites (or, citing none, in one of ``fallback``)."""
+def grounding(claim: Claim, passages: Sequence[Passage], fallback: Sequence[int]) -> Passage | None:
+    """The first passage the claim cites (or, citing none, of ``fallback``) that holds its own words."""
     words = normalised(bare(claim.text))
     cited = [n for n in claim.citations if n not in claim.invalid_citations] if claim.citations else fallback
-    return words.strip() != "" and any(words in normalised(p.text) for p in passages if p.citation in cited)
+    return next((p for p in passages if p.citation in cited and words in normalised(p.text)), None) \
+        if words.strip() else None
+
+
+def relevance(question: str, claim: str, passage: str) -> float:
+    """The share of the question's words found in the sentence of ``passage`` that holds the
+    claim's words (the whole passage when they cross a sentence boundary). 0.0 when the claim
+    adds no word to the question's (an echo, not an answer); 1.0 for a question of stopwords."""
+    claimed, asked = terms(bare(claim)), terms(question)
+    if claimed and claimed <= asked:
+        return 0.0
+    if not asked:
+        return 1.0
+    words = normalised(bare(claim))
+    holding = [s for s in SENTENCE_END.split(passage) if words in normalised(s)] or [passage]
+    return round(max(len(asked & terms(sentence)) for sentence in holding) / len(asked), 4)
 
 
 def judge_prompt(claim: Claim, passages: Sequence[Passage]) -> str:
@@ -92,7 +125,12 @@ def judge_prompt(claim: Claim, passages: Sequence[Passage]) -> str:
            "Do the passages support the claim? Answer yes or no."
 
 
-def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | None, unsupported: str) -> None:
+def unsupported_because(claim: Claim) -> str:
+    return "not found" if not claim.grounded else "doubted" if claim.score is not None else "off the question"
+
+
+def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | None,
+                 options: GenerationSettings) -> None:
     """Fill ``answer.short_answer``, its claims and warnings; turn a decline or a refused answer
     into an abstention."""
     text = (answer.answer or "").strip()
@@ -109,14 +147,15 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         answer.warnings.append("the answer cites no passage: check it against the evidence")
     valid = [n for claim in answer.claims for n in claim.citations if n not in claim.invalid_citations]
     for claim in answer.claims:
-        claim.grounded = grounded(claim, passages, valid)
-        claim.supported = claim.grounded
-        if judge is not None and claim.grounded:
+        holder = grounding(claim, passages, valid)
+        claim.grounded = holder is not None
+        claim.relevance = relevance(answer.question, claim.text, holder.text) if holder is not None else None
+        claim.supported = claim.relevance is not None and claim.relevance >= options.min_relevance
+        if judge is not None and claim.supported:
             claim.score = round(judge.yes_probability(JUDGE_SYSTEM, judge_prompt(claim, passages)), 4)
             claim.supported = claim.score >= SUPPORTED
-    unsupported_claims = [c for c in answer.claims if not c.supported]
-    if unsupported_claims:
-        answer.warnings.append(f"{len(unsupported_claims)} of {len(answer.claims)} claims are not found in "
-                               "the passages they cite" + (" or not confirmed by the judge" if judge else ""))
-        if unsupported == "refuse":
-            answer.abstained, answer.abstain_reason = True, "unsupported_answer"
+    counts = Counter(unsupported_because(c) for c in answer.claims if not c.supported)
+    answer.warnings.extend(f"{counts[kind]} of {len(answer.claims)} claims {why}" for kind, why in UNSUPPORTED.items()
+                           if counts[kind])
+    if counts and options.unsupported == "refuse":
+        answer.abstained, answer.abstain_reason = True, "unsupported_answer"
