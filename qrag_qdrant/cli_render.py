@@ -194,7 +194,9 @@ def print_answer_checks(answer: Answer) -> None:
     for claim in answer.claims:
         if claim.supported is False or claim.invalid_citations:
             why = ("cites passages that were not shown" if claim.invalid_citations else
-                   "not in the passages it cites" if not claim.grounded else f"the judge's score {claim.score:.2f}")
+                   "not in the passages it cites" if not claim.grounded else
+                   f"the judge's score {claim.score:.2f}" if claim.score is not None else
+                   f"its sentence holds {claim.relevance or 0:.0%} of the question's words")
             out.print(f"[yellow]unsupported[/yellow] ({why}): {claim.text}")
     for warning in answer.warnings:
         out.print(f"[yellow]note:[/yellow] {warning}")

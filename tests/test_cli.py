@@ -171,6 +171,7 @@ def test_store_held_by_another_process_is_a_clear_error(tmp_path):
 @pytest.mark.parametrize(("tokens", "why"), [
     (["performs the waggle dance [1][9]"], "(cites passages that were not shown)"),
     (["They sing to each other [1]"], "(not in the passages it cites)"),
+    (["a single queen [1]"], "(its sentence holds 14% of the question's words)"),
 ])
 def test_the_query_output_says_why_a_claim_is_unsupported(ingested, tokens, why):
     with ollama_standin(tokens=tokens) as ollama:
