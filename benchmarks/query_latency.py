@@ -26,6 +26,7 @@ from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.embedding import SparseEmbedder
+from qrag_qdrant.threads import one_blas_thread
 
 
 def percentile(values: list[float], q: int) -> float:
@@ -46,7 +47,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--json-out", type=Path)
+    parser.add_argument("--blas-threads", choices=("one", "default"), default="one",
+                        help="one: as the processes qrag-qdrant starts (qrag_qdrant.threads); default: OpenBLAS's pool")
     args = parser.parse_args()
+    if args.blas_threads == "one":
+        one_blas_thread()
 
     rows = [json.loads(line) for line in args.questions.read_text().splitlines() if line.strip()]
     sample = random.Random(args.seed).sample(rows, min(args.n + args.warmup, len(rows)))
@@ -93,6 +98,7 @@ def main() -> None:
         "namespace": args.namespace,
         "points_per_collection": points,
         "questions": len(quorum_ms),
+        "blas_threads": args.blas_threads,
         "quorum": quorum,
         "single_hybrid": {**hybrid, "collection": hybrid_spec.name},
         "ratio_quorum_p50_to_hybrid_p50": round(quorum["p50_ms"] / hybrid["p50_ms"], 3),

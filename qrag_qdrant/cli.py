@@ -29,6 +29,7 @@ from .errors import ConfigError
 from .evidence import Answer
 from .plugins import install_hint
 from .service.auth import KeyFile
+from .threads import one_blas_thread
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Quorum RAG on Qdrant: answers only from evidence several retrievers agree on.")
@@ -305,6 +306,7 @@ def mcp_stdio(config: ConfigOption = None, store: StoreOption = None, namespace:
 
 def main() -> None:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `qrag-qdrant ... | head` ends quietly, like other tools
+    one_blas_thread()
     try:
         app()
     finally:

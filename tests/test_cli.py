@@ -178,3 +178,20 @@ def test_the_query_output_says_why_a_claim_is_unsupported(ingested, tokens, why)
         result = run("query", QUESTION, env={"QRAG_GENERATION_BACKEND": "ollama", "QRAG_OLLAMA_HOST": ollama.host})
     assert result.exit_code == 0, result.stderr
     assert f"unsupported {why}: {tokens[0]}" in result.stdout, result.stdout
+
+
+def test_the_processes_the_cli_starts_run_blas_on_one_thread(monkeypatch):
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from qrag_qdrant import cli
+    from qrag_qdrant.threads import one_blas_thread
+
+    with threadpool_limits(limits=2, user_api="blas"):  # restored when the test ends
+        one_blas_thread()
+        assert {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"} == {1}
+    calls = []
+    monkeypatch.setattr(cli, "one_blas_thread", lambda: calls.append("limited"))
+    monkeypatch.setattr(sys, "argv", ["qrag-qdrant", "--help"])
+    with pytest.raises(SystemExit):
+        cli.main()
+    assert calls == ["limited"]
