@@ -20,6 +20,7 @@ from pathlib import Path
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config import load_settings
 from qrag_qdrant.eval import load_dataset
+from qrag_qdrant.eval.answering import score_answer
 from qrag_qdrant.evidence import Answer
 from qrag_qdrant.generation.verify import check_answer
 
@@ -32,7 +33,7 @@ def main() -> None:
     parser.add_argument("--namespace", required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    questions = {q.id: q.question for q in load_dataset(args.data).questions}
+    questions = {q.id: q for q in load_dataset(args.data).questions}
     settings = load_settings(store=args.store, namespace=args.namespace)
     changed = rechecked = 0
     with QuorumRAG(settings) as rag, args.out.open("w") as out:
@@ -40,15 +41,15 @@ def main() -> None:
             for line in path.read_text().splitlines():
                 row = json.loads(line)
                 if row["system"] == "quorum" and row["outcome"] is None:
-                    evidence = rag.retrieve(questions[row["id"]])
+                    question = questions[row["id"]]
+                    evidence = rag.retrieve(question.question)
                     answer = Answer.from_evidence(evidence, answer=row["answer"])
                     check_answer(answer, evidence.passages, None, settings.generation)
-                    grounded = bool(answer.claims) and all(c.grounded for c in answer.claims)
+                    scored = score_answer(question, row["system"], answer, row["seconds"])
                     # rows written before the relevance check: supported meant grounded
                     was = row["relevance"] is not None if "relevance" in row else bool(row["supported"])
-                    changed += grounded != was
-                    row["relevance"] = min(c.relevance for c in answer.claims) if grounded else None
-                    row["supported"] = bool(answer.claims) and all(c.supported for c in answer.claims)
+                    changed += (scored.relevance is not None) != was  # a relevance: every claim grounded
+                    row["relevance"], row["supported"] = scored.relevance, scored.supported
                     rechecked += 1
                 out.write(json.dumps(row) + "\n")
     print(f"{rechecked} answers checked again; grounding differs from the row's for {changed}")

@@ -13,10 +13,9 @@ offline; another judge registers as a backend with ``yes_probability``.
 Grounding alone cannot see whether the passage answers *this* question: a model asked about
 something the corpus lacks copies a name from a passage about something else, and the copy is
 exact. So a grounded claim is also scored for relevance: the share of the question's words
-(stems, no stopwords) found in the sentence of the cited
-passage that holds it. A claim is supported only when that share reaches
-``generation.min_relevance``, and a short answer that only repeats the question's words is
-no answer.
+(stems, no stopwords) found in the sentence of the cited passage that holds it. A claim is
+supported only when that share reaches ``generation.min_relevance``, and a short answer that
+only repeats the question's words is no answer.
 """
 
 from __future__ import annotations
