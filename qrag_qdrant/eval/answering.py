@@ -70,6 +70,16 @@ class GeneratedAnswer:
     def answered(self) -> bool:
         return self.outcome is None
 
+    @property
+    def reached_model(self) -> bool:
+        """The model was asked: neither the gate nor an error stopped the question before it."""
+        return self.outcome not in ("gate", "error")
+
+    @property
+    def should_not_answer(self) -> bool:
+        """An out-of-corpus or unanswerable question whose context reached the model."""
+        return self.category != "answerable" and self.reached_model
+
 
 def score_answer(question: EvalQuestion, system: str, answer: Answer, seconds: float) -> GeneratedAnswer:
     short = answer.short_answer or CITATION.sub("", answer.answer or "")
@@ -120,10 +130,10 @@ def decline_curve(rows: Sequence[GeneratedAnswer]) -> dict[str, dict[str, float 
     """The answered rate per question kind had ``llm.decline_threshold`` been t, for each t: the
     model answers when its first token's decline probability is below t, whatever it did here.
     None when the backend reports no decline probability."""
-    asked = [r for r in rows if r.outcome not in ("gate", "error")]
+    asked = [r for r in rows if r.reached_model]
     if not asked or any(r.decline_probability is None for r in asked):
         return None
-    return {f"{t:g}": {c: mean_of([r.outcome not in ("gate", "error") and r.decline_probability < t
+    return {f"{t:g}": {c: mean_of([r.reached_model and r.decline_probability < t
                                    for r in rows if r.category == c]) for c in CATEGORIES}
             for t in DECLINE_THRESHOLDS}
 
@@ -140,7 +150,7 @@ def support_scores(rows: Sequence[GeneratedAnswer],
     checked = [r for r in rows if r.category == "answerable" and r.answered and r.supported is not None]
     kept = [r for r in checked if supported(r)]
     held = sum(r.holds_gold for r in checked)
-    reached = [r for r in rows if r.category != "answerable" and r.outcome not in ("gate", "error")]
+    reached = [r for r in rows if r.should_not_answer]
     return {"supported": mean_of([supported(r) for r in checked]),
             "precision": mean_of([r.holds_gold for r in kept]) if kept else None,
             "recall": sum(r.holds_gold for r in kept) / held if held else None,
@@ -181,8 +191,7 @@ def answer_metrics(rows: Sequence[GeneratedAnswer]) -> dict[str, Any]:
         "grounding": support_scores(rows),
         "supported_at_relevance": {f"{t:g}": support_scores(rows, lambda r, t=t: r.relevance is not None
                                                             and r.relevance >= t) for t in RELEVANCE_THRESHOLDS},
-        "unanswerable_reached_model": sum(r.category != "answerable" and r.outcome not in ("gate", "error")
-                                          for r in rows),
+        "unanswerable_reached_model": sum(r.should_not_answer for r in rows),
         "context_words": mean_of([r.context_words for r in rows if r.outcome != "gate"]),
         "prompt_tokens": mean_of([r.prompt_tokens or 0 for r in asked]),
         "prompt_tokens_p50": percentile([r.prompt_tokens or 0 for r in asked], 50) if asked else None,
