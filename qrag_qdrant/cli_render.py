@@ -195,8 +195,10 @@ def print_answer_checks(answer: Answer) -> None:
         if claim.supported is False or claim.invalid_citations:
             why = ("cites passages that were not shown" if claim.invalid_citations else
                    "not in the passages it cites" if not claim.grounded else
-                   f"the judge's score {claim.score:.2f}" if claim.score is not None else
-                   f"its sentence holds {claim.relevance or 0:.0%} of the question's words")
+                   f"its sentence holds {claim.relevance or 0:.0%} of the question's words"
+                   if claim.unsupported == "off the question" else
+                   f"the model was {answer.answer_probability or 0:.0%} sure of it" if claim.unsupported == "unsure" else
+                   f"the judge's score {claim.score or 0:.2f}")
             out.print(f"[yellow]unsupported[/yellow] ({why}): {claim.text}")
     for warning in answer.warnings:
         out.print(f"[yellow]note:[/yellow] {warning}")

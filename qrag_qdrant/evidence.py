@@ -93,8 +93,11 @@ class Claim(BaseModel):
     relevance: float | None = Field(None, description="the share of the question's words found in the sentence "
                                     "of the cited passage that holds the claim (0 for a claim that only repeats "
                                     "the question); None when not grounded")
-    supported: bool | None = Field(None, description="grounded, relevant (generation.min_relevance), and confirmed "
-                                   "by the judge where one is on (generation.judge); None when not checked")
+    supported: bool | None = Field(None, description="grounded, relevant (generation.min_relevance), written with "
+                                   "enough of the model's confidence (generation.min_answer_probability), and "
+                                   "confirmed by the judge where one is on (generation.judge); None when not checked")
+    unsupported: Literal["not found", "off the question", "unsure", "doubted"] | None = Field(
+        None, description="why it is not supported: which of those checks it failed first")
     score: float | None = Field(None, description="the judge's P(yes) that the cited passages support the claim")
 
 
@@ -115,6 +118,9 @@ class Answer(Evidence):
     error: str | None = None
     decline_probability: float | None = Field(
         None, description='the model\'s probability of answering "not in the documents" (backends that report it)')
+    answer_probability: float | None = Field(
+        None, description="how sure the model was of its short answer: the geometric mean of the probabilities of "
+        "the tokens that wrote it (backends that report log-probabilities)")
     claims: list[Claim] = Field(default_factory=list)
     usage: TokenUsage | None = Field(None, description="the backend's token counts (backends that report them)")
     warnings: list[str] = Field(default_factory=list, description="what was changed or found, in one line each")

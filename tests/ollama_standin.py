@@ -29,14 +29,17 @@ class OllamaStandIn:
     #: the first token's alternatives (token, log-probability), sent when a request asks for
     #: log-probabilities, as Ollama >= 0.12.11 does; None: an older server that sends none
     first_alternatives: list[tuple[str, float]] | None = None
+    #: each token's own log-probability; None: the first token's is its first alternative's, the rest 0 (certain)
+    logprobs: list[float] | None = None
 
 
 @contextmanager
 def ollama_standin(model: str = "mistral", tokens: list[str] | None = None, cut_after: int | None = None,
                    hold: threading.Event | None = None,
-                   first_alternatives: list[tuple[str, float]] | None = None) -> Iterator[OllamaStandIn]:
+                   first_alternatives: list[tuple[str, float]] | None = None,
+                   logprobs: list[float] | None = None) -> Iterator[OllamaStandIn]:
     state = OllamaStandIn("", model, tokens or ["Foragers ", "perform ", "the waggle dance ", "[1]."], cut_after,
-                          hold=hold, first_alternatives=first_alternatives)
+                          hold=hold, first_alternatives=first_alternatives, logprobs=logprobs)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -61,9 +64,11 @@ def ollama_standin(model: str = "mistral", tokens: list[str] | None = None, cut_
                     self.connection.shutdown(2)  # mid-stream: no final chunk, no done message
                     return
                 chunk = {"model": state.model, "message": {"role": "assistant", "content": token}, "done": False}
-                if count == 0 and body.get("logprobs") and state.first_alternatives is not None:
-                    chunk["logprobs"] = [{"token": token, "logprob": state.first_alternatives[0][1], "top_logprobs": [
-                        {"token": t, "logprob": lp} for t, lp in state.first_alternatives[:body["top_logprobs"]]]}]
+                if body.get("logprobs") and state.first_alternatives is not None:
+                    top = state.first_alternatives if count == 0 else []
+                    own = state.logprobs[count] if state.logprobs else top[0][1] if top else 0.0
+                    chunk["logprobs"] = [{"token": token, "logprob": own, "top_logprobs": [
+                        {"token": t, "logprob": lp} for t, lp in top[:body["top_logprobs"]]]}]
                 self._chunk(chunk)
                 if count == 0:
                     state.first_token_sent.set()

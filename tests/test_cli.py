@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -168,14 +169,17 @@ def test_store_held_by_another_process_is_a_clear_error(tmp_path):
     assert run("collections", "--store", str(store)).exit_code == 0  # free again once the holder is gone
 
 
-@pytest.mark.parametrize(("tokens", "why"), [
-    (["performs the waggle dance [1][9]"], "(cites passages that were not shown)"),
-    (["They sing to each other [1]"], "(not in the passages it cites)"),
-    (["a single queen [1]"], "(its sentence holds 14% of the question's words)"),
+@pytest.mark.parametrize(("tokens", "sure", "why"), [
+    (["performs the waggle dance [1][9]"], None, "(cites passages that were not shown)"),
+    (["They sing to each other [1]"], None, "(not in the passages it cites)"),
+    (["a single queen [1]"], None, "(its sentence holds 14% of the question's words)"),
+    (["the angle of the waggle run [1]"], 0.2, "(the model was 20% sure of it)"),
 ])
-def test_the_query_output_says_why_a_claim_is_unsupported(ingested, tokens, why):
-    with ollama_standin(tokens=tokens) as ollama:
-        result = run("query", QUESTION, env={"QRAG_GENERATION_BACKEND": "ollama", "QRAG_OLLAMA_HOST": ollama.host})
+def test_the_query_output_says_why_a_claim_is_unsupported(ingested, tokens, sure, why):
+    alternatives = [(tokens[0], math.log(sure))] if sure else None
+    with ollama_standin(tokens=tokens, first_alternatives=alternatives) as ollama:
+        result = run("query", QUESTION, env={"QRAG_GENERATION_BACKEND": "ollama", "QRAG_OLLAMA_HOST": ollama.host,
+                                             "QRAG_GENERATION_MIN_ANSWER_PROBABILITY": "0.5"})
     assert result.exit_code == 0, result.stderr
     assert f"unsupported {why}: {tokens[0]}" in result.stdout, result.stdout
 

@@ -17,9 +17,14 @@ from qrag_qdrant.generation.prompt import NOT_IN_DOCUMENTS, begins_decline, decl
 PASSAGES = [Passage(citation=1, source="a.txt", start=0, end=30, text="The bridge opened in 1932.")]
 
 
+#: the log-probability the scripted server gives every token after the first
+LATER_TOKEN = math.log(0.9)
+
+
 class ScriptedServer:
-    """Streams a fixed reply; the first token carries the given alternatives. A request that
-    ends with an assistant message (a prefill) gets ``continuation``."""
+    """Streams a fixed reply; the first token carries the given alternatives, and every token
+    its own log-probability (LATER_TOKEN after the first). A request that ends with an
+    assistant message (a prefill) gets ``continuation``."""
 
     def __init__(self, reply: list[str], alternatives: list[tuple[str, float]], continuation: list[str]):
         self.reply, self.alternatives, self.continuation = reply, alternatives, continuation
@@ -30,9 +35,11 @@ class ScriptedServer:
         prefilled = request["messages"][-1]["role"] == "assistant"
         for index, token in enumerate(self.continuation if prefilled else self.reply):
             choice: dict[str, Any] = {"index": 0, "delta": {"content": token}}
-            if index == 0 and request.get("logprobs"):
-                choice["logprobs"] = {"content": [{"token": token, "logprob": self.alternatives[0][1], "top_logprobs": [
-                    {"token": t, "logprob": lp} for t, lp in self.alternatives]}]}
+            if request.get("logprobs"):
+                first = index == 0 and not prefilled
+                choice["logprobs"] = {"content": [{
+                    "token": token, "logprob": self.alternatives[0][1] if first else LATER_TOKEN,
+                    "top_logprobs": [{"token": t, "logprob": lp} for t, lp in self.alternatives] if first else []}]}
             if on_chunk({"choices": [choice]}):
                 return
 
@@ -41,6 +48,7 @@ def generator(server: ScriptedServer, threshold: float | None) -> EmbeddedGenera
     backend = object.__new__(EmbeddedGenerator)
     backend.settings, backend.answer_format = LlmSettings(decline_threshold=threshold), "short"
     backend._server, backend.last_usage, backend.last_decline_probability = server, None, None
+    backend.last_answer_logprobs = None
     return backend
 
 
@@ -63,6 +71,8 @@ def test_without_a_threshold_or_below_it_the_greedy_answer_streams_unchanged(thr
     assert list(backend.stream("Who built it?", PASSAGES)) == ANSWERS
     assert backend.last_decline_probability == pytest.approx(0.2)
     assert len(server.requests) == 1 and server.requests[0]["logprobs"]
+    # every token of the answer, with its own log-probability (the answer's confidence)
+    assert backend.last_answer_logprobs == [("Joseph", math.log(0.7)), (" Strauss", LATER_TOKEN), (" [1]", LATER_TOKEN)]
 
 
 def test_at_the_threshold_an_answer_becomes_a_decline_and_the_model_stops():
@@ -77,8 +87,10 @@ def test_below_the_threshold_a_greedy_decline_becomes_the_likeliest_other_answer
     backend = generator(server, 0.5)
     assert "".join(backend.stream("Who built it?", PASSAGES)) == "Joseph Strauss [1]"
     prefill = server.requests[1]["messages"][-1]
-    assert prefill == {"role": "assistant", "content": "Joseph"} and "logprobs" not in server.requests[1]
+    assert prefill == {"role": "assistant", "content": "Joseph"} and "top_logprobs" not in server.requests[1]
     assert backend.last_decline_probability == pytest.approx(0.35)
+    # the answer's tokens: the chosen first token at its own probability, then the continuation's
+    assert backend.last_answer_logprobs == [("Joseph", math.log(0.3)), (" Strauss", LATER_TOKEN), (" [1]", LATER_TOKEN)]
 
 
 def test_a_greedy_decline_above_the_threshold_stays_a_decline():

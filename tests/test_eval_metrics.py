@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from qrag_qdrant.config import load_settings
 from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.eval import DatasetError, EvalQuestion, load_dataset, parse_sweep
 from qrag_qdrant.eval.answering import GeneratedAnswer, answer_metrics, draw, paired_f1, score_answer
@@ -194,13 +195,34 @@ def test_supported_is_worked_out_for_each_relevance_threshold_from_one_run():
     assert curve["0.6"]["unanswerable_shown_supported"] == 0.0 and curve["0.6"]["precision"] == 1.0
 
 
-def test_a_scored_answer_keeps_its_lowest_claim_relevance():
+def test_supported_is_worked_out_for_each_answer_probability_threshold_with_the_runs_relevance_rule():
+    rows = [generated(holds_gold=True, supported=True, relevance=0.8, answer_probability=0.97),
+            generated(holds_gold=True, supported=True, relevance=0.5, answer_probability=None),  # not reported: kept
+            generated(holds_gold=False, supported=True, relevance=0.6, answer_probability=0.55),
+            generated(holds_gold=True, supported=False, relevance=0.1, answer_probability=0.99),  # off the question
+            generated(category="out_of_corpus", supported=True, relevance=0.4, answer_probability=0.7),
+            generated(category="unanswerable", supported=True, relevance=0.9, answer_probability=0.92)]
+    curve = answer_metrics(rows)["supported_at_answer_probability"]  # min_relevance 0.3, the default
+    assert curve["0"] == {"supported": 0.75, "precision": pytest.approx(2 / 3), "recall": pytest.approx(2 / 3),
+                          "unanswerable_shown_supported": 1.0}
+    assert curve["0.6"] == {"supported": 0.5, "precision": 1.0, "recall": pytest.approx(2 / 3),
+                            "unanswerable_shown_supported": 1.0}
+    assert curve["0.75"]["unanswerable_shown_supported"] == 0.5 and curve["0.95"]["unanswerable_shown_supported"] == 0.0
+    # the run's own relevance threshold holds for every probability threshold
+    strict = load_settings(generation={"min_relevance": 0.7}).generation
+    assert answer_metrics(rows, strict)["supported_at_answer_probability"]["0"]["supported"] == 0.25
+    # and the relevance sweep holds the run's probability threshold
+    sure = load_settings(generation={"min_answer_probability": 0.9}).generation
+    assert answer_metrics(rows, sure)["supported_at_relevance"]["0.3"]["unanswerable_shown_supported"] == 0.5
+
+
+def test_a_scored_answer_keeps_its_lowest_claim_relevance_and_its_probability():
     claims = [Claim(text="Broncos [1]", citations=[1], grounded=True, relevance=0.5, supported=True),
               Claim(text="Santa Clara [2]", citations=[2], grounded=True, relevance=0.25, supported=False)]
     answer = Answer(question="Who won where?", abstained=False, retrievers=5, clusters=[], timings_ms={},
-                    answer="Broncos [1]. Santa Clara [2].", claims=claims)
+                    answer="Broncos [1]. Santa Clara [2].", claims=claims, answer_probability=0.81)
     row = score_answer(EvalQuestion(id="q", question="Who won where?", answers=("Broncos",)), "quorum", answer, 1.0)
-    assert row.relevance == 0.25 and row.supported is False
+    assert row.relevance == 0.25 and row.supported is False and row.answer_probability == 0.81
     answer.claims[1] = Claim(text="Denver [3]", citations=[3], grounded=False, supported=False)
     assert score_answer(EvalQuestion(id="q", question="Who won where?", answers=("Broncos",)), "quorum",
                         answer, 1.0).relevance is None

@@ -97,7 +97,7 @@ def test_streams_the_answer_from_the_quorum_evidence(ingested):
     request = ollama.requests[0]
     assert request["model"] == "mistral" and request["stream"] is True
     assert request["logprobs"] is True and request["top_logprobs"] == 10
-    assert answer.decline_probability is None  # a server that sends no log-probabilities
+    assert answer.decline_probability is None and answer.answer_probability is None  # no log-probabilities sent
     # the same prompt as the embedded backend: the rules, the worked examples, then the passages
     assert request["messages"][:-1] == build_messages(QUESTION, answer.passages)[:-1]
     prompt = request["messages"][-1]["content"]
@@ -106,12 +106,16 @@ def test_streams_the_answer_from_the_quorum_evidence(ingested):
         assert f'<passage id="{passage.citation}" source="{passage.source}"' in prompt
 
 
-def test_the_decline_probability_comes_from_the_first_tokens_alternatives(ingested):
+def test_the_decline_and_answer_probabilities_come_from_the_tokens_log_probabilities(ingested):
     alternatives = [("Foragers", math.log(0.6)), ("not", math.log(0.25)), ("Not", math.log(0.05)), ("The", -3.0)]
-    with ollama_standin(first_alternatives=alternatives) as ollama:
+    own = [math.log(0.6), math.log(0.9), math.log(0.5), math.log(0.01)]
+    with ollama_standin(first_alternatives=alternatives, logprobs=own) as ollama:
         answer = ingested(host=ollama.host, model="mistral").answer(QUESTION)
     assert answer.error is None and answer.answer == "Foragers perform the waggle dance [1]."
     assert answer.decline_probability == pytest.approx(0.3)
+    # the short answer's three tokens, not the citation's
+    assert answer.short_answer == "Foragers perform the waggle dance"
+    assert answer.answer_probability == pytest.approx((0.6 * 0.9 * 0.5) ** (1 / 3), abs=1e-4)
 
 
 def test_missing_model_names_the_pull_command(ingested):

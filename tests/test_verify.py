@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from qrag_qdrant import QuorumRAG
@@ -10,7 +12,7 @@ from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.evidence import Answer, Passage
 from qrag_qdrant.generation import BACKENDS, BackendDefaults, open_backend, register_backend
 from qrag_qdrant.generation.prompt import fit_passages
-from qrag_qdrant.generation.verify import check_answer, citations_in, declined, split_claims
+from qrag_qdrant.generation.verify import answer_probability, check_answer, citations_in, declined, split_claims
 from qrag_qdrant.store.edge import EdgeStore
 
 MARK, REFUSE = load_settings().generation, load_settings(generation={"unsupported": "refuse"}).generation
@@ -155,6 +157,45 @@ def test_the_quote_is_held_to_the_question_too():
     assert [(c.grounded, c.supported) for c in quoted.claims] == [(True, True), (True, True)]
     elsewhere = asked("Where was the game played?", '"The Denver Broncos won Super Bowl 50." [1]\nAnswer: Denver')
     assert [(c.grounded, c.supported) for c in elsewhere.claims] == [(True, False), (True, False)]
+
+
+def logprobs(*pairs: tuple[str, float]) -> list[tuple[str, float]]:
+    """Tokens with the probabilities given, as log-probabilities (what backends report)."""
+    return [(token, math.log(probability)) for token, probability in pairs]
+
+
+def test_the_answer_probability_is_the_geometric_mean_of_the_short_answers_tokens():
+    tokens = logprobs(("Santa", 0.4), (" Clara", 0.9), (" [", 0.99), ("2", 0.2), ("]", 1.0))
+    assert answer_probability("Santa Clara", tokens) == pytest.approx(math.sqrt(0.4 * 0.9), abs=1e-4)  # not the [2]
+    # the quote format: the short answer's last occurrence, the Answer line, not the quote
+    quote = logprobs(('"', 1.0), ("Santa", 1.0), (" Clara", 1.0), ('" [2]\nAnswer:', 1.0), (" Santa", 0.5),
+                     (" Clara", 0.5))
+    assert answer_probability("Santa Clara", quote) == pytest.approx(0.5)
+    # a short answer not found among the tokens (written another way): every token counts
+    assert answer_probability("AT&T", logprobs(("AT", 0.5), ("&amp;", 0.5), ("T", 0.5))) == pytest.approx(0.5)
+    assert answer_probability("Santa Clara", None) is None and answer_probability("Santa Clara", []) is None
+
+
+def test_a_grounded_relevant_answer_the_model_was_unsure_of_is_not_supported():
+    tokens = logprobs(("Santa", 0.3), (" Clara", 0.5), (" [", 1.0), ("2", 1.0), ("]", 1.0))
+    unsure_of = load_settings(generation={"min_answer_probability": 0.6}).generation
+    answer = answer_of("Santa Clara [2]")
+    check_answer(answer, PASSAGES, None, unsure_of, tokens)
+    claim = answer.claims[0]
+    assert answer.answer_probability == pytest.approx(math.sqrt(0.15), abs=1e-4)
+    assert claim.grounded and claim.relevance is not None and not claim.supported and claim.unsupported == "unsure"
+    assert answer.warnings == ["1 of 1 claims were written with too little of the model's confidence "
+                               "(generation.min_answer_probability)"]
+    # sure enough, or a backend that reports no log-probabilities: supported
+    for sure, reported in ((load_settings(generation={"min_answer_probability": 0.3}).generation, tokens),
+                           (unsure_of, None)):
+        answer = answer_of("Santa Clara [2]")
+        check_answer(answer, PASSAGES, None, sure, reported)
+        assert answer.claims[0].supported and answer.claims[0].unsupported is None and not answer.warnings
+    # an answer that is not grounded stays "not found", whatever the model's confidence
+    wrong = answer_of("Panthers [1]")
+    check_answer(wrong, PASSAGES, None, unsure_of, tokens)
+    assert wrong.claims[0].unsupported == "not found"
 
 
 def test_invalid_and_missing_citations_are_flagged():

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
-from ..config import Settings
+from ..config import GenerationSettings, Settings
 from ..evidence import Answer, Evidence, EvidenceCluster
 from ..generation import GenerationBackend
 from ..generation.answer import answer_from
@@ -61,6 +61,8 @@ class GeneratedAnswer:
     decline_probability: float | None = None
     #: the lowest relevance of its claims, all grounded (None: a claim is not), to choose generation.min_relevance
     relevance: float | None = None
+    #: the model's confidence in its short answer (None: not reported), to choose generation.min_answer_probability
+    answer_probability: float | None = None
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
     completion_tokens: int | None = None
@@ -101,6 +103,7 @@ def score_answer(question: EvalQuestion, system: str, answer: Answer, seconds: f
         claim_scores=[c.score for c in judged if c.score is not None], decline_probability=answer.decline_probability,
         relevance=min((c.relevance for c in answer.claims), default=None)
         if answer.claims and all(c.relevance is not None for c in answer.claims) else None,
+        answer_probability=answer.answer_probability,
         **(answer.usage.model_dump() if answer.usage is not None else {}))
 
 
@@ -140,6 +143,8 @@ def decline_curve(rows: Sequence[GeneratedAnswer]) -> dict[str, dict[str, float 
 
 #: the generation.min_relevance values whose outcome ``answer_metrics`` works out from one run
 RELEVANCE_THRESHOLDS = (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6)
+#: the generation.min_answer_probability values whose outcome ``answer_metrics`` works out from one run
+ANSWER_PROBABILITY_THRESHOLDS = (0.0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 
 
 def support_scores(rows: Sequence[GeneratedAnswer],
@@ -157,8 +162,20 @@ def support_scores(rows: Sequence[GeneratedAnswer],
             "unanswerable_shown_supported": mean_of([supported(r) for r in reached]) if reached else None}
 
 
-def answer_metrics(rows: Sequence[GeneratedAnswer]) -> dict[str, Any]:
-    """Per system: scores over answerable questions, abstention per kind, checks and speed."""
+def relevant(row: GeneratedAnswer, min_relevance: float) -> bool:
+    """Every claim grounded, and relevant at ``min_relevance``."""
+    return row.relevance is not None and row.relevance >= min_relevance
+
+
+def sure(row: GeneratedAnswer, min_answer_probability: float) -> bool:
+    """The model's confidence in its short answer reaches the threshold, or was not reported."""
+    return row.answer_probability is None or row.answer_probability >= min_answer_probability
+
+
+def answer_metrics(rows: Sequence[GeneratedAnswer], options: GenerationSettings | None = None) -> dict[str, Any]:
+    """Per system: scores over answerable questions, abstention per kind, checks and speed.
+    ``options``: the run's checks, which each threshold sweep holds fixed but its own."""
+    options = options or GenerationSettings()
     answerable = [r for r in rows if r.category == "answerable"]
     answered = [r for r in rows if r.answered]
     asked = [r for r in rows if r.outcome != "gate" and r.prompt_tokens is not None]
@@ -189,8 +206,10 @@ def answer_metrics(rows: Sequence[GeneratedAnswer]) -> dict[str, Any]:
                   "recall": len(caught) / len(wrong) if wrong else None},
         # "supported" (grounding and relevance checks, and the judge where on) against holding the gold answer
         "grounding": support_scores(rows),
-        "supported_at_relevance": {f"{t:g}": support_scores(rows, lambda r, t=t: r.relevance is not None
-                                                            and r.relevance >= t) for t in RELEVANCE_THRESHOLDS},
+        "supported_at_relevance": {f"{t:g}": support_scores(
+            rows, lambda r, t=t: relevant(r, t) and sure(r, options.min_answer_probability)) for t in RELEVANCE_THRESHOLDS},
+        "supported_at_answer_probability": {f"{t:g}": support_scores(
+            rows, lambda r, t=t: relevant(r, options.min_relevance) and sure(r, t)) for t in ANSWER_PROBABILITY_THRESHOLDS},
         "unanswerable_reached_model": sum(r.should_not_answer for r in rows),
         "context_words": mean_of([r.context_words for r in rows if r.outcome != "gate"]),
         "prompt_tokens": mean_of([r.prompt_tokens or 0 for r in asked]),
@@ -228,7 +247,8 @@ class AnswerEvaluation:
                 on_answer(rows[name][-1])
             advance()
         result: dict[str, Any] = {"questions": len(questions), "model": model_label(self.settings),
-                                  "systems": {name: answer_metrics(per) for name, per in rows.items()},
+                                  "systems": {name: answer_metrics(per, self.settings.generation)
+                                              for name, per in rows.items()},
                                   "rows": [asdict(r) for per in rows.values() for r in per]}
         if len(self.systems) >= 2:
             first, second = self.systems[:2]

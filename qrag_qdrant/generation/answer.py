@@ -66,4 +66,4 @@ def generate_answer(result: Answer, passages: Sequence[Passage], backend: Callab
         result.error, result.answer = "the model returned an empty answer", None
     if result.error is None:
         judge = opened if settings.generation.judge and isinstance(opened, Judge) else None
-        check_answer(result, sent, judge, settings.generation)
+        check_answer(result, sent, judge, settings.generation, opened.last_answer_logprobs if opened else None)

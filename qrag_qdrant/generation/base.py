@@ -35,6 +35,9 @@ class GenerationBackend(Protocol):
     last_usage: Usage | None
     #: its probability of replying "not in the documents", set before the first token; None: unknown
     last_decline_probability: float | None
+    #: the last answer's tokens as generated, each with its log-probability, set when its stream ends;
+    #: None: the backend cannot tell (the answer's confidence is then unknown, and not checked)
+    last_answer_logprobs: list[tuple[str, float]] | None
 
     def stream(self, question: str, passages: Sequence[Passage]) -> Generator[str, None, None]:
         """The answer's text as it arrives; a failure is one GenerationError naming the fix.
@@ -47,6 +50,7 @@ class BackendDefaults:
     context_tokens: int | None = None
     last_usage: Usage | None = None
     last_decline_probability: float | None = None
+    last_answer_logprobs: list[tuple[str, float]] | None = None
 
 
 @runtime_checkable

@@ -160,6 +160,7 @@ class EmbeddedGenerator:
         self._server = _server(self.path, settings)
         self.last_usage: Usage | None = None
         self.last_decline_probability: float | None = None
+        self.last_answer_logprobs: list[tuple[str, float]] | None = None
 
     def stream(self, question: str, passages: Sequence[Passage]) -> Generator[str, None, None]:
         """Tokens as llama.cpp produces them (its callback runs on a worker thread).
@@ -167,22 +168,25 @@ class EmbeddedGenerator:
         ``last_decline_probability`` is set from the first token's alternatives before that
         token is yielded. With ``llm.decline_threshold``, that probability decides: at or above
         it the reply is "not in the documents"; below it a greedy decline is replaced by the
-        answer that begins with the likeliest other first token."""
+        answer that begins with the likeliest other first token. ``last_answer_logprobs`` fills
+        as the answer streams."""
         messages = build_messages(question, passages, self.answer_format)
         alternatives: list[tuple[str, float]] = []
+        chosen: list[tuple[str, float]] = []
 
         def on_first(top: list[tuple[str, float]]) -> None:
             alternatives.extend(top)
             self.last_decline_probability = decline_probability(top)
 
-        self.last_decline_probability = None
+        self.last_decline_probability, self.last_answer_logprobs = None, None
         tokens = self._chat({"messages": messages, "max_tokens": self.settings.max_tokens, "logprobs": True,
-                             "top_logprobs": TOP_LOGPROBS}, on_first=on_first)
+                             "top_logprobs": TOP_LOGPROBS}, on_first=on_first, chosen=chosen)
         first = next(tokens, None)
         if first is None:
             return
         threshold, declining = self.settings.decline_threshold, self.last_decline_probability
         if threshold is None or declining is None or (declining >= threshold) == begins_decline(first):
+            self.last_answer_logprobs = chosen
             yield first
             yield from tokens
             return
@@ -190,13 +194,15 @@ class EmbeddedGenerator:
         if declining >= threshold:
             yield NOT_IN_DOCUMENTS
             return
-        start = next((token for token, _ in alternatives if not begins_decline(token)), None)
+        start = next(((token, logprob) for token, logprob in alternatives if not begins_decline(token)), None)
         if start is None:  # every alternative llama.cpp reported declines
             yield NOT_IN_DOCUMENTS
             return
-        yield start
-        yield from self._chat({"messages": [*messages, {"role": "assistant", "content": start}],
-                               "max_tokens": max(1, self.settings.max_tokens - 1)})
+        self.last_answer_logprobs = [start]
+        yield start[0]
+        yield from self._chat({"messages": [*messages, {"role": "assistant", "content": start[0]}],
+                               "max_tokens": max(1, self.settings.max_tokens - 1), "logprobs": True},
+                              chosen=self.last_answer_logprobs)
 
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); llama.cpp stops at its next token once
@@ -204,10 +210,11 @@ class EmbeddedGenerator:
         return "".join(self._chat({"messages": chat_messages(system, prompt), "max_tokens": max_tokens}, cancelled))
 
     def _chat(self, request: dict[str, Any], cancelled: threading.Event | None = None,
-              on_first: Callable[[list[tuple[str, float]]], None] | None = None) -> Iterator[str]:
+              on_first: Callable[[list[tuple[str, float]]], None] | None = None,
+              chosen: list[tuple[str, float]] | None = None) -> Iterator[str]:
         """A streamed chat completion, greedy; closing the iterator early stops the model too.
-        ``on_first`` gets the first token's top alternatives (token, log-probability) when the
-        request asks for log-probabilities."""
+        When the request asks for log-probabilities, ``on_first`` gets the first token's top
+        alternatives (token, log-probability) and ``chosen`` each generated token with its own."""
         chunks: queue.Queue[Any] = queue.Queue()
         done = object()
         stop = threading.Event()
@@ -240,8 +247,11 @@ class EmbeddedGenerator:
                 for choice in chunk.get("choices", ()):
                     text = (choice.get("delta") or {}).get("content")
                     if text:
-                        if first and on_first and (logprobs := choice.get("logprobs")):
+                        logprobs = choice.get("logprobs") or {}
+                        if first and on_first and logprobs:
                             on_first(alternatives(logprobs["content"][0]["top_logprobs"]))
+                        if chosen is not None:
+                            chosen.extend((entry["token"], entry["logprob"]) for entry in logprobs.get("content") or ())
                         first = False
                         yield text
         finally:

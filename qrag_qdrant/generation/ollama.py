@@ -32,11 +32,13 @@ class OllamaGenerator:
         self.context_tokens: int | None = None
         self.last_usage: Usage | None = None
         self.last_decline_probability: float | None = None
+        self.last_answer_logprobs: list[tuple[str, float]] | None = None
 
     def stream(self, question: str, passages: Sequence[Passage]) -> Generator[str, None, None]:
         """The answer's text as it arrives; failures become one GenerationError naming the fix.
-        ``last_decline_probability`` comes from the first token's alternatives, when the server
-        sends log-probabilities (older Ollama versions ignore the request: None)."""
+        ``last_decline_probability`` comes from the first token's alternatives and
+        ``last_answer_logprobs`` from each token's, when the server sends log-probabilities
+        (older Ollama versions ignore the request: None)."""
         return self._chat(build_messages(question, passages, self.answer_format), logprobs=True)
 
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
@@ -54,15 +56,20 @@ class OllamaGenerator:
         import ollama
 
         host, model = redacted(self.settings.host), self.settings.model
-        self.last_usage, self.last_decline_probability, first = None, None, True
+        self.last_usage, self.last_decline_probability, self.last_answer_logprobs, first = None, None, None, True
         try:
             chunks: Any = self._client.chat(model=model, messages=messages, stream=True, options=options,
                                             **({"logprobs": True, "top_logprobs": TOP_LOGPROBS} if logprobs else {}))
             for chunk in chunks:
                 if chunk["message"]["content"]:
-                    if first and chunk.get("logprobs"):
-                        self.last_decline_probability = decline_probability(  # sent by Ollama >= 0.12.11
-                            alternatives(chunk["logprobs"][0]["top_logprobs"]))
+                    if logprobs and chunk.get("logprobs"):  # sent by Ollama >= 0.12.11
+                        if first:
+                            self.last_decline_probability = decline_probability(
+                                alternatives(chunk["logprobs"][0]["top_logprobs"]))
+                            self.last_answer_logprobs = []
+                        if self.last_answer_logprobs is not None:
+                            self.last_answer_logprobs.extend((entry["token"], entry["logprob"])
+                                                             for entry in chunk["logprobs"])
                     first = False
                     yield chunk["message"]["content"]
                 if chunk.get("done") and chunk.get("eval_count") is not None:  # Ollama's closing counts

@@ -16,11 +16,18 @@ exact. So a grounded claim is also scored for relevance: the share of the questi
 (stems, no stopwords) found in the sentence of the cited passage that holds it. A claim is
 supported only when that share reaches ``generation.min_relevance``, and a short answer that
 only repeats the question's words is no answer.
+
+Neither check sees a wrong span of the right sentence, nor a name copied from a sentence on the
+question's topic. The model's own token probabilities do: a grounded, relevant claim is supported
+only when the model wrote its short answer with a geometric-mean token probability of at least
+``generation.min_answer_probability`` (backends that report log-probabilities).
 """
 
 from __future__ import annotations
 
 import html
+import itertools
+import math
 import re
 import unicodedata
 from collections import Counter
@@ -41,11 +48,12 @@ NOT_WORD = re.compile(r"[\W_]+")
 JUDGE_SYSTEM = "You check whether quoted passages support a claim. Reply with one word: yes or no."
 #: a claim is supported when the judge's P(yes) is at least this
 SUPPORTED = 0.5
-#: why a claim is not supported, as its warning says it
+#: why a claim is not supported (``Claim.unsupported``), as its warning says it
 UNSUPPORTED = {
     "not found": "are not found in the passages they cite",
     "off the question": "come from a sentence that shares too few of the question's words "
                         "(the passage may be about something else)",
+    "unsure": "were written with too little of the model's confidence (generation.min_answer_probability)",
     "doubted": "were not confirmed by the judge",
 }
 
@@ -117,6 +125,22 @@ def relevance(question: str, claim: str, passage: str) -> float:
     return round(max(len(asked & terms(sentence)) for sentence in holding) / len(asked), 4)
 
 
+def answer_probability(short: str | None, tokens: Sequence[tuple[str, float]] | None) -> float | None:
+    """How sure the model was of its short answer: the geometric mean of the probabilities of the
+    tokens that wrote it (its last occurrence in the answer: the quote format's ``Answer:`` line),
+    or of every token when the short answer is not among them. None: no log-probabilities."""
+    if not tokens:
+        return None
+    text = "".join(token for token, _ in tokens)
+    start = text.rfind(short) if short else -1
+    chosen = list(tokens)
+    if start >= 0:
+        ends = list(itertools.accumulate(len(token) for token, _ in tokens))
+        chosen = [(token, logprob) for (token, logprob), end in zip(tokens, ends)
+                  if end > start and end - len(token) < start + len(short)]
+    return round(math.exp(sum(logprob for _, logprob in chosen) / len(chosen)), 4)
+
+
 def judge_prompt(claim: Claim, passages: Sequence[Passage]) -> str:
     cited = [p for p in passages if p.citation in claim.citations] or list(passages)
     quoted = "\n\n".join(fence(p) for p in cited)
@@ -124,19 +148,18 @@ def judge_prompt(claim: Claim, passages: Sequence[Passage]) -> str:
            "Do the passages support the claim? Answer yes or no."
 
 
-def unsupported_because(claim: Claim) -> str:
-    return "not found" if not claim.grounded else "doubted" if claim.score is not None else "off the question"
-
-
 def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | None,
-                 options: GenerationSettings) -> None:
-    """Fill ``answer.short_answer``, its claims and warnings; turn a decline or a refused answer
-    into an abstention."""
+                 options: GenerationSettings, tokens: Sequence[tuple[str, float]] | None = None) -> None:
+    """Fill ``answer.short_answer``, its probability (from ``tokens``, the answer's tokens with
+    their log-probabilities, when the backend reports them), its claims and warnings; turn a
+    decline or a refused answer into an abstention."""
     text = (answer.answer or "").strip()
     if declined(text):
         answer.abstained, answer.abstain_reason = True, "model_declined"
         return
     answer.short_answer = short_answer_of(text)
+    answer.answer_probability = answer_probability(answer.short_answer, tokens)
+    unsure = answer.answer_probability is not None and answer.answer_probability < options.min_answer_probability
     shown = [p.citation for p in passages]
     answer.claims = split_claims(text, shown)
     invalid = sorted({n for claim in answer.claims for n in claim.invalid_citations})
@@ -149,11 +172,14 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         holder = grounding(claim, passages, valid)
         claim.grounded = holder is not None
         claim.relevance = relevance(answer.question, claim.text, holder.text) if holder is not None else None
-        claim.supported = claim.relevance is not None and claim.relevance >= options.min_relevance
-        if judge is not None and claim.supported:
+        claim.unsupported = ("not found" if claim.relevance is None else
+                             "off the question" if claim.relevance < options.min_relevance else
+                             "unsure" if unsure else None)
+        if judge is not None and claim.unsupported is None:
             claim.score = round(judge.yes_probability(JUDGE_SYSTEM, judge_prompt(claim, passages)), 4)
-            claim.supported = claim.score >= SUPPORTED
-    counts = Counter(unsupported_because(c) for c in answer.claims if not c.supported)
+            claim.unsupported = "doubted" if claim.score < SUPPORTED else None
+        claim.supported = claim.unsupported is None
+    counts = Counter(c.unsupported for c in answer.claims if not c.supported)
     answer.warnings.extend(f"{counts[kind]} of {len(answer.claims)} claims {why}" for kind, why in UNSUPPORTED.items()
                            if counts[kind])
     if counts and options.unsupported == "refuse":
