@@ -1,7 +1,8 @@
 """Run today's answer checks again on answers an earlier ``eval --generate`` wrote: each answered
 quorum row's passages are retrieved again and ``generation.verify.check_answer`` (the query path's
-own check) fills ``relevance`` and ``supported`` anew. The model is not called, so a new check is
-measured on answers already paid for.
+own check) fills ``relevance`` and ``supported`` anew, with the row's ``answer_probability`` (rows
+written before it was recorded are not held to ``generation.min_answer_probability``). The model
+is not called, so a new check is measured on answers already paid for.
 
     python benchmarks/recheck_answers.py ../shared/data/squad-dev --store $S --namespace eval-squad-dev \\
         --out rechecked.jsonl answers-a.jsonl answers-b.jsonl
@@ -43,7 +44,8 @@ def main() -> None:
                 if row["system"] == "quorum" and row["outcome"] is None:
                     question = questions[row["id"]]
                     evidence = rag.retrieve(question.question)
-                    answer = Answer.from_evidence(evidence, answer=row["answer"])
+                    answer = Answer.from_evidence(evidence, answer=row["answer"],
+                                                  answer_probability=row.get("answer_probability"))
                     check_answer(answer, evidence.passages, None, settings.generation)
                     scored = score_answer(question, row["system"], answer, row["seconds"])
                     # rows written before the relevance check: supported meant grounded

@@ -198,7 +198,7 @@ class GenerationSettings(Section):
         0.3, ge=0.0, le=1.0, description="a grounded claim is supported only when at least this share of the "
         "question's words occur in the sentence of the cited passage that holds it (0: grounding alone)")
     min_answer_probability: float = Field(
-        0.0, ge=0.0, le=1.0, description="a grounded, relevant claim is supported only when the model wrote its "
+        0.85, ge=0.0, le=1.0, description="a grounded, relevant claim is supported only when the model wrote its "
         "short answer with at least this geometric-mean token probability (backends that report log-probabilities; "
         "0: not checked)")
     judge: bool = Field(False, description="also ask the model whether the cited passages support each claim that "

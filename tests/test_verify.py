@@ -166,21 +166,23 @@ def logprobs(*pairs: tuple[str, float]) -> list[tuple[str, float]]:
 
 def test_the_answer_probability_is_the_geometric_mean_of_the_short_answers_tokens():
     tokens = logprobs(("Santa", 0.4), (" Clara", 0.9), (" [", 0.99), ("2", 0.2), ("]", 1.0))
-    assert answer_probability("Santa Clara", tokens) == pytest.approx(math.sqrt(0.4 * 0.9), abs=1e-4)  # not the [2]
+    assert answer_probability("Santa Clara [2]", tokens) == pytest.approx(math.sqrt(0.4 * 0.9), abs=1e-4)  # not [2]
     # the quote format: the short answer's last occurrence, the Answer line, not the quote
     quote = logprobs(('"', 1.0), ("Santa", 1.0), (" Clara", 1.0), ('" [2]\nAnswer:', 1.0), (" Santa", 0.5),
                      (" Clara", 0.5))
-    assert answer_probability("Santa Clara", quote) == pytest.approx(0.5)
+    assert answer_probability('"Santa Clara" [2]\nAnswer: Santa Clara', quote) == pytest.approx(0.5)
     # a short answer not found among the tokens (written another way): every token counts
-    assert answer_probability("AT&T", logprobs(("AT", 0.5), ("&amp;", 0.5), ("T", 0.5))) == pytest.approx(0.5)
-    assert answer_probability("Santa Clara", None) is None and answer_probability("Santa Clara", []) is None
+    assert answer_probability("AT&amp;T [1]", logprobs(("AT", 0.5), ("&amp;", 0.5), ("T [1]", 0.5))) == \
+        pytest.approx(0.5)
+    assert answer_probability("Santa Clara [2]", None) is None and answer_probability("Santa Clara [2]", []) is None
 
 
 def test_a_grounded_relevant_answer_the_model_was_unsure_of_is_not_supported():
     tokens = logprobs(("Santa", 0.3), (" Clara", 0.5), (" [", 1.0), ("2", 1.0), ("]", 1.0))
     unsure_of = load_settings(generation={"min_answer_probability": 0.6}).generation
     answer = answer_of("Santa Clara [2]")
-    check_answer(answer, PASSAGES, None, unsure_of, tokens)
+    answer.answer_probability = answer_probability(answer.answer, tokens)
+    check_answer(answer, PASSAGES, None, unsure_of)
     claim = answer.claims[0]
     assert answer.answer_probability == pytest.approx(math.sqrt(0.15), abs=1e-4)
     assert claim.grounded and claim.relevance is not None and not claim.supported and claim.unsupported == "unsure"
@@ -190,11 +192,13 @@ def test_a_grounded_relevant_answer_the_model_was_unsure_of_is_not_supported():
     for sure, reported in ((load_settings(generation={"min_answer_probability": 0.3}).generation, tokens),
                            (unsure_of, None)):
         answer = answer_of("Santa Clara [2]")
-        check_answer(answer, PASSAGES, None, sure, reported)
+        answer.answer_probability = answer_probability(answer.answer, reported)
+        check_answer(answer, PASSAGES, None, sure)
         assert answer.claims[0].supported and answer.claims[0].unsupported is None and not answer.warnings
     # an answer that is not grounded stays "not found", whatever the model's confidence
     wrong = answer_of("Panthers [1]")
-    check_answer(wrong, PASSAGES, None, unsure_of, tokens)
+    wrong.answer_probability = 0.1
+    check_answer(wrong, PASSAGES, None, unsure_of)
     assert wrong.claims[0].unsupported == "not found"
 
 

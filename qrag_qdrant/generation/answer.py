@@ -15,7 +15,7 @@ from ..errors import GenerationError
 from ..evidence import Answer, Evidence, Passage, TokenUsage
 from .base import GenerationBackend, Judge
 from .prompt import fit_passages
-from .verify import check_answer
+from .verify import answer_probability, check_answer
 
 
 def answer_from(evidence: Evidence, backend: Callable[[], GenerationBackend], settings: Settings,
@@ -66,4 +66,5 @@ def generate_answer(result: Answer, passages: Sequence[Passage], backend: Callab
         result.error, result.answer = "the model returned an empty answer", None
     if result.error is None:
         judge = opened if settings.generation.judge and isinstance(opened, Judge) else None
-        check_answer(result, sent, judge, settings.generation, opened.last_answer_logprobs if opened else None)
+        result.answer_probability = answer_probability(result.answer or "", opened.last_answer_logprobs if opened else None)
+        check_answer(result, sent, judge, settings.generation)

@@ -125,16 +125,18 @@ def relevance(question: str, claim: str, passage: str) -> float:
     return round(max(len(asked & terms(sentence)) for sentence in holding) / len(asked), 4)
 
 
-def answer_probability(short: str | None, tokens: Sequence[tuple[str, float]] | None) -> float | None:
+def answer_probability(answer: str, tokens: Sequence[tuple[str, float]] | None) -> float | None:
     """How sure the model was of its short answer: the geometric mean of the probabilities of the
-    tokens that wrote it (its last occurrence in the answer: the quote format's ``Answer:`` line),
-    or of every token when the short answer is not among them. None: no log-probabilities."""
+    ``tokens`` (the answer's, as the backend reported them) that wrote it, at its last occurrence
+    (the quote format's ``Answer:`` line), or of every token when it is not among them. None: no
+    log-probabilities."""
     if not tokens:
         return None
+    short = short_answer_of(answer)
     text = "".join(token for token, _ in tokens)
     start = text.rfind(short) if short else -1
     chosen = list(tokens)
-    if start >= 0:
+    if short and start >= 0:
         ends = list(itertools.accumulate(len(token) for token, _ in tokens))
         chosen = [(token, logprob) for (token, logprob), end in zip(tokens, ends)
                   if end > start and end - len(token) < start + len(short)]
@@ -149,16 +151,15 @@ def judge_prompt(claim: Claim, passages: Sequence[Passage]) -> str:
 
 
 def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | None,
-                 options: GenerationSettings, tokens: Sequence[tuple[str, float]] | None = None) -> None:
-    """Fill ``answer.short_answer``, its probability (from ``tokens``, the answer's tokens with
-    their log-probabilities, when the backend reports them), its claims and warnings; turn a
-    decline or a refused answer into an abstention."""
+                 options: GenerationSettings) -> None:
+    """Fill ``answer.short_answer``, its claims and warnings; turn a decline or a refused answer
+    into an abstention. ``answer.answer_probability``, when the generation step could tell it,
+    must reach ``options.min_answer_probability``."""
     text = (answer.answer or "").strip()
     if declined(text):
         answer.abstained, answer.abstain_reason = True, "model_declined"
         return
     answer.short_answer = short_answer_of(text)
-    answer.answer_probability = answer_probability(answer.short_answer, tokens)
     unsure = answer.answer_probability is not None and answer.answer_probability < options.min_answer_probability
     shown = [p.citation for p in passages]
     answer.claims = split_claims(text, shown)
