@@ -202,6 +202,18 @@ def test_a_grounded_relevant_answer_the_model_was_unsure_of_is_not_supported():
     assert wrong.claims[0].unsupported == "not found"
 
 
+def test_a_list_number_stays_with_the_sentence_it_starts():
+    # the README's own answer: "8." alone was a claim of its own, an echo off the question
+    passages = [Passage(citation=1, source="design.md", start=0, end=120,
+                        text="Passages are numbered. 8. If no cluster reaches the quorum, it abstains. 9. Otherwise "
+                             "the gate decides.")]
+    answer = asked("When does it abstain?", "8. if no cluster reaches the quorum, it abstains [1]", passages)
+    assert [c.text for c in answer.claims] == ["8. if no cluster reaches the quorum, it abstains [1]"]
+    assert answer.claims[0].supported and answer.claims[0].relevance == 1.0 and not answer.warnings
+    assert [c.text for c in split_claims("a) Broncos won [1]. b) In 2016 [1].", [1])] == ["a) Broncos won [1].",
+                                                                                        "b) In 2016 [1]."]
+
+
 def test_invalid_and_missing_citations_are_flagged():
     invalid = answer_of("The Broncos won [7].")
     check_answer(invalid, PASSAGES, None, MARK)

@@ -41,6 +41,8 @@ from .prompt import NOT_IN_DOCUMENTS, fence
 
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*\n\s*")
+#: a list item's number or letter ("8.", "b)"): not a sentence, the start of the next one
+ENUMERATOR = re.compile(r"\(?(?:\d{1,3}|[a-z])[.)]", re.IGNORECASE)
 #: the quote format's answer line, and a line's leading label
 ANSWER_LINE = re.compile(r"^\s*answer\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
 LABEL = re.compile(r"^\s*(?:answer|quote)\s*:\s*", re.IGNORECASE)
@@ -62,12 +64,24 @@ def citations_in(text: str) -> list[int]:
     return [int(n) for group in CITATION.findall(text) for n in re.split(r"\s*[,;]\s*", group)]
 
 
+def sentences(text: str) -> list[str]:
+    """The text's sentences and lines; a list item's number ("8. If no cluster ...") stays with
+    the sentence it starts."""
+    found: list[str] = []
+    number = ""
+    for sentence in SENTENCE_END.split(text.strip()):
+        if ENUMERATOR.fullmatch(sentence.strip()):
+            number += sentence.strip() + " "
+        elif sentence.strip():
+            found.append(number + sentence)
+            number = ""
+    return found + [number.strip()] if number else found
+
+
 def split_claims(answer: str, shown: Sequence[int]) -> list[Claim]:
     """Sentences with their citations; a fragment that is only citations joins the sentence before."""
     claims: list[Claim] = []
-    for sentence in SENTENCE_END.split(answer.strip()):
-        if not sentence.strip():
-            continue
+    for sentence in sentences(answer):
         if claims and not CITATION.sub("", sentence).strip(" .,;"):
             claims[-1] = _claim(f"{claims[-1].text} {sentence}", shown)
         else:
@@ -121,7 +135,7 @@ def relevance(question: str, claim: str, passage: str) -> float:
     if not asked:
         return 1.0
     words = normalised(bare(claim))
-    holding = [s for s in SENTENCE_END.split(passage) if words in normalised(s)] or [passage]
+    holding = [s for s in sentences(passage) if words in normalised(s)] or [passage]
     return round(max(len(asked & terms(sentence)) for sentence in holding) / len(asked), 4)
 
 
