@@ -35,8 +35,8 @@ class GenerationBackend(Protocol):
     last_usage: Usage | None
     #: its probability of replying "not in the documents", set before the first token; None: unknown
     last_decline_probability: float | None
-    #: the last answer's tokens as generated, each with its log-probability, set when its stream ends;
-    #: None: the backend cannot tell (the answer's confidence is then unknown, and not checked)
+    #: the last answer's tokens as generated, each with its log-probability, complete when its stream
+    #: ends; None: the backend cannot tell (the answer's confidence is then unknown, and not checked)
     last_answer_logprobs: list[tuple[str, float]] | None
 
     def stream(self, question: str, passages: Sequence[Passage]) -> Generator[str, None, None]:
