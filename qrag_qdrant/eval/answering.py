@@ -24,7 +24,7 @@ from ..config import GenerationSettings, Settings
 from ..evidence import Answer, Evidence, EvidenceCluster
 from ..generation import GenerationBackend
 from ..generation.answer import answer_from
-from ..generation.verify import CITATION
+from ..generation.verify import CITATION, confident
 from .dataset import CATEGORIES, EvalQuestion
 from .metrics import SystemAnswer, exact_match, holds_answer, mean_of, paired_test, percentile, token_f1
 
@@ -168,8 +168,8 @@ def relevant(row: GeneratedAnswer, min_relevance: float) -> bool:
 
 
 def sure(row: GeneratedAnswer, min_answer_probability: float) -> bool:
-    """The model's confidence in its short answer reaches the threshold, or was not reported."""
-    return row.answer_probability is None or row.answer_probability >= min_answer_probability
+    """The answer passes the answer step's confidence rule at ``min_answer_probability``."""
+    return confident(row.answer_probability, min_answer_probability)
 
 
 def answer_metrics(rows: Sequence[GeneratedAnswer], options: GenerationSettings | None = None) -> dict[str, Any]:

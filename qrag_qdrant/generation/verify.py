@@ -157,6 +157,11 @@ def answer_probability(answer: str, tokens: Sequence[tuple[str, float]] | None) 
     return round(math.exp(sum(logprob for _, logprob in chosen) / len(chosen)), 4)
 
 
+def confident(probability: float | None, minimum: float) -> bool:
+    """The model's confidence in its answer reaches ``minimum``; one it did not report is not checked."""
+    return probability is None or probability >= minimum
+
+
 def judge_prompt(claim: Claim, passages: Sequence[Passage]) -> str:
     cited = [p for p in passages if p.citation in claim.citations] or list(passages)
     quoted = "\n\n".join(fence(p) for p in cited)
@@ -174,7 +179,7 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         answer.abstained, answer.abstain_reason = True, "model_declined"
         return
     answer.short_answer = short_answer_of(text)
-    unsure = answer.answer_probability is not None and answer.answer_probability < options.min_answer_probability
+    unsure = not confident(answer.answer_probability, options.min_answer_probability)
     shown = [p.citation for p in passages]
     answer.claims = split_claims(text, shown)
     invalid = sorted({n for claim in answer.claims for n in claim.invalid_citations})
