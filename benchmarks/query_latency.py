@@ -10,7 +10,8 @@ For each question, in alternating order so both see the same machine load:
   Qdrant query on one collection (dense and bm25 prefetches fused by Qdrant's RRF), the
   top chunks' text.
 
-Prints p50/p95 of both, their ratio, each quorum stage's p50, how often the top cluster holds
+The store is warmed first as the service and eval warm it (``--page-cache cold``: as one CLI
+query finds it). Prints p50/p95 of both, their ratio, each quorum stage's p50, how often the top cluster holds
 a gold answer, and the process's peak RSS (the query process's memory at this store size).
 """
 
@@ -37,6 +38,12 @@ def summary(values: list[float]) -> dict[str, float]:
     return {"p50_ms": round(percentile(values, 50), 2), "p95_ms": round(percentile(values, 95), 2)}
 
 
+def rss_parts() -> dict[str, int]:
+    fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
+    return {name: round(int(fields[field].split()[0]) / 1024)
+            for name, field in (("anon", "RssAnon"), ("file", "RssFile")) if field in fields}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", type=Path, default=Path(".qrag"))
@@ -47,6 +54,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--json-out", type=Path)
+    parser.add_argument("--page-cache", choices=("warm", "cold"), default="warm",
+                        help="warm: the store readied as the service and eval ready it (QuorumRAG.warm); "
+                             "cold: as one CLI query finds it, its on-disk files read as questions need them")
     parser.add_argument("--blas-threads", choices=("one", "default"), default="one",
                         help="one: as the processes qrag-qdrant starts (qrag_qdrant.threads); default: OpenBLAS's pool")
     args = parser.parse_args()
@@ -62,6 +72,8 @@ def main() -> None:
         manifest = rag.store.manifest(hybrid_spec.name)
         hybrid_bm25 = SparseEmbedder(manifest.bm25_settings)
         embedder = rag.embedder()
+        if args.page_cache == "warm":
+            rag.warm()
 
         def single_hybrid(question: str) -> list[str]:
             hits = rag.store.hybrid(hybrid_spec.name, embedder.query_embed(question).tolist(),
@@ -99,6 +111,7 @@ def main() -> None:
         "points_per_collection": points,
         "questions": len(quorum_ms),
         "blas_threads": args.blas_threads,
+        "page_cache": args.page_cache,
         "quorum": quorum,
         "single_hybrid": {**hybrid, "collection": hybrid_spec.name},
         "ratio_quorum_p50_to_hybrid_p50": round(quorum["p50_ms"] / hybrid["p50_ms"], 3),
@@ -106,6 +119,9 @@ def main() -> None:
         "abstained": abstained,
         "top_cluster_holds_answer": round(hits / len(quorum_ms), 3),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        # at the end: the process's own memory, and the pages of the store's files it has mapped
+        # (clean page cache, which the kernel takes back under memory pressure)
+        "rss_end_mb": rss_parts(),
     }
     print(json.dumps(result, indent=2))
     if args.json_out:

@@ -86,6 +86,11 @@ class QuorumRAG:
     def retrieve(self, question: str) -> Evidence:
         return self.coordinator.retrieve(question)
 
+    def warm(self) -> None:
+        """Call once in a process that will answer many questions: the embedded store's files are
+        read into the page cache, and kept warm after this process's ingests (docs/scaling.md)."""
+        self.coordinator.warm()
+
     def generator(self) -> GenerationBackend:
         """The configured backend (generation.backend), opened once."""
         if self._generator is None:

@@ -300,6 +300,7 @@ def mcp_stdio(config: ConfigOption = None, store: StoreOption = None, namespace:
     from .mcp_server import LocalNamespace, build_server
 
     with open_rag(config, store, namespace) as rag:
+        rag.warm()
         local = LocalNamespace(rag)
         build_server(lambda ctx: local).run("stdio")
 

@@ -4,6 +4,8 @@ created, on Edge and on the server path, and the evidence it gives is the defaul
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 from qdrant_client import QdrantClient
@@ -68,3 +70,60 @@ def test_the_default_quantized_on_disk_layout_gives_the_in_ram_layouts_evidence(
     assert set(default_layouts) == {(True, True, True)}
     assert set(in_ram_layouts) == {(False, False, False)}
     assert all(clusters for clusters in default) and default == in_ram
+
+
+def warmed_rag(tmp_path, corpus, embedder):
+    settings = load_settings(store=tmp_path / "warm")
+    rag = QuorumRAG(settings, embedder=embedder)
+    rag.ingest(corpus)
+    return rag
+
+
+@pytest.mark.skipif(not hasattr(os, "posix_fadvise") or not Path("/proc/self/fd").is_dir(),
+                    reason="posix_fadvise and /proc are Linux's")
+def test_warming_asks_the_kernel_to_read_every_file_of_the_shards_but_their_log(tmp_path, corpus, embedder,
+                                                                                monkeypatch):
+    """Opening a shard leaves its files out of the page cache; ``warm`` advises them back in."""
+    advised: dict[Path, list[tuple[int, int, int]]] = {}
+    advise = os.posix_fadvise
+
+    def recorded(fd, offset, length, advice):
+        advised.setdefault(Path(os.readlink(f"/proc/self/fd/{fd}")), []).append((offset, length, advice))
+        advise(fd, offset, length, advice)
+
+    with warmed_rag(tmp_path, corpus, embedder) as rag:
+        monkeypatch.setattr(os, "posix_fadvise", recorded)
+        rag.warm()
+        folders = {tmp_path / "warm" / folder for folder in rag.store.aliases().values()}
+    assert len(folders) == 3
+    files = [path for folder in folders for path in (folder / SHARD).rglob("*") if path.is_file()]
+    log = [path for path in files if "wal" in path.relative_to(tmp_path).parts]
+    assert log and not set(log) & advised.keys()
+    for path in set(files) - set(log):
+        windows = sorted(advised[path])
+        assert all(advice == os.POSIX_FADV_WILLNEED for _, _, advice in windows)
+        covered = 0
+        for offset, length, _ in windows:  # contiguous from 0 to the file's end
+            assert offset == covered
+            covered += length
+        assert covered >= path.stat().st_size
+
+
+def test_a_warmed_store_looks_up_no_versions_and_still_sees_the_next_ingest(tmp_path, corpus, embedder,
+                                                                            monkeypatch):
+    with warmed_rag(tmp_path, corpus, embedder) as rag:
+        rag.warm()
+        real_scroll = rag.store.scroll_payloads
+
+        def no_lookup(*args, **kwargs):
+            raise AssertionError("a warmed store looked a document's version up")
+
+        monkeypatch.setattr(rag.store, "scroll_payloads", no_lookup)
+        assert not rag.retrieve("How does a honeybee forager tell her sisters the direction of flowers?").abstained
+        monkeypatch.setattr(rag.store, "scroll_payloads", real_scroll)
+        (corpus / "games" / "go.txt").write_text(
+            "Go is a board game in which two players place black and white stones to surround territory. " * 8)
+        rag.ingest(corpus)  # warmed again after it: the new document is current, and nothing is looked up
+        monkeypatch.setattr(rag.store, "scroll_payloads", no_lookup)
+        sources = {p.source for p in rag.retrieve("What do Go players place to surround territory?").passages}
+        assert "games/go.txt" in sources

@@ -161,9 +161,13 @@ def chess_passages(rag, question):
     return [p.text for p in rag.retrieve(question).passages if p.source == "games/chess.txt"]
 
 
-def test_a_query_during_a_rewrite_sees_the_old_file_or_the_new_one_never_both(open_rag, corpus, monkeypatch):
+@pytest.mark.parametrize("warmed", [False, True], ids=["cold", "warmed"])
+def test_a_query_during_a_rewrite_sees_the_old_file_or_the_new_one_never_both(open_rag, corpus, monkeypatch, warmed):
+    """Warmed (``QuorumRAG.warm``): every document's version is cached, and must not outlive a write."""
     rag = open_rag()
     rag.ingest(corpus)
+    if warmed:
+        rag.warm()
     (corpus / "games" / "chess.txt").write_text(GO_TEXT)
     real_upsert, real_delete_stale = rag.store.upsert, rag.store.delete_stale
 

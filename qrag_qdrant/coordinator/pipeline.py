@@ -56,12 +56,22 @@ class Coordinator:
         self._points: dict[str, int] = {}
         self._gate: GateModel | None = None
         self._term_stats: TermStats | None = None
+        self._warm = False
         self._pool = ThreadPoolExecutor(max_workers=len(settings.collections), thread_name_prefix="qrag-query")
 
     def index_changed(self) -> None:
-        """After an ingest in this process: check the collections and count their points again."""
+        """After an ingest in this process: check the collections and count their points again
+        (and warm them again, if this process asked for it)."""
         self._collections = None
         self._term_stats = None
+        if self._warm:
+            self.warm()
+
+    def warm(self) -> None:
+        """For a process that will answer many questions (the service, MCP, eval), not for one
+        CLI query: the store readies the collections for them (``Store.warm``)."""
+        self._warm = True
+        self.store.warm([spec.name for spec in self.settings.collections])
 
     @property
     def collections(self) -> list[tuple[CollectionSpec, Bm25Embedder]]:

@@ -175,6 +175,7 @@ class Evaluation:
 
     def run(self, sweep: Sequence[dict[str, Any]] = (), advance: Callable[[], None] = lambda: None) -> EvalResult:
         answers: dict[str, list[SystemAnswer]] = {name: [] for name in self.systems}
+        self.rag.warm()  # as the service answers: the store's files in the page cache
         for question in self.dataset.questions:
             search = self.search_question(question)
             self.searches.append(search)

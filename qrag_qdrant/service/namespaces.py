@@ -29,7 +29,12 @@ class Namespaces:
         with self._lock:
             if namespace not in self._rags:
                 settings = self.settings.model_copy(update={"namespace": namespace})
-                self._rags[namespace] = (QuorumRAG(settings, embedder=self.embedder), threading.Lock())
+                rag = QuorumRAG(settings, embedder=self.embedder)
+                try:
+                    rag.warm()
+                except QragError:  # a speed-up only: a collection that cannot open says so when queried
+                    pass
+                self._rags[namespace] = (rag, threading.Lock())
             return self._rags[namespace]
 
     def rag(self, namespace: str) -> QuorumRAG:

@@ -272,6 +272,11 @@ class Store(ABC):
     def attach(self, name: str, key: str, data: bytes | None) -> None:
         """Keep ``data`` with the collection under ``key``, or drop it (None)."""
 
+    def warm(self, names: Iterable[str]) -> None:
+        """Makes ready for many queries: a process that will answer many questions calls it after
+        opening the store (and again after it wrote). Nothing to do here: a Qdrant server keeps
+        its own caches warm."""
+
     def finish_bulk(self, name: str) -> None:
         """Called after a bulk write, e.g. to build indexes."""
 
@@ -335,12 +340,13 @@ class Store(ABC):
             hashes.setdefault(p["source"], set()).add(p["doc_hash"])
         return hashes
 
-    def current_versions(self, name: str, sources: Iterable[str]) -> dict[str, str]:
-        """source -> hash of its newest complete version: what a reader may see of it."""
-        sources = sorted(set(sources))
+    def current_versions(self, name: str, sources: Iterable[str] | None) -> dict[str, str]:
+        """source -> hash of its newest complete version: what a reader may see of it
+        (``sources`` None: of every source in the collection)."""
+        sources = None if sources is None else sorted(set(sources))
         newest: dict[str, tuple[int, str]] = {}
-        if sources:
-            selector = self._first_chunks(self.of_sources(sources))
+        if sources is None or sources:
+            selector = self._first_chunks(*([] if sources is None else [self.of_sources(sources)]))
             for p in self.scroll_payloads(name, ["source", "doc_hash", "version"], selector):
                 version = p.get("version", 0)  # points written before versions were stamped
                 if (version, p["doc_hash"]) > newest.get(p["source"], (-1, "")):

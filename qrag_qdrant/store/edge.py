@@ -44,7 +44,10 @@ MANIFEST = "manifest.json"
 SHARD = "shard"
 LOCK = ".lock"
 ALIASES = ".aliases"
+WAL = "wal"
 SCROLL_PAGE = 1000
+#: the kernel reads ahead at most this much of one advice (a 32 MiB file advised whole: 8 resident)
+READ_AHEAD = 8 << 20
 
 
 class EdgeStore(Store):
@@ -77,6 +80,7 @@ class EdgeStore(Store):
             ) from None
         self._written: set[str] = set()  # collections this process wrote: only they need a flush
         self._versions: dict[str, dict[str, str | None]] = {}
+        self._complete: set[str] = set()  # collections whose version cache holds every source
         self._versions_generation = 0
         self._versions_lock = threading.Lock()
         self._aliases_file = self.root / f"{ALIASES}-{namespace}.json"
@@ -204,29 +208,55 @@ class EdgeStore(Store):
         finally:
             self._forget_versions()
 
-    def current_versions(self, name: str, sources: Iterable[str]) -> dict[str, str]:
+    def current_versions(self, name: str, sources: Iterable[str] | None) -> dict[str, str]:
         """Cached: this process is the namespace's only writer (the lock), and each of its
         writes clears the cache, so a cached answer is the store's answer. A lookup that
-        overlapped a write is used but not kept."""
-        sources = set(sources)
+        overlapped a write is used but not kept. After ``warm`` the cache holds every source,
+        so a query looks nothing up (SciFact's questions each found new documents: a lookup
+        per collection per question)."""
+        resolved = self._aliases.get(name, name)
         with self._versions_lock:
             generation = self._versions_generation
-            cache = self._versions.setdefault(self._aliases.get(name, name), {})
-            answer = {source: cache[source] for source in sources if source in cache}
-        missing = sources - answer.keys()
-        if missing:
+            cache = self._versions.setdefault(resolved, {})
+            if sources is None:
+                complete, answer = resolved in self._complete, dict(cache)
+            else:
+                sources = set(sources)
+                complete = resolved in self._complete
+                answer = {source: cache.get(source) for source in sources if complete or source in cache}
+        missing = None if sources is None else sources - answer.keys()
+        if not complete and (missing is None or missing):
             found = super().current_versions(name, missing)
-            looked_up = {source: found.get(source) for source in missing}
+            looked_up = found if missing is None else {source: found.get(source) for source in missing}
             answer |= looked_up
             with self._versions_lock:
                 if generation == self._versions_generation:
                     cache.update(looked_up)
+                    if sources is None:
+                        self._complete.add(resolved)
         return {source: digest for source, digest in answer.items() if digest is not None}
 
     def _forget_versions(self) -> None:
         with self._versions_lock:
             self._versions_generation += 1
             self._versions.clear()
+            self._complete.clear()
+
+    def warm(self, names: Iterable[str]) -> None:
+        """Reads the collections' files into the kernel's page cache, and every document's current
+        version into this process. Opening a shard leaves its files out of the page cache (fincore
+        shows none resident), so a new process's searches read their on-disk vectors and payloads
+        from the disk, question after question: on SciFact's store the searches took 6.7 ms p50
+        cold against 3.7 warm (docs/benchmarks.md). The page cache is the kernel's to reclaim under
+        memory pressure; the process's RSS does not grow by it."""
+        for name in names:
+            if self.manifest(name) is None:  # not ingested yet
+                continue
+            self._shard(name)  # opened first: opening is what empties the cache
+            for path in (self.root / self._aliases.get(name, name) / SHARD).rglob("*"):
+                if path.is_file() and WAL not in path.parts:
+                    _read_ahead(path)
+            self.current_versions(name, None)
 
     def scroll_payloads(self, name: str, fields: list[str], selector: Any | None = None) -> Iterable[dict[str, Any]]:
         shard, offset = self._shard(name), None
@@ -310,6 +340,22 @@ def _edge_vector(vector: Sequence[float] | Sparse) -> Any:
     if isinstance(vector, Bm25Document):
         raise StoreError("this collection's BM25 is computed by a Qdrant server; the embedded store cannot")
     return list(map(float, vector))
+
+
+def _read_ahead(path: Path) -> None:
+    """Asks the kernel to read a file into its page cache, in the background; where the platform
+    has no ``posix_fadvise``, nothing happens (the reads then go to the disk as before)."""
+    if not hasattr(os, "posix_fadvise"):
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # removed by an optimisation since it was listed
+        return
+    try:
+        for offset in range(0, os.fstat(fd).st_size, READ_AHEAD):
+            os.posix_fadvise(fd, offset, READ_AHEAD, os.POSIX_FADV_WILLNEED)
+    finally:
+        os.close(fd)
 
 
 def _write_atomically(path: Path, data: str | bytes) -> None:
