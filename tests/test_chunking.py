@@ -91,7 +91,7 @@ def test_a_large_text_streams_in_bounded_memory():
 
 def test_word_bounds_are_the_words_the_regex_finds_in_any_text():
     rng = random.Random(0)
-    alphabet = "ab c\n\t\r\x0b\x0c\x1c\x85\u00a0\u2003\u2028\u3000\u200bé世."  # every kind of space, and near-spaces
+    alphabet = "ab c\n\t\r\x0b\x0c\x1c\x85\u00a0\u2003\u2028\u3000\u3001\u200bé世.\U0001f600"  # every kind of space, and near-spaces
     texts = ["", " ", "one", "  two  words ", *("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
                                                 for _ in range(2000))]
     for text in texts:

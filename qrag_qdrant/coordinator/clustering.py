@@ -72,13 +72,14 @@ def greedy_clusters(candidates: Sequence[Candidate], threshold: float) -> list[C
     """
     if not candidates:
         return []
-    links = link_matrix(candidates, threshold)
+    links = link_matrix(candidates, threshold).tolist()  # Python lists: the loop reads single entries
     clusters: list[Cluster] = []
     leaders: list[int] = []
     for index, candidate in enumerate(candidates):
-        joined = np.flatnonzero(links[index, leaders]) if leaders else ()
-        if len(joined):
-            clusters[joined[0]].members.append(candidate)
+        linked = links[index]
+        joined = next((number for number, leader in enumerate(leaders) if linked[leader]), None)
+        if joined is not None:
+            clusters[joined].members.append(candidate)
         else:
             clusters.append(Cluster([candidate]))
             leaders.append(index)

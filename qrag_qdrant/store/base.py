@@ -165,12 +165,14 @@ class Hit:
     payload: ChunkPayload
 
     @classmethod
-    def of(cls, point: Any) -> Hit:
+    def of(cls, point: Any, point_id: Any = None) -> Hit:
         """From a scored point of either engine, queried with its payload and, for
-        clustering, its dense vector (empty when not asked for)."""
-        vectors = point.vector  # the binding builds it anew on each access
+        clustering, its dense vector (empty when not asked for). The binding builds ``vector``
+        and ``id`` anew on each access: ``point_id`` is the id when the caller has it."""
+        vectors = point.vector
         dense = vectors[DENSE_VECTOR] if vectors else ()
-        return cls(str(point.id), point.score, np.asarray(dense, dtype=np.float32), ChunkPayload.of(point.payload))
+        return cls(str(point.id if point_id is None else point_id), point.score, np.asarray(dense, dtype=np.float32),
+                   ChunkPayload.of(point.payload))
 
     @classmethod
     def all_of(cls, results: Iterable[Iterable[Any]]) -> list[list[Hit]]:
@@ -182,10 +184,11 @@ class Hit:
         for points in results:
             batch = []
             for point in points:
-                hit = seen.get(point.id)
+                point_id, score = point.id, point.score
+                hit = seen.get(point_id)
                 if hit is None:
-                    hit = seen[point.id] = cls.of(point)
-                batch.append(hit if hit.score == point.score else dataclasses.replace(hit, score=point.score))
+                    hit = seen[point_id] = cls.of(point, point_id)
+                batch.append(hit if hit.score == score else dataclasses.replace(hit, score=score))
             hits.append(sorted(batch, key=lambda hit: (-hit.score, hit.id)))
         return hits
 
