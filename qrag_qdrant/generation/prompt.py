@@ -84,14 +84,18 @@ def decline_probability(first_token: Iterable[tuple[str, float]]) -> float:
     return round(probability_of(first_token, begins_decline), 4)
 
 
-def quoted(text: str) -> str:
+def quoted(text: str, attribute: bool = False) -> str:
     """Corpus text that cannot close or forge a fence, nor pose as a chat-template token: ``&``,
-    ``<``, ``>`` and ``"`` are escaped (no tag or attribute can be written without them)."""
-    return CONTROL_TOKENS.sub(lambda m: m[0].replace("[", "(").replace("]", ")"), html.escape(text, quote=True))
+    ``<`` and ``>`` are escaped (no tag can be written without them), and in an ``attribute``
+    value ``"`` and ``'`` too. A passage keeps its quotes and apostrophes as they are: escaped,
+    the model copied them as entities into answers ("Levi&#x27;s Stadium")."""
+    escaped = html.escape(text, quote=attribute)
+    return CONTROL_TOKENS.sub(lambda m: m[0].replace("[", "(").replace("]", ")"), escaped)
 
 
 def fence(passage: Passage) -> str:
-    return f'<passage id="{passage.citation}" source="{quoted(passage.location)}">\n{quoted(passage.text)}\n</passage>'
+    return (f'<passage id="{passage.citation}" source="{quoted(passage.location, attribute=True)}">\n'
+            f'{quoted(passage.text)}\n</passage>')
 
 
 def chat_messages(system: str, user: str) -> list[dict[str, str]]:
