@@ -218,11 +218,11 @@ class EdgeStore(Store):
         with self._versions_lock:
             generation = self._versions_generation
             cache = self._versions.setdefault(resolved, {})
+            complete = resolved in self._complete
             if sources is None:
-                complete, answer = resolved in self._complete, dict(cache)
+                answer = dict(cache)
             else:
                 sources = set(sources)
-                complete = resolved in self._complete
                 answer = {source: cache.get(source) for source in sources if complete or source in cache}
         missing = None if sources is None else sources - answer.keys()
         if not complete and (missing is None or missing):
