@@ -116,6 +116,7 @@ def gate_calibrate(
             save(rag.store, names, None)
             out.print(f"removed the calibrated gate of namespace {rag.settings.namespace!r}")
             return
+        rag.warm()  # a few hundred retrievals follow
         cache = QuestionCache(cache_dir() / "calibration" / f"{rag.settings.namespace}.jsonl")
         writer_name, write = question_writer(rag.settings, rag.generator, questions.value, seed, cache)
         err.print(f"questions written by: {writer_name}")
