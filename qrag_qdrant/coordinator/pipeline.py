@@ -68,8 +68,8 @@ class Coordinator:
             self.warm()
 
     def warm(self) -> None:
-        """For a process that will answer many questions (the service, MCP, eval), not for one
-        CLI query: the store readies the collections for them (``Store.warm``)."""
+        """For a process that will answer many questions (the service, MCP, eval, gate calibrate),
+        not for one CLI query: the store readies the collections for them (``Store.warm``)."""
         self._warm = True
         self.store.warm([spec.name for spec in self.settings.collections])
 
