@@ -169,8 +169,7 @@ class Hit:
         """From a scored point of either engine, queried with its payload and, for
         clustering, its dense vector (empty when not asked for). The binding builds ``vector``
         and ``id`` anew on each access: ``point_id`` is the id when the caller has it."""
-        vectors = point.vector
-        dense = vectors[DENSE_VECTOR] if vectors else ()
+        dense = vectors[DENSE_VECTOR] if (vectors := point.vector) else ()
         return cls(str(point.id if point_id is None else point_id), point.score, np.asarray(dense, dtype=np.float32),
                    ChunkPayload.of(point.payload))
 
@@ -276,9 +275,7 @@ class Store(ABC):
         """Keep ``data`` with the collection under ``key``, or drop it (None)."""
 
     def warm(self, names: Iterable[str]) -> None:
-        """Makes ready for many queries: a process that will answer many questions calls it after
-        opening the store (and again after it wrote). Nothing to do here: a Qdrant server keeps
-        its own caches warm."""
+        """Readies the collections for many queries (``QuorumRAG.warm``): a server keeps its own caches warm."""
 
     def finish_bulk(self, name: str) -> None:
         """Called after a bulk write, e.g. to build indexes."""
