@@ -119,7 +119,7 @@ def test_a_warmed_store_looks_up_no_versions_and_still_sees_the_next_ingest(tmp_
             raise AssertionError("a warmed store looked a document's version up")
 
         monkeypatch.setattr(rag.store, "scroll_payloads", no_lookup)
-        assert not rag.retrieve("How does a honeybee forager tell her sisters the direction of flowers?").abstained
+        assert not rag.retrieve(QUESTIONS[0]).abstained
         monkeypatch.setattr(rag.store, "scroll_payloads", real_scroll)
         (corpus / "games" / "go.txt").write_text(
             "Go is a board game in which two players place black and white stones to surround territory. " * 8)
@@ -127,3 +127,21 @@ def test_a_warmed_store_looks_up_no_versions_and_still_sees_the_next_ingest(tmp_
         monkeypatch.setattr(rag.store, "scroll_payloads", no_lookup)
         sources = {p.source for p in rag.retrieve("What do Go players place to surround territory?").passages}
         assert "games/go.txt" in sources
+
+
+def test_the_service_warms_each_namespace_it_opens_and_again_after_its_ingests(tmp_path, corpus, embedder,
+                                                                               monkeypatch):
+    from qrag_qdrant.service.namespaces import Namespaces
+
+    spaces = Namespaces(load_settings(store=tmp_path / "service"), embedder)
+    try:
+        spaces.ingest("team", corpus, progress=None)  # opened empty (nothing to warm), warmed after the ingest
+        store = spaces.rag("team").store
+
+        def no_lookup(*args, **kwargs):
+            raise AssertionError("the service looked a document's version up")
+
+        monkeypatch.setattr(store, "scroll_payloads", no_lookup)
+        assert not spaces.retrieve("team", QUESTIONS[0]).abstained
+    finally:
+        spaces.close()
