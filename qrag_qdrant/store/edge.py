@@ -253,8 +253,9 @@ class EdgeStore(Store):
             if self.manifest(name) is None:  # not ingested yet
                 continue
             self._shard(name)  # opened first: opening is what empties the cache
-            for path in (self.root / self._aliases.get(name, name) / SHARD).rglob("*"):
-                if path.is_file() and WAL not in path.parts:
+            shard = self.root / self._aliases.get(name, name) / SHARD
+            for path in shard.rglob("*"):
+                if path.is_file() and WAL not in path.relative_to(shard).parts:
                     _read_ahead(path)
             self.current_versions(name, None)
 
