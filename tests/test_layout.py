@@ -12,7 +12,7 @@ from qdrant_client import QdrantClient
 
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config import load_settings
-from qrag_qdrant.store.edge import SHARD, EdgeStore
+from qrag_qdrant.store.edge import SHARD, WAL, EdgeStore
 from qrag_qdrant.store.server import ServerStore
 
 IN_RAM = {"quantization": "none", "vectors_on_disk": False, "payloads_on_disk": False}
@@ -72,11 +72,18 @@ def test_the_default_quantized_on_disk_layout_gives_the_in_ram_layouts_evidence(
     assert all(clusters for clusters in default) and default == in_ram
 
 
-def warmed_rag(tmp_path, corpus, embedder):
-    settings = load_settings(store=tmp_path / "warm")
-    rag = QuorumRAG(settings, embedder=embedder)
+def ingested_rag(tmp_path, corpus, embedder):
+    rag = QuorumRAG(load_settings(store=tmp_path / "warm"), embedder=embedder)
     rag.ingest(corpus)
     return rag
+
+
+def refuse_version_lookups(monkeypatch, store):
+    """From here on, a document's version can only come from the store's cache."""
+    def looked_up(*args, **kwargs):
+        raise AssertionError("a warmed store looked a document's version up")
+
+    monkeypatch.setattr(store, "scroll_payloads", looked_up)
 
 
 @pytest.mark.skipif(not hasattr(os, "posix_fadvise") or not Path("/proc/self/fd").is_dir(),
@@ -91,13 +98,13 @@ def test_warming_asks_the_kernel_to_read_every_file_of_the_shards_but_their_log(
         advised.setdefault(Path(os.readlink(f"/proc/self/fd/{fd}")), []).append((offset, length, advice))
         advise(fd, offset, length, advice)
 
-    with warmed_rag(tmp_path, corpus, embedder) as rag:
+    with ingested_rag(tmp_path, corpus, embedder) as rag:
         monkeypatch.setattr(os, "posix_fadvise", recorded)
         rag.warm()
         folders = {tmp_path / "warm" / folder for folder in rag.store.aliases().values()}
     assert len(folders) == 3
     files = [path for folder in folders for path in (folder / SHARD).rglob("*") if path.is_file()]
-    log = [path for path in files if "wal" in path.relative_to(tmp_path).parts]
+    log = [path for path in files if WAL in path.relative_to(tmp_path).parts]
     assert log and not set(log) & advised.keys()
     for path in set(files) - set(log):
         windows = sorted(advised[path])
@@ -111,20 +118,15 @@ def test_warming_asks_the_kernel_to_read_every_file_of_the_shards_but_their_log(
 
 def test_a_warmed_store_looks_up_no_versions_and_still_sees_the_next_ingest(tmp_path, corpus, embedder,
                                                                             monkeypatch):
-    with warmed_rag(tmp_path, corpus, embedder) as rag:
+    with ingested_rag(tmp_path, corpus, embedder) as rag:
         rag.warm()
-        real_scroll = rag.store.scroll_payloads
-
-        def no_lookup(*args, **kwargs):
-            raise AssertionError("a warmed store looked a document's version up")
-
-        monkeypatch.setattr(rag.store, "scroll_payloads", no_lookup)
-        assert not rag.retrieve(QUESTIONS[0]).abstained
-        monkeypatch.setattr(rag.store, "scroll_payloads", real_scroll)
+        with monkeypatch.context() as refusing:
+            refuse_version_lookups(refusing, rag.store)
+            assert not rag.retrieve(QUESTIONS[0]).abstained
         (corpus / "games" / "go.txt").write_text(
             "Go is a board game in which two players place black and white stones to surround territory. " * 8)
         rag.ingest(corpus)  # warmed again after it: the new document is current, and nothing is looked up
-        monkeypatch.setattr(rag.store, "scroll_payloads", no_lookup)
+        refuse_version_lookups(monkeypatch, rag.store)
         sources = {p.source for p in rag.retrieve("What do Go players place to surround territory?").passages}
         assert "games/go.txt" in sources
 
@@ -136,12 +138,7 @@ def test_the_service_warms_each_namespace_it_opens_and_again_after_its_ingests(t
     spaces = Namespaces(load_settings(store=tmp_path / "service"), embedder)
     try:
         spaces.ingest("team", corpus, progress=None)  # opened empty (nothing to warm), warmed after the ingest
-        store = spaces.rag("team").store
-
-        def no_lookup(*args, **kwargs):
-            raise AssertionError("the service looked a document's version up")
-
-        monkeypatch.setattr(store, "scroll_payloads", no_lookup)
+        refuse_version_lookups(monkeypatch, spaces.rag("team").store)
         assert not spaces.retrieve("team", QUESTIONS[0]).abstained
     finally:
         spaces.close()
