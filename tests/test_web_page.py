@@ -5,8 +5,10 @@ highlighted, and give a thumbs up that reaches the feedback file."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -56,11 +58,15 @@ def browser() -> Iterator[webdriver.Chrome]:
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
         options.add_argument(argument)
     options.set_capability("goog:loggingOptions", {"browser": "ALL"})  # the console, CSP violations included
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
-    try:
-        yield driver
-    finally:
-        driver.quit()
+    # chromium leaves a socket folder (org.chromium.Chromium.*) in TMPDIR after every run: give it one of its own,
+    # short (a unix socket's path must fit in 108 bytes, which pytest's tmp_path may not), and remove it after
+    with tempfile.TemporaryDirectory(prefix="qrag-browser-") as temporary:
+        service = webdriver.ChromeService(executable_path=CHROMEDRIVER, env={**os.environ, "TMPDIR": temporary})
+        driver = webdriver.Chrome(options=options, service=service)
+        try:
+            yield driver
+        finally:
+            driver.quit()
 
 
 def test_ask_watch_the_answer_see_the_evidence_and_give_feedback(served, browser, tmp_path):
