@@ -7,13 +7,15 @@ documents out of the index (``retrieval.exclude_sources``: no search returns the
 term counts leave them out), so their questions are out-of-corpus. Each question goes through
 the same retrieval users get. A question's context "holds the answer" when it cites the span
 its passage came from. The threshold (and optionally the weights) is then chosen as ``gate
-train`` chooses it, and stored with the namespace's collections, where the coordinator finds it.
+train`` chooses it, moved only part of the way from the shipped one (``blended``), and stored
+with the namespace's collections, where the coordinator finds it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import re
 import threading
@@ -162,8 +164,10 @@ def holds_passage(evidence: Evidence, probe: Probe) -> bool:
 def calibrate(settings: Settings, store: Store, coordinator_for: Callable[[Settings], Coordinator],
               write: Callable[[str], str], writer_name: str, passages: int = 200, hold_out: float = 0.25,
               seed: int = 0, target_abstain: float = 0.05, fit_weights: bool = False,
-              advance: Callable[[], None] = lambda: None) -> CalibrationResult:
-    """Fit the namespace's gate; ``coordinator_for`` opens the pipeline with given settings."""
+              advance: Callable[[], None] = lambda: None, blend: float | None = None) -> CalibrationResult:
+    """Fit the namespace's gate; ``coordinator_for`` opens the pipeline with given settings.
+    ``blend``: how far the threshold moves from the shipped one toward the synthetic questions'
+    (1: all the way); None: the base gate's measured weight for this writer (``blend_weight``)."""
     base = GateModel.load(settings.retrieval.gate_model)
     if "quorum" not in base.systems:
         raise QragError("the base gate model has no quorum system to calibrate")
@@ -187,15 +191,41 @@ def calibrate(settings: Settings, store: Store, coordinator_for: Callable[[Setti
     finally:
         coordinator.close()
     data = SystemRows.of(rows)
-    gate = _fitted(base.systems["quorum"], data, target_abstain, fit_weights, seed)
+    shipped = base.systems["quorum"]
+    fitted = _fitted(shipped, data, target_abstain, fit_weights, seed)
+    # refitted weights score on another scale than the shipped threshold: nothing to blend with
+    weight = 1.0 if fit_weights else blend_weight(base, writer_name) if blend is None else blend
+    gate = replace(fitted, threshold=blended(shipped.threshold, fitted.threshold, weight))
     info = {**base.info, "calibrated_on": {
         "namespace": settings.namespace, "date": date.today().isoformat(), "questions": writer_name,
         "passages": len(probes), "held_out_documents": len(held), "hold_out": hold_out, "seed": seed,
-        "target_answerable_abstain": target_abstain, "weights": "refitted" if fit_weights else "shipped"}}
+        "target_answerable_abstain": target_abstain, "weights": "refitted" if fit_weights else "shipped",
+        "synthetic_threshold": fitted.threshold, "shipped_threshold": shipped.threshold, "blend": weight}}
     scores = gate_confidences(gate, data)
     info["calibrated_on"]["abstain_rate"] = abstain_rates(scores, data, gate.threshold)
     return CalibrationResult(GateModel({**base.systems, "quorum": gate}, info), rows, risk_table(gate, data),
                              round(float(risk_curve(data.y, scores, data.gated).mean()), 4))
+
+
+def blend_weight(base: GateModel, writer_name: str) -> float:
+    """The base gate's weight for questions by this writer (``model:...`` or ``sentences``): measured
+    across corpora by ``benchmarks/gate_blend.py``; 1 where the gate file gives none."""
+    return float(base.info.get("calibration_blend", {}).get(writer_name.split(":", 1)[0], 1.0))
+
+
+def blended(shipped: float, calibrated: float, weight: float) -> float:
+    """The threshold ``weight`` of the way from ``shipped`` to ``calibrated``, in logits. Both are
+    estimates of the corpus's true cut: the shipped one fitted on other corpora, the calibrated one
+    on questions easier (squad) or vaguer (SciFact) than real ones."""
+    if weight in (0.0, 1.0):
+        return calibrated if weight else shipped
+    mixed = (1 - weight) * logit(shipped) + weight * logit(calibrated)
+    return round(1 / (1 + math.exp(-mixed)), 4)
+
+
+def logit(p: float) -> float:
+    p = min(max(p, 1e-4), 1 - 1e-4)  # a cut of 0 (nothing abstains) stays finite
+    return math.log(p / (1 - p))
 
 
 def _fitted(gate: LogisticGate, rows: SystemRows, target_abstain: float, fit_weights: bool,

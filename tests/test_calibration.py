@@ -4,12 +4,22 @@ index, a threshold kept with the collections and used by every query of that nam
 from __future__ import annotations
 
 import json
+import math
 import threading
 from pathlib import Path
 
 import pytest
 
-from qrag_qdrant.calibration import PROMPT_VERSION, QuestionCache, calibrate, question_writer, save, sentence_question
+from qrag_qdrant.calibration import (
+    PROMPT_VERSION,
+    QuestionCache,
+    blend_weight,
+    blended,
+    calibrate,
+    question_writer,
+    save,
+    sentence_question,
+)
 from qrag_qdrant.coordinator.gate import DEFAULT_MODEL, GateModel
 from qrag_qdrant.errors import QragError
 from qrag_qdrant.store.base import CALIBRATED_GATE
@@ -94,6 +104,7 @@ def test_cli_calibrate_then_rebuild_keeps_it_and_remove_drops_it(corpus):
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["calibration"]["passages"] > 0 and report["risk_coverage"]
+    assert report["calibration"]["blend"] == 0.12  # the shipped gate's weight for questions cut from sentences
     threshold = report["threshold"]
 
     def query_threshold() -> float:
@@ -111,6 +122,8 @@ def test_cli_calibrate_then_rebuild_keeps_it_and_remove_drops_it(corpus):
 def test_cli_calibrate_refuses_bad_input_in_one_line(corpus, tmp_path):
     usage = run("gate", "calibrate", "--questions", "poems")
     assert usage.exit_code == 2 and "poems" in usage.stderr and "Traceback" not in usage.stderr
+    usage = run("gate", "calibrate", "--blend", "1.5")
+    assert usage.exit_code == 2 and "--blend" in usage.stderr and "Traceback" not in usage.stderr
     assert_clean_error(run("gate", "calibrate", "--store", str(tmp_path / "empty")), 1, "ingest")
 
 
@@ -122,3 +135,31 @@ def test_the_calibration_is_an_attachment_of_each_collection(open_rag, corpus):
     assert all(rag.store.attachment(name, CALIBRATED_GATE) for name in names)
     save(rag.store, names, None)
     assert not any(rag.store.attachment(name, CALIBRATED_GATE) for name in names)
+
+
+def logit(p: float) -> float:
+    return math.log(p / (1 - p))
+
+
+def test_the_kept_threshold_moves_the_measured_share_of_the_way_from_the_shipped_one(open_rag, corpus):
+    rag = open_rag()
+    rag.ingest(corpus)
+    _, write = question_writer(rag.settings, lambda: None, "sentences", 0, QuestionCache(Path("unused.jsonl")))
+    measured = calibrate(rag.settings, rag.store, rag.pipeline, write, "sentences", passages=40, hold_out=0.3)
+    info = measured.gate.info["calibrated_on"]
+    synthetic, kept = info["synthetic_threshold"], measured.gate.systems["quorum"].threshold
+    assert info["shipped_threshold"] == SHIPPED_THRESHOLD and info["blend"] == 0.12
+    assert synthetic != SHIPPED_THRESHOLD and min(synthetic, SHIPPED_THRESHOLD) < kept < max(synthetic, SHIPPED_THRESHOLD)
+    assert logit(kept) == pytest.approx(0.88 * logit(SHIPPED_THRESHOLD) + 0.12 * logit(synthetic), abs=1e-3)
+    all_the_way = calibrate(rag.settings, rag.store, rag.pipeline, write, "sentences", passages=40, hold_out=0.3,
+                            blend=1.0)
+    assert all_the_way.gate.systems["quorum"].threshold == synthetic  # the same questions, the same cut
+
+
+def test_blending_thresholds_in_logits():
+    assert blended(0.2, 0.8, 0.5) == 0.5
+    assert blended(0.13, 0.44, 0.0) == 0.13 and blended(0.13, 0.44, 1.0) == 0.44
+    assert 0.0 < blended(0.13, 0.0, 0.73) < 0.13  # a cut of 0 (abstain on nothing) stays a number
+    assert 0.13 < blended(0.13, 0.44, 0.73) < 0.44
+    assert blend_weight(GateModel.load(DEFAULT_MODEL), "model:packaged:prompt-1") == 0.73
+    assert blend_weight(GateModel({}, {}), "model:packaged:prompt-1") == 1.0  # a gate file that measured none
