@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ from qrag_qdrant.store.edge import SHARD, WAL, EdgeStore
 from qrag_qdrant.store.server import ServerStore
 
 IN_RAM = {"quantization": "none", "vectors_on_disk": False, "payloads_on_disk": False}
+#: the longest a step may take on a slow shared box; each wait ends as soon as its event is seen
+PATIENCE_S = 120
 QUESTIONS = ["How does a honeybee forager tell her sisters the direction of flowers?",
              "What happens to magma when it reaches the surface?"]
 
@@ -142,3 +145,39 @@ def test_the_service_warms_each_namespace_it_opens_and_again_after_its_ingests(t
         assert not spaces.retrieve("team", QUESTIONS[0]).abstained
     finally:
         spaces.close()
+
+
+def test_a_namespace_warming_up_holds_up_only_its_own_requests(tmp_path, corpus, embedder, monkeypatch):
+    """Warming reads a namespace's shards (seconds on a big store): other teams answer meanwhile."""
+    from qrag_qdrant.service.namespaces import Namespaces
+
+    spaces = Namespaces(load_settings(store=tmp_path / "service"), embedder)
+    warming, release = threading.Event(), threading.Event()
+    warm, openers = QuorumRAG.warm, []
+
+    def slow_warm(rag: QuorumRAG) -> None:
+        if rag.settings.namespace == "team-b":
+            warming.set()
+            release.wait()
+        warm(rag)
+
+    try:
+        spaces.ingest("team-a", corpus, progress=None)
+        monkeypatch.setattr(QuorumRAG, "warm", slow_warm)
+        opened = []
+        openers += [threading.Thread(target=lambda: opened.append(spaces.rag("team-b"))) for _ in range(2)]
+        for opener in openers:
+            opener.start()
+        assert warming.wait(PATIENCE_S)
+        answered = []
+        other = threading.Thread(target=lambda: answered.append(spaces.retrieve("team-a", QUESTIONS[0])))
+        other.start()
+        other.join(PATIENCE_S)  # an upper bound for a slow box, not a wait: it ends when the answer is in
+        assert answered and not answered[0].abstained  # while team-b was still warming
+        assert len(opened) == 0  # team-b's requests wait for its warm-up
+    finally:
+        release.set()
+        for opener in openers:
+            opener.join()
+        spaces.close()
+    assert len(opened) == 2 and opened[0] is opened[1]  # opened once, shared
