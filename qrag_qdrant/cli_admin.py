@@ -125,8 +125,9 @@ def gate_calibrate(
         writer_name, write = question_writer(rag.settings, rag.generator, questions.value, seed, cache)
         err.print(f"questions written by: {writer_name}")
         if writer_name == "sentences":
-            err.print("warning: queries cut from the passages' own sentences are easier than real questions; "
-                      "measured, their thresholds abstain on 19-34% of real in-corpus questions (docs/benchmarks.md)")
+            err.print("warning: queries cut from the passages' own sentences are far easier than real questions "
+                      "(at their own cut, 19-34% of real in-corpus questions abstained), so the threshold moves only "
+                      "a little toward theirs; use a model (docs/benchmarks.md)")
         started = time.perf_counter()
         with progress_bar() as bar:
             task = bar.add_task("calibrating", total=2 * passages)
