@@ -99,8 +99,8 @@ def gate_calibrate(
                                               "shipped weights with 200 questions)")] = False,
     blend: Annotated[float | None, typer.Option(
         "--blend", min=0.0, max=1.0, help="how far the kept threshold moves from the shipped one toward the one "
-        "the synthetic questions give (1: all the way) [default: the gate file's, measured per question writer: "
-        "model 0.73, sentences 0.12]")] = None,
+        "the synthetic questions give (1: all the way) [default: the gate file's weight for the question writer, "
+        "measured across corpora]")] = None,
     seed: Annotated[int, typer.Option("--seed", help="seed of the passages drawn and the documents held out")] = 0,
     remove: Annotated[bool, typer.Option("--remove", help="drop the namespace's calibration: the shipped "
                                          "gate applies again")] = False,
