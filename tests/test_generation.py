@@ -58,9 +58,13 @@ def test_prompt_fences_passages_and_asks_for_a_short_cited_answer():
     assert user["content"].endswith("Question: What?")
     # the worked examples come first, the same for every question: a prefix the prompt cache keeps
     examples = messages[1:-1]
-    assert [m["role"] for m in examples] == ["user", "assistant"] * 3
+    assert [m["role"] for m in examples] == ["user", "assistant"] * 4
     assert examples == build_messages("Another question?", passages[:1])[1:-1]
     assert examples[-1]["content"] == NOT_IN_DOCUMENTS
+    # one example shows a lone passage, and its answer cites it as [1]
+    lone = [reply["content"] for asked, reply in zip(examples[::2], examples[1::2])
+            if asked["content"].count("</passage>") == 1]
+    assert len(lone) == 1 and lone[0].endswith("[1]")
 
 
 HOSTILE_TEXTS = [

@@ -41,14 +41,19 @@ _EXAMPLE_PASSAGES = (
      "bridge opened to traffic on 19 March 1932."),
     ("rivers.txt", "The river is 320 kilometres long and flows into the Tasman Sea near Newcastle."),
 )
-EXAMPLES: dict[str, list[tuple[str, str]]] = {
-    "short": [("When did the Harbour Bridge open?", "19 March 1932 [1]"),
-              ("How long is the river?", "320 kilometres [2]"),
-              ("Who painted the bridge?", NOT_IN_DOCUMENTS)],
+#: (question, reply, which passages it shows): one example shows a lone passage, as a one-cluster
+#: context does; chosen on the tuning articles, where it held the gold answer more often (docs/benchmarks.md)
+EXAMPLES: dict[str, list[tuple[str, str, tuple[int, ...]]]] = {
+    "short": [("When did the Harbour Bridge open?", "19 March 1932 [1]", (0, 1)),
+              ("How long is the river?", "320 kilometres [2]", (0, 1)),
+              ("Which sea does the river flow into?", "the Tasman Sea [1]", (1,)),
+              ("Who painted the bridge?", NOT_IN_DOCUMENTS, (0, 1))],
     "quote": [("When did the Harbour Bridge open?",
-               '"the bridge opened to traffic on 19 March 1932" [1]\nAnswer: 19 March 1932'),
-              ("How long is the river?", '"The river is 320 kilometres long" [2]\nAnswer: 320 kilometres'),
-              ("Who painted the bridge?", NOT_IN_DOCUMENTS)],
+               '"the bridge opened to traffic on 19 March 1932" [1]\nAnswer: 19 March 1932', (0, 1)),
+              ("How long is the river?", '"The river is 320 kilometres long" [2]\nAnswer: 320 kilometres', (0, 1)),
+              ("Which sea does the river flow into?",
+               '"flows into the Tasman Sea near Newcastle" [1]\nAnswer: the Tasman Sea', (1,)),
+              ("Who painted the bridge?", NOT_IN_DOCUMENTS, (0, 1))],
 }
 #: chat-template control tokens of other model families that carry no ``<`` (ChatML's
 #: ``<|im_start|>``, Llama 3's ``<|eot_id|>`` and ``</s>`` are neutralised by escaping ``<``)
@@ -111,11 +116,13 @@ def user_turn(question: str, passages: Sequence[Passage]) -> str:
 @cache
 def prefix(answer_format: AnswerFormat) -> tuple[dict[str, str], ...]:
     """The rules and the worked examples: the same messages before every question, built once."""
-    shown = [Passage(citation=n, source=source, start=0, end=len(text), text=text)
-             for n, (source, text) in enumerate(_EXAMPLE_PASSAGES, start=1)]
+    def shown(picked: tuple[int, ...]) -> list[Passage]:
+        return [Passage(citation=n, source=source, start=0, end=len(text), text=text)
+                for n, (source, text) in enumerate((_EXAMPLE_PASSAGES[i] for i in picked), start=1)]
+
     return ({"role": "system", "content": SYSTEM_PROMPTS[answer_format]},
-            *({"role": role, "content": content} for asked, replied in EXAMPLES[answer_format]
-              for role, content in (("user", user_turn(asked, shown)), ("assistant", replied))))
+            *({"role": role, "content": content} for asked, replied, picked in EXAMPLES[answer_format]
+              for role, content in (("user", user_turn(asked, shown(picked))), ("assistant", replied))))
 
 
 def build_messages(question: str, passages: Sequence[Passage],
