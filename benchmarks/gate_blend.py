@@ -25,16 +25,18 @@ import argparse
 import json
 from pathlib import Path
 
-from qrag_qdrant.calibration import blended, logit
-from qrag_qdrant.coordinator.gate import DEFAULT_MODEL, GateModel
+from qrag_qdrant.calibration import blended
+from qrag_qdrant.coordinator.gate import DEFAULT_MODEL, GateModel, logit
 from qrag_qdrant.eval.gate_training import SystemRows, abstain_rates, gate_confidences, pick_threshold
 
 TARGET = 0.05
 
 
-def blend_weight(calibrated_errors: list[float], shipped_errors: list[float]) -> float:
-    c2 = sum(e * e for e in calibrated_errors) / len(calibrated_errors)
-    p2 = sum(e * e for e in shipped_errors) / len(shipped_errors)
+def inverse_mse_weight(indexes: list[tuple], shipped: float) -> float:
+    """The calibrated threshold's weight from these indexes' (..., true cut logit, calibrated cut)
+    errors: each estimate weighted by the inverse of its mean squared error in logits."""
+    c2 = sum((logit(calibrated) - true) ** 2 for *_, true, calibrated in indexes) / len(indexes)
+    p2 = sum((shipped - true) ** 2 for *_, true, _ in indexes) / len(indexes)
     return (1 / c2) / (1 / c2 + 1 / p2)
 
 
@@ -62,7 +64,7 @@ def main() -> None:
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
     for name, (data, scores, _, calibrated) in indexes.items():
         others = [v for k, v in indexes.items() if k != name]
-        w = blend_weight([logit(c) - t for *_, t, c in others], [shipped - t for *_, t, _ in others])
+        w = inverse_mse_weight(others, shipped)
         kept = blended(gate.threshold, calibrated, w)
         at_blend = abstain_rates(scores, data, kept)
         at_calibrated = abstain_rates(scores, data, calibrated)
@@ -71,9 +73,8 @@ def main() -> None:
         print(f"| {name} | {w:.2f} | {gate.threshold:.3f} / {calibrated:.3f} / {kept:.3f} | "
               f"{at_blend['answerable']:.3f} | {at_blend['out_of_corpus']:.3f} | {at_calibrated['answerable']:.3f} | "
               f"{at_calibrated['out_of_corpus']:.3f} |")
-    values = list(indexes.values())
-    result["weight"] = blend_weight([logit(c) - t for *_, t, c in values], [shipped - t for *_, t, _ in values])
-    print(f"\nweight from all {len(values)} indexes: {result['weight']:.2f}")
+    result["weight"] = inverse_mse_weight(list(indexes.values()), shipped)
+    print(f"\nweight from all {len(indexes)} indexes: {result['weight']:.2f}")
     if args.json_out:
         args.json_out.write_text(json.dumps(result, indent=2) + "\n")
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 import re
 import threading
@@ -28,7 +27,7 @@ from typing import Any
 from .config import Settings
 from .coordinator import Coordinator
 from .coordinator.expansion import Completer
-from .coordinator.gate import GateModel, LogisticGate
+from .coordinator.gate import GateModel, LogisticGate, logit, sigmoid
 from .errors import QragError
 from .eval.dataset import held_out_docs
 from .eval.gate_training import SystemRows, abstain_rates, gate_confidences, pick_threshold
@@ -219,13 +218,7 @@ def blended(shipped: float, calibrated: float, weight: float) -> float:
     on questions easier (squad) or vaguer (SciFact) than real ones."""
     if weight in (0.0, 1.0):
         return calibrated if weight else shipped
-    mixed = (1 - weight) * logit(shipped) + weight * logit(calibrated)
-    return round(1 / (1 + math.exp(-mixed)), 4)
-
-
-def logit(p: float) -> float:
-    p = min(max(p, 1e-4), 1 - 1e-4)  # a cut of 0 (nothing abstains) stays finite
-    return math.log(p / (1 - p))
+    return round(sigmoid((1 - weight) * logit(shipped) + weight * logit(calibrated)), 4)
 
 
 def _fitted(gate: LogisticGate, rows: SystemRows, target_abstain: float, fit_weights: bool,

@@ -153,7 +153,7 @@ def test_a_namespace_warming_up_holds_up_only_its_own_requests(tmp_path, corpus,
 
     spaces = Namespaces(load_settings(store=tmp_path / "service"), embedder)
     warming, release = threading.Event(), threading.Event()
-    warm, openers = QuorumRAG.warm, []
+    warm, openers, opened = QuorumRAG.warm, [], []
 
     def slow_warm(rag: QuorumRAG) -> None:
         if rag.settings.namespace == "team-b":
@@ -164,7 +164,6 @@ def test_a_namespace_warming_up_holds_up_only_its_own_requests(tmp_path, corpus,
     try:
         spaces.ingest("team-a", corpus, progress=None)
         monkeypatch.setattr(QuorumRAG, "warm", slow_warm)
-        opened = []
         openers += [threading.Thread(target=lambda: opened.append(spaces.rag("team-b"))) for _ in range(2)]
         for opener in openers:
             opener.start()

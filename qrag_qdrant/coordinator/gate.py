@@ -214,8 +214,18 @@ class LogisticGate:
 
     def confidence(self, features: Mapping[str, float]) -> float:
         x = np.array([features[name] for name in self.features], dtype=float)
-        z = float(self.coef @ ((x - self.mean) / self.scale)) + self.intercept
-        return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+        return sigmoid(float(self.coef @ ((x - self.mean) / self.scale)) + self.intercept)
+
+
+def sigmoid(z: float) -> float:
+    """A confidence from its log-odds."""
+    return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+
+def logit(p: float) -> float:
+    """The log-odds of a confidence or threshold; a cut of 0 (nothing abstains) stays finite."""
+    p = min(max(p, 1e-4), 1 - 1e-4)
+    return math.log(p / (1 - p))
 
 
 @dataclass(frozen=True)
