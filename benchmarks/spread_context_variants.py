@@ -1,0 +1,58 @@
+"""`qrag-qdrant eval` with the answer step changed for a spread context (several passages), to
+measure a way of reading it before it becomes an option (docs/benchmarks.md, "Reading a spread
+context"). The arguments after the variant are eval's own:
+
+    python benchmarks/spread_context_variants.py per-passage ../shared/data/squad-dev --store $S \\
+        --articles tune --sample 150 --seed 22 --systems quorum --generate 150 --answers-out pp-s22.jsonl
+
+- ``per-passage``: each passage is read alone (as a one-cluster context), and the answer the
+  model wrote surest (geometric-mean token probability) among those that do not decline is kept;
+  the token counts are the reads' sums.
+- ``best-last``: the passages in reverse rank order, the best one next to the question (the
+  worked examples too); the numbers stay the passages' own.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from qrag_qdrant.cli import main
+from qrag_qdrant.eval import answering
+from qrag_qdrant.evidence import Answer
+from qrag_qdrant.generation import answer, prompt
+
+answer_together = answer.answer_from
+SUMMED = ("prompt_tokens", "cached_tokens", "completion_tokens", "completion_seconds")
+
+
+def per_passage(evidence, backend, settings, on_token=None, cancelled=None):
+    if evidence.abstained or len(evidence.passages) < 2:
+        return answer_together(evidence, backend, settings, on_token, cancelled)
+    reads = []
+    for passage in evidence.passages:
+        read = Answer.from_evidence(evidence)
+        answer.generate_answer(read, [passage], backend, settings, None, cancelled)
+        reads.append(read)
+    answered = [r for r in reads if r.error is None and not r.abstained]
+    kept = max(answered, key=lambda r: r.answer_probability or 0.0) if answered else reads[0]
+    if usages := [r.usage for r in reads if r.usage is not None]:
+        kept.usage = usages[0].model_copy(update={k: sum(getattr(u, k) for u in usages) for k in SUMMED})
+    kept.decline_probability = min(r.decline_probability or 0.0 for r in reads)
+    return kept
+
+
+def best_last(question, passages):
+    fenced = "\n\n".join(prompt.fence(p) for p in reversed(passages))
+    return f"Passages:\n\n{fenced}\n\nQuestion: {question}"
+
+
+if __name__ == "__main__":
+    variant = sys.argv.pop(1)
+    if variant == "per-passage":
+        answer.answer_from = answering.answer_from = per_passage
+    elif variant == "best-last":
+        prompt.user_turn = best_last
+    else:
+        sys.exit(f"unknown variant {variant!r}: per-passage or best-last")
+    sys.argv.insert(1, "eval")
+    main()
