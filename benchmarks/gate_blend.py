@@ -4,7 +4,7 @@ questions give: the blend weight in `gate-v2.json`, derived and checked leave-on
     python benchmarks/gate_blend.py --writer model \\
         --index sq48=rows-sq48.jsonl,docs/perf/gate/calibration-sq48-model.json \\
         --index sq2=rows-sq2.jsonl,docs/perf/gate/calibration-sq2-model.json \\
-        --index sci=rows-sci-a.jsonl+rows-sci-b.jsonl,docs/perf/gate/calibration-sci-model.json
+        --index sci=rows-sci-a.jsonl+rows-sci-b.jsonl,docs/perf/gate/calibration-sci-model.json [--write]
 
 Per index: ``eval --rows-out`` rows of its real questions (``+`` joins files) and the report of
 ``benchmarks/gate_calibration.py`` on it. Both thresholds are estimates of the index's true cut
@@ -45,8 +45,12 @@ def main() -> None:
     parser.add_argument("--index", action="append", required=True, help="NAME=ROWS[+ROWS...],REPORT")
     parser.add_argument("--writer", default="model", help="who wrote the reports' questions (a label)")
     parser.add_argument("--json-out", type=Path)
+    parser.add_argument("--gate", type=Path, default=DEFAULT_MODEL, help="the gate file whose threshold is blended")
+    parser.add_argument("--write", action="store_true",
+                        help="store the weight from all indexes in that file's calibration_blend, for this writer")
     args = parser.parse_args()
-    gate = GateModel.load(DEFAULT_MODEL).systems["quorum"]
+    model = GateModel.load(args.gate)
+    gate = model.systems["quorum"]
     shipped = logit(gate.threshold)
     indexes = {}
     for spec in args.index:
@@ -75,6 +79,10 @@ def main() -> None:
               f"{at_calibrated['out_of_corpus']:.3f} |")
     result["weight"] = inverse_mse_weight(list(indexes.values()), shipped)
     print(f"\nweight from all {len(indexes)} indexes: {result['weight']:.2f}")
+    if args.write:
+        model.info.setdefault("calibration_blend", {})[args.writer] = round(result["weight"], 2)
+        model.save(args.gate)
+        print(f"written to {args.gate} as calibration_blend.{args.writer}")
     if args.json_out:
         args.json_out.write_text(json.dumps(result, indent=2) + "\n")
 

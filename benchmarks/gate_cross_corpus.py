@@ -169,6 +169,10 @@ def main() -> None:
     model, mixed = mixed_gate(indexes, args.target_abstain, sources, args.test_share)
     print_table("Mixed gate, test articles only", mixed)
     if args.out_model:
+        if args.out_model.exists() and (weights := GateModel.load(args.out_model).info.get("calibration_blend")):
+            model.info["calibration_blend"] = weights
+            print(f"calibration_blend kept from the file replaced; derive it again for the new threshold: "
+                  f"benchmarks/gate_blend.py --gate {args.out_model} --write")
         model.save(args.out_model)
     if args.json_out:
         args.json_out.write_text(json.dumps({"leave_one_out": loo, "mixed": mixed}, indent=2) + "\n")
