@@ -10,6 +10,9 @@ is not called, so a new check is measured on answers already paid for.
 
 Retrieval must give the passages the answers were written from: the script counts the answers
 whose grounding differs from the row's (0 means the same passages came back).
+
+``--uncited-to-all`` measures a candidate check: an answer that cites no passage at all is held to
+every passage shown (today: to none, so it is never grounded).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from qrag_qdrant.config import load_settings
 from qrag_qdrant.eval import load_dataset
 from qrag_qdrant.eval.answering import score_answer
 from qrag_qdrant.evidence import Answer
+from qrag_qdrant.generation import verify
 from qrag_qdrant.generation.verify import check_answer
 
 
@@ -33,7 +37,11 @@ def main() -> None:
     parser.add_argument("--store", type=Path, required=True)
     parser.add_argument("--namespace", required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--uncited-to-all", action="store_true")
     args = parser.parse_args()
+    if args.uncited_to_all:
+        grounding = verify.grounding
+        verify.grounding = lambda claim, passages, cited: grounding(claim, passages, cited or [p.citation for p in passages])
     questions = {q.id: q for q in load_dataset(args.data).questions}
     settings = load_settings(store=args.store, namespace=args.namespace)
     changed = rechecked = 0

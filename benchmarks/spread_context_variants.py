@@ -1,6 +1,6 @@
-"""`qrag-qdrant eval` with the answer step changed for a spread context (several passages), to
-measure a way of reading it before it becomes an option (docs/benchmarks.md, "Reading a spread
-context"). The arguments after the variant are eval's own:
+"""`qrag-qdrant eval` with the way the model reads the passages changed, to measure it before it
+becomes an option (docs/benchmarks.md, "Reading a spread context"). The arguments after the
+variant are eval's own:
 
     python benchmarks/spread_context_variants.py per-passage ../shared/data/squad-dev --store $S \\
         --articles tune --sample 150 --seed 22 --systems quorum --generate 150 --answers-out pp-s22.jsonl
@@ -10,6 +10,8 @@ context"). The arguments after the variant are eval's own:
   the token counts are the reads' sums.
 - ``best-last``: the passages in reverse rank order, the best one next to the question (the
   worked examples too); the numbers stay the passages' own.
+- ``question-first``: the question before the passages as well as after them (the worked
+  examples too), so that the model reads the passages knowing what is asked.
 """
 
 from __future__ import annotations
@@ -46,13 +48,20 @@ def best_last(question, passages):
     return f"Passages:\n\n{fenced}\n\nQuestion: {question}"
 
 
+def question_first(question, passages):
+    fenced = "\n\n".join(prompt.fence(p) for p in passages)
+    return f"Question: {question}\n\nPassages:\n\n{fenced}\n\nQuestion: {question}"
+
+
+VARIANTS = {"best-last": best_last, "question-first": question_first}
+
 if __name__ == "__main__":
     variant = sys.argv.pop(1)
     if variant == "per-passage":
         answer.answer_from = answering.answer_from = per_passage
-    elif variant == "best-last":
-        prompt.user_turn = best_last
+    elif variant in VARIANTS:
+        prompt.user_turn = VARIANTS[variant]
     else:
-        sys.exit(f"unknown variant {variant!r}: per-passage or best-last")
+        sys.exit(f"unknown variant {variant!r}: per-passage, {', '.join(VARIANTS)}")
     sys.argv.insert(1, "eval")
     main()
