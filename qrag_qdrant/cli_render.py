@@ -198,6 +198,7 @@ def print_answer_checks(answer: Answer) -> None:
                    f"its sentence holds {claim.relevance or 0:.0%} of the question's words"
                    if claim.unsupported == "off the question" else
                    f"the model was {answer.answer_probability or 0:.0%} sure of it" if claim.unsupported == "unsure" else
+                   f"the evidence's confidence {answer.confidence or 0:.3f}" if claim.unsupported == "weak evidence" else
                    f"the judge's score {claim.score or 0:.2f}")
             out.print(f"[yellow]unsupported[/yellow] ({why}): {claim.text}")
     for warning in answer.warnings:

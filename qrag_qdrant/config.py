@@ -201,6 +201,9 @@ class GenerationSettings(Section):
         0.85, ge=0.0, le=1.0, description="a grounded, relevant claim is supported only when the model wrote its "
         "short answer with at least this geometric-mean token probability (backends that report log-probabilities; "
         "0: not checked)")
+    min_evidence_confidence: float = Field(
+        0.0, ge=0.0, le=1.0, description="a claim is supported only when the evidence gate's confidence in the "
+        "context reaches this (0: not checked; measured, not on by default: docs/benchmarks.md)")
     judge: bool = Field(False, description="also ask the model whether the cited passages support each claim that "
                         "passed the exact grounding check (one more model call per claim)")
     answer_format: Literal["short", "quote"] = Field(

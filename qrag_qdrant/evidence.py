@@ -94,9 +94,11 @@ class Claim(BaseModel):
                                     "of the cited passage that holds the claim (0 for a claim that only repeats "
                                     "the question); None when not grounded")
     supported: bool | None = Field(None, description="grounded, relevant (generation.min_relevance), written with "
-                                   "enough of the model's confidence (generation.min_answer_probability), and "
-                                   "confirmed by the judge where one is on (generation.judge); None when not checked")
-    unsupported: Literal["not found", "off the question", "unsure", "doubted"] | None = Field(
+                                   "enough of the model's confidence (generation.min_answer_probability), from "
+                                   "evidence the gate is confident enough of (generation.min_evidence_confidence), "
+                                   "and confirmed by the judge where one is on (generation.judge); None when not "
+                                   "checked")
+    unsupported: Literal["not found", "off the question", "unsure", "weak evidence", "doubted"] | None = Field(
         None, description="why it is not supported: which of those checks it failed first")
     score: float | None = Field(None, description="the judge's P(yes) that the cited passages support the claim")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -182,6 +183,15 @@ def test_the_query_output_says_why_a_claim_is_unsupported(ingested, tokens, sure
                                              "QRAG_GENERATION_MIN_ANSWER_PROBABILITY": "0.5"})
     assert result.exit_code == 0, result.stderr
     assert f"unsupported {why}: {tokens[0]}" in result.stdout, result.stdout
+
+
+def test_the_query_output_names_weak_evidence_when_asked_to_check_it(ingested):
+    with ollama_standin(tokens=["the angle of the waggle run [1]"]) as ollama:
+        result = run("query", QUESTION, env={"QRAG_GENERATION_BACKEND": "ollama", "QRAG_OLLAMA_HOST": ollama.host,
+                                             "QRAG_GENERATION_MIN_EVIDENCE_CONFIDENCE": "1"})
+    assert result.exit_code == 0, result.stderr
+    assert re.search(r"unsupported \(the evidence's confidence 0\.\d{3}\): the angle of the waggle run \[1\]",
+                     result.stdout), result.stdout
 
 
 def test_the_processes_the_cli_starts_run_blas_on_one_thread(monkeypatch):

@@ -127,6 +127,8 @@ def test_eval_generate_scores_each_systems_answers_from_the_same_model(tiny_qa, 
     assert "answers: 5 questions" in result.stdout and "Wilcoxon" in result.stdout
     # every answer began "not" with probability 0.35: below a threshold of 0.4 it would be declined
     assert {row["decline_probability"] for row in rows if row["outcome"] != "gate"} == {0.35}
+    # each row keeps its gate's confidence in the context (to choose generation.min_evidence_confidence)
+    assert all(0.0 <= row["confidence"] <= 1.0 for row in rows) and bees["confidence"] > 0.5
     curve = quorum["answered_rate_if_declined_at"]
     assert curve["0.3"]["answerable"] == 0.0 and curve["0.4"]["answerable"] == 1.0
     assert "answered rate by decline threshold" in result.stdout

@@ -202,6 +202,26 @@ def test_a_grounded_relevant_answer_the_model_was_unsure_of_is_not_supported():
     assert wrong.claims[0].unsupported == "not found"
 
 
+def test_evidence_the_gate_doubts_leaves_a_claim_unsupported_only_when_asked():
+    strict = load_settings(generation={"min_evidence_confidence": 0.5, "min_answer_probability": 0.6}).generation
+
+    def checked(confidence: float | None, probability: float, options=strict) -> Answer:
+        answer = answer_of("Santa Clara [2]")
+        answer.confidence, answer.answer_probability = confidence, probability
+        check_answer(answer, PASSAGES, None, options)
+        return answer
+
+    weak = checked(0.4, 0.9)
+    assert weak.claims[0].grounded and not weak.claims[0].supported and weak.claims[0].unsupported == "weak evidence"
+    assert weak.warnings == ["1 of 1 claims come from evidence the gate is not confident enough of "
+                             "(generation.min_evidence_confidence)"]
+    # confident enough, a gate that gave no confidence, or the default (not checked): supported
+    for answer in (checked(0.5, 0.9), checked(None, 0.9), checked(0.1, 0.9, MARK)):
+        assert answer.claims[0].supported and not answer.warnings
+    # the first check a claim fails names it: the model's own doubt comes before the gate's
+    assert checked(0.4, 0.2).claims[0].unsupported == "unsure"
+
+
 def test_a_list_number_stays_with_the_sentence_it_starts():
     # the README's own answer: "8." alone was a claim of its own, an echo off the question
     passages = [Passage(citation=1, source="design.md", start=0, end=120,

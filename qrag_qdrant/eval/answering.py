@@ -63,6 +63,8 @@ class GeneratedAnswer:
     relevance: float | None = None
     #: the model's confidence in its short answer (None: not reported), to choose generation.min_answer_probability
     answer_probability: float | None = None
+    #: the gate's confidence in the context (None: no gate), to choose generation.min_evidence_confidence
+    confidence: float | None = None
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
     completion_tokens: int | None = None
@@ -103,7 +105,7 @@ def score_answer(question: EvalQuestion, system: str, answer: Answer, seconds: f
         claim_scores=[c.score for c in judged if c.score is not None], decline_probability=answer.decline_probability,
         relevance=min((c.relevance for c in answer.claims), default=None)
         if answer.claims and all(c.relevance is not None for c in answer.claims) else None,
-        answer_probability=answer.answer_probability,
+        answer_probability=answer.answer_probability, confidence=answer.confidence,
         **(answer.usage.model_dump() if answer.usage is not None else {}))
 
 

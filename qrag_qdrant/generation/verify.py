@@ -20,7 +20,8 @@ only repeats the question's words is no answer.
 Neither check sees a wrong span of the right sentence, nor a name copied from a sentence on the
 question's topic. The model's own token probabilities do: a grounded, relevant claim is supported
 only when the model wrote its short answer with a geometric-mean token probability of at least
-``generation.min_answer_probability`` (backends that report log-probabilities).
+``generation.min_answer_probability`` (backends that report log-probabilities), and, where
+``generation.min_evidence_confidence`` is set, when the evidence gate was that confident of the context.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ UNSUPPORTED = {
     "off the question": "come from a sentence that shares too few of the question's words "
                         "(the passage may be about something else)",
     "unsure": "were written with too little of the model's confidence (generation.min_answer_probability)",
+    "weak evidence": "come from evidence the gate is not confident enough of (generation.min_evidence_confidence)",
     "doubted": "were not confirmed by the judge",
 }
 
@@ -158,7 +160,8 @@ def answer_probability(answer: str, tokens: Sequence[tuple[str, float]] | None) 
 
 
 def confident(probability: float | None, minimum: float) -> bool:
-    """The model's confidence in its answer reaches ``minimum``; one it did not report is not checked."""
+    """A confidence (the model's in its answer, the gate's in the context) reaches ``minimum``; one
+    that was not reported is not checked."""
     return probability is None or probability >= minimum
 
 
@@ -180,6 +183,7 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         return
     answer.short_answer = short_answer_of(text)
     unsure = not confident(answer.answer_probability, options.min_answer_probability)
+    weak = not confident(answer.confidence, options.min_evidence_confidence)
     shown = [p.citation for p in passages]
     answer.claims = split_claims(text, shown)
     invalid = sorted({n for claim in answer.claims for n in claim.invalid_citations})
@@ -194,7 +198,7 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         claim.relevance = relevance(answer.question, claim.text, holder.text) if holder is not None else None
         claim.unsupported = ("not found" if claim.relevance is None else
                              "off the question" if claim.relevance < options.min_relevance else
-                             "unsure" if unsure else None)
+                             "unsure" if unsure else "weak evidence" if weak else None)
         if judge is not None and claim.unsupported is None:
             claim.score = round(judge.yes_probability(JUDGE_SYSTEM, judge_prompt(claim, passages)), 4)
             claim.unsupported = "doubted" if claim.score < SUPPORTED else None
