@@ -14,24 +14,10 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    NonNegativeInt,
-    PositiveFloat,
-    PositiveInt,
-    SecretStr,
-    ValidationError,
-    model_validator,
-)
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    SettingsError,
-    TomlConfigSettingsSource,
-)
+from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt, SecretStr,
+                      ValidationError, model_validator)
+from pydantic_settings import (BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError,
+                               TomlConfigSettingsSource)
 
 from .errors import ConfigError
 from .config_values import check_expansions, parse_rate
