@@ -216,6 +216,22 @@ def test_supported_is_worked_out_for_each_answer_probability_threshold_with_the_
     assert answer_metrics(rows, sure)["supported_at_relevance"]["0.3"]["unanswerable_shown_supported"] == 0.5
 
 
+def test_supported_is_worked_out_for_each_evidence_confidence_threshold_with_the_runs_other_rules():
+    rows = [generated(holds_gold=True, supported=True, relevance=0.8, answer_probability=0.97, confidence=0.9),
+            generated(holds_gold=False, supported=True, relevance=0.6, answer_probability=0.95, confidence=0.4),
+            generated(holds_gold=True, supported=True, relevance=0.5, answer_probability=0.9, confidence=None),  # no gate
+            generated(category="out_of_corpus", supported=True, relevance=0.4, answer_probability=0.9, confidence=0.45)]
+    curve = answer_metrics(rows)["supported_at_evidence_confidence"]
+    assert curve["0"] == {"supported": 1.0, "precision": pytest.approx(2 / 3), "recall": 1.0,
+                          "unanswerable_shown_supported": 1.0}
+    assert curve["0.5"] == {"supported": pytest.approx(2 / 3), "precision": 1.0, "recall": 1.0,
+                            "unanswerable_shown_supported": 0.0}
+    # the other sweeps hold the run's own minimum evidence confidence
+    strict = load_settings(generation={"min_evidence_confidence": 0.5}).generation
+    assert answer_metrics(rows, strict)["supported_at_answer_probability"]["0"]["unanswerable_shown_supported"] == 0.0
+    assert answer_metrics(rows, strict)["supported_at_relevance"]["0.3"]["supported"] == pytest.approx(2 / 3)
+
+
 def test_a_scored_answer_keeps_its_lowest_claim_relevance_and_its_probability():
     claims = [Claim(text="Broncos [1]", citations=[1], grounded=True, relevance=0.5, supported=True),
               Claim(text="Santa Clara [2]", citations=[2], grounded=True, relevance=0.25, supported=False)]
