@@ -23,7 +23,7 @@ from qrag_qdrant.eval import answering
 from qrag_qdrant.evidence import Answer
 from qrag_qdrant.generation import answer, prompt
 
-answer_together = answer.answer_from
+answer_together, user_turn = answer.answer_from, prompt.user_turn
 SUMMED = ("prompt_tokens", "cached_tokens", "completion_tokens", "completion_seconds")
 
 
@@ -44,13 +44,11 @@ def per_passage(evidence, backend, settings, on_token=None, cancelled=None):
 
 
 def best_last(question, passages):
-    fenced = "\n\n".join(prompt.fence(p) for p in reversed(passages))
-    return f"Passages:\n\n{fenced}\n\nQuestion: {question}"
+    return user_turn(question, passages[::-1])
 
 
 def question_first(question, passages):
-    fenced = "\n\n".join(prompt.fence(p) for p in passages)
-    return f"Question: {question}\n\nPassages:\n\n{fenced}\n\nQuestion: {question}"
+    return f"Question: {question}\n\n{user_turn(question, passages)}"
 
 
 VARIANTS = {"best-last": best_last, "question-first": question_first}

@@ -143,12 +143,13 @@ def decline_curve(rows: Sequence[GeneratedAnswer]) -> dict[str, dict[str, float 
             for t in DECLINE_THRESHOLDS}
 
 
-#: the generation.min_relevance values whose outcome ``answer_metrics`` works out from one run
-RELEVANCE_THRESHOLDS = (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6)
-#: the generation.min_answer_probability values whose outcome ``answer_metrics`` works out from one run
-ANSWER_PROBABILITY_THRESHOLDS = (0.0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
-#: the generation.min_evidence_confidence values whose outcome ``answer_metrics`` works out from one run
-EVIDENCE_CONFIDENCE_THRESHOLDS = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+#: per ``answer_metrics`` sweep: the generation setting it varies, and the values whose outcome it
+#: works out from one run (each other setting held at the run's own)
+SUPPORT_SWEEPS = {
+    "supported_at_relevance": ("min_relevance", (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6)),
+    "supported_at_answer_probability": ("min_answer_probability", (0.0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)),
+    "supported_at_evidence_confidence": ("min_evidence_confidence", (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)),
+}
 
 
 def support_scores(rows: Sequence[GeneratedAnswer],
@@ -166,19 +167,12 @@ def support_scores(rows: Sequence[GeneratedAnswer],
             "unanswerable_shown_supported": mean_of([supported(r) for r in reached]) if reached else None}
 
 
-def relevant(row: GeneratedAnswer, min_relevance: float) -> bool:
-    """Every claim grounded, and relevant at ``min_relevance``."""
-    return row.relevance is not None and row.relevance >= min_relevance
-
-
-def sure(row: GeneratedAnswer, min_answer_probability: float) -> bool:
-    """The answer passes the answer step's confidence rule at ``min_answer_probability``."""
-    return confident(row.answer_probability, min_answer_probability)
-
-
-def strong(row: GeneratedAnswer, min_evidence_confidence: float) -> bool:
-    """The gate's confidence in the answer's context reaches ``min_evidence_confidence``."""
-    return confident(row.confidence, min_evidence_confidence)
+def supported_under(options: GenerationSettings) -> Callable[[GeneratedAnswer], bool]:
+    """The answer step's "supported" rule at ``options``' thresholds, from what a row recorded: every
+    claim grounded and relevant, the model sure enough, the evidence strong enough (the judge aside)."""
+    return lambda row: (row.relevance is not None and row.relevance >= options.min_relevance
+                        and confident(row.answer_probability, options.min_answer_probability)
+                        and confident(row.confidence, options.min_evidence_confidence))
 
 
 def answer_metrics(rows: Sequence[GeneratedAnswer], options: GenerationSettings | None = None) -> dict[str, Any]:
@@ -215,14 +209,8 @@ def answer_metrics(rows: Sequence[GeneratedAnswer], options: GenerationSettings 
                   "recall": len(caught) / len(wrong) if wrong else None},
         # "supported" (grounding and relevance checks, and the judge where on) against holding the gold answer
         "grounding": support_scores(rows),
-        "supported_at_relevance": {f"{t:g}": support_scores(rows, lambda r, t=t: relevant(r, t) and sure(
-            r, options.min_answer_probability) and strong(r, options.min_evidence_confidence)) for t in RELEVANCE_THRESHOLDS},
-        "supported_at_answer_probability": {f"{t:g}": support_scores(rows, lambda r, t=t: relevant(
-            r, options.min_relevance) and sure(r, t) and strong(r, options.min_evidence_confidence))
-            for t in ANSWER_PROBABILITY_THRESHOLDS},
-        "supported_at_evidence_confidence": {f"{t:g}": support_scores(rows, lambda r, t=t: relevant(
-            r, options.min_relevance) and sure(r, options.min_answer_probability) and strong(r, t))
-            for t in EVIDENCE_CONFIDENCE_THRESHOLDS},
+        **{sweep: {f"{t:g}": support_scores(rows, supported_under(options.model_copy(update={setting: t})))
+                   for t in values} for sweep, (setting, values) in SUPPORT_SWEEPS.items()},
         "unanswerable_reached_model": sum(r.should_not_answer for r in rows),
         "context_words": mean_of([r.context_words for r in rows if r.outcome != "gate"]),
         "prompt_tokens": mean_of([r.prompt_tokens or 0 for r in asked]),
