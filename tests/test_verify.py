@@ -11,6 +11,7 @@ from qrag_qdrant.config import load_settings
 from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.evidence import Answer, Passage
 from qrag_qdrant.generation import BACKENDS, BackendDefaults, open_backend, register_backend
+from qrag_qdrant.generation.answer import generate_answer
 from qrag_qdrant.generation.prompt import fit_passages
 from qrag_qdrant.generation.verify import answer_probability, check_answer, citations_in, declined, split_claims
 from qrag_qdrant.store.edge import EdgeStore
@@ -32,7 +33,7 @@ class ScriptedJudge:
         return 0.9 if any(word in claim for word in self.words) else 0.1
 
 
-def answer_of(text: str) -> Answer:
+def answer_of(text: str | None) -> Answer:
     return Answer(question="Who won?", abstained=False, retrievers=5, clusters=[], timings_ms={}, answer=text)
 
 
@@ -95,11 +96,33 @@ def test_an_answer_with_no_short_answer_or_only_unshown_citations_is_not_support
     assert unshown.abstained and unshown.abstain_reason == "unsupported_answer"
 
 
-def test_escaped_text_the_model_copies_is_read_unescaped():
+class ScriptedStream(BackendDefaults):
+    """Streams the tokens it was given, as a model splits them."""
+
+    def __init__(self, *tokens: str):
+        self.tokens = tokens
+
+    def stream(self, question, passages):
+        yield from self.tokens
+
+
+@pytest.mark.parametrize("tokens", [("AT&amp;T [1]",), ("AT", "&", "am", "p;", "T [1]"), ("AT&", "#38;T [1]")])
+def test_escaped_text_the_model_copies_is_streamed_and_read_unescaped(tokens):
+    """The prompt escapes ``&``, so the model writes ``&amp;``, at times across tokens: the user
+    reads, and eval scores, the passage's own text ("AT&amp;T" held no gold "AT&T")."""
     passages = [Passage(citation=1, source="a.txt", start=0, end=20, text='AT&T said "yes" <today>.')]
-    answer = answer_of("AT&amp;T [1]")
-    check_answer(answer, passages, None, MARK)
-    assert answer.short_answer == "AT&T" and answer.claims[0].supported
+    answer, streamed = answer_of(None), []
+    generate_answer(answer, passages, lambda: ScriptedStream(*tokens), load_settings(), on_token=streamed.append)
+    assert answer.answer == "".join(streamed) == "AT&T [1]" and answer.short_answer == "AT&T"
+    assert answer.claims[0].supported and all(streamed)
+
+
+def test_an_ampersand_that_starts_no_reference_is_not_held_back():
+    streamed = []
+    answer = answer_of(None)
+    generate_answer(answer, PASSAGES, lambda: ScriptedStream("A & B, ", "1 &lt; 2 &", " C"), load_settings(),
+                    on_token=streamed.append)
+    assert streamed == ["A & B, ", "1 < 2 ", "& C"] and answer.answer == "A & B, 1 < 2 & C"
 
 
 def test_the_judge_is_asked_only_about_grounded_claims_and_can_overrule_them():

@@ -14,7 +14,7 @@ from ..config import Settings
 from ..errors import GenerationError
 from ..evidence import Answer, Evidence, Passage, TokenUsage
 from .base import GenerationBackend, Judge
-from .prompt import fit_passages
+from .prompt import fit_passages, unescaped
 from .verify import answer_probability, check_answer
 
 
@@ -49,10 +49,10 @@ def generate_answer(result: Answer, passages: Sequence[Passage], backend: Callab
             result.warnings.append(f"the context was trimmed to fit the model's window: passages "
                                    f"{', '.join(f'[{p.citation}]' for p in dropped)} were not sent")
         tokens = opened.stream(result.question, sent)
-        for token in tokens:
-            parts.append(token)
-            if on_token:
-                on_token(token)
+        for text in unescaped(tokens):
+            parts.append(text)
+            if on_token and text:
+                on_token(text)
             if cancelled is not None and cancelled.is_set():
                 tokens.close()  # stops the model
                 raise GenerationError("stopped: the client went away")
@@ -61,7 +61,7 @@ def generate_answer(result: Answer, passages: Sequence[Passage], backend: Callab
     result.decline_probability = opened.last_decline_probability if opened else None
     if opened and (usage := opened.last_usage) is not None and result.error is None:
         result.usage = TokenUsage(**dataclasses.asdict(usage))
-    result.answer = "".join(parts) if parts else None
+    result.answer = "".join(parts) or None
     if result.error is None and not (result.answer or "").strip():
         result.error, result.answer = "the model returned an empty answer", None
     if result.error is None:

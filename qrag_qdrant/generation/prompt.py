@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cache
 from typing import Any, Literal
 
@@ -96,6 +96,24 @@ def quoted(text: str, attribute: bool = False) -> str:
     the model copied them as entities into answers ("Levi&#x27;s Stadium")."""
     escaped = html.escape(text, quote=attribute)
     return CONTROL_TOKENS.sub(lambda m: m[0].replace("[", "(").replace("]", ")"), escaped)
+
+
+#: the unfinished character reference a streamed token can end with ("&", "&am", "&#x2")
+_PARTIAL_REFERENCE = re.compile(r"&#?[A-Za-z0-9]{0,10}$")
+
+
+def unescaped(tokens: Iterable[str]) -> Iterator[str]:
+    """The model's text as the passages were written: it copies what it read, so ``&amp;`` and
+    ``&lt;`` from a quoted passage come back as entities, which a user would read and eval would
+    score against gold. A reference split across tokens is held back until it is whole."""
+    held = ""
+    for token in tokens:
+        text = held + token
+        partial = _PARTIAL_REFERENCE.search(text)
+        cut = partial.start() if partial else len(text)
+        held = text[cut:]
+        yield html.unescape(text[:cut])
+    yield html.unescape(held)
 
 
 def fence(passage: Passage) -> str:

@@ -26,7 +26,6 @@ only when the model wrote its short answer with a geometric-mean token probabili
 
 from __future__ import annotations
 
-import html
 import itertools
 import math
 import re
@@ -103,8 +102,8 @@ def declined(answer: str) -> bool:
 
 
 def bare(text: str) -> str:
-    """A claim's own words: no citations, label (``Answer:``) or surrounding quotes, unescaped."""
-    return html.unescape(LABEL.sub("", CITATION.sub("", text)).strip().strip(" .,;:\"'“”‘’").strip())
+    """A claim's own words: no citations, label (``Answer:``) or surrounding quotes."""
+    return LABEL.sub("", CITATION.sub("", text)).strip().strip(" .,;:\"'“”‘’").strip()
 
 
 def short_answer_of(answer: str) -> str | None:
