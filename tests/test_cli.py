@@ -30,7 +30,7 @@ def test_ingest_summary_then_unchanged_reingest(corpus):
     assert first.exit_code == 0, first.stderr
     report = json.loads(first.stdout)
     assert report["documents"] == len(DOCUMENTS) and report["embedded_chunks"] > 0
-    assert set(report["chunks"]) == {"default-c50-o25", "default-c100-o50", "default-c200-o100"}
+    assert set(report["chunks"]) == {"default-c50-o25", "default-c100-o50"}
     again = run("ingest", str(corpus))
     assert again.exit_code == 0
     assert f"{len(DOCUMENTS)} unchanged, 0 chunks embedded" in again.stdout
@@ -41,7 +41,7 @@ def test_rebuild_reports_the_switch_and_what_it_dropped(ingested):
     result = run("ingest", str(ingested), "--rebuild")
     assert result.exit_code == 0, result.stderr
     assert "default-c100-o50 -> default-c100-o50-v2: 23 chunks" in result.stdout
-    assert "Dropped 3 collections: default-c50-o25-v1, default-c100-o50-v1, default-c200-o100-v1" in result.stdout
+    assert "Dropped 2 collections: default-c50-o25-v1, default-c100-o50-v1" in result.stdout
     report = json.loads(run("ingest", str(ingested), "--json").stdout)
     assert report["collections"]["default-c50-o25"] == "default-c50-o25-v2" and report["dropped"] == []
 
@@ -81,7 +81,7 @@ def test_query_streams_the_answer_then_the_cited_evidence(ingested):
     assert "Foragers perform the waggle dance [1]." in result.stdout
     assert result.stdout.index("Answer") < result.stdout.index("Evidence")
     assert "[1] honeybees.txt chars" in result.stdout
-    assert "/5 retrievers (" in result.stdout
+    assert "/4 retrievers (" in result.stdout
 
 
 def test_unreachable_ollama_prints_evidence_and_exits_2(ingested):
@@ -107,11 +107,11 @@ def test_collections_lists_counts_model_and_retrievers(ingested):
     result = run("collections", "--json")
     assert result.exit_code == 0
     data = json.loads(result.stdout)
-    assert data["namespace"] == "default" and data["count"] == 3
+    assert data["namespace"] == "default" and data["count"] == 2
     assert {c["name"]: c["retrievers"] for c in data["collections"]}["default-c100-o50"] == ["dense-c100",
                                                                                            "bm25-c100"]
     table = run("collections")
-    assert "3 collections in namespace 'default'" in table.stdout
+    assert "2 collections in namespace 'default'" in table.stdout
 
 
 @pytest.mark.parametrize(("args", "fragments"), [

@@ -27,11 +27,11 @@ def test_default_toml_is_the_tuned_pipeline_and_equals_the_builtin_defaults(repo
     assert (r.quorum, r.top_k, r.rrf_k, r.weight_rrf, r.weight_support, r.word_budget) == (2, 15, 2, 0.7, 0.6, 500)
 
 
-def test_three_collections_serve_five_retrievers():
+def test_two_collections_serve_the_four_default_retrievers():
     collections = load_settings().collections
-    assert [c.name for c in collections] == ["default-c50-o25", "default-c100-o50", "default-c200-o100"]
+    assert [c.name for c in collections] == ["default-c50-o25", "default-c100-o50"]
     assert [[r.name for r in c.retrievers] for c in collections] == [
-        ["dense-c50", "bm25-c50"], ["dense-c100", "bm25-c100"], ["dense-c200"]]
+        ["dense-c50", "bm25-c50"], ["dense-c100", "bm25-c100"]]
 
 
 def test_adding_bm25_on_an_existing_chunking_adds_no_collection():

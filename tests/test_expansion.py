@@ -171,7 +171,7 @@ def test_query_json_shows_the_expansions_from_ollama(corpus, tmp_path):
     assert data["expansions"] == [{"kind": "multi_query", "texts": ["How do foragers show the way to flowers?",
                                                                     "waggle dance angle"],
                                    "labels": ["multi_query 1", "multi_query 2"],
-                                   "retrievers": ["bm25-c100", "bm25-c50", "dense-c100", "dense-c200", "dense-c50"],
+                                   "retrievers": ["bm25-c100", "bm25-c50", "dense-c100", "dense-c50"],
                                    "seconds": data["expansions"][0]["seconds"], "error": None}]
     request = ollama.requests[0]
     assert request["options"]["num_predict"] == 64 and request["messages"][1]["content"] == BEES

@@ -69,7 +69,7 @@ def applied_layouts(store, settings):
 def test_the_default_quantized_on_disk_layout_gives_the_in_ram_layouts_evidence(kind, tmp_path, corpus, embedder):
     default, default_layouts = evidence(kind, tmp_path, corpus, embedder, {})
     in_ram, in_ram_layouts = evidence(kind, tmp_path, corpus, embedder, IN_RAM)
-    assert len(in_ram_layouts) == len(default_layouts) == 3
+    assert len(in_ram_layouts) == len(default_layouts) == 2
     assert set(default_layouts) == {(True, True, True)}
     assert set(in_ram_layouts) == {(False, False, False)}
     assert all(clusters for clusters in default) and default == in_ram
@@ -105,7 +105,7 @@ def test_warming_asks_the_kernel_to_read_every_file_of_the_shards_but_their_log(
         monkeypatch.setattr(os, "posix_fadvise", recorded)
         rag.warm()
         folders = {tmp_path / "warm" / folder for folder in rag.store.aliases().values()}
-    assert len(folders) == 3
+    assert len(folders) == 2
     files = [path for folder in folders for path in (folder / SHARD).rglob("*") if path.is_file()]
     log = [path for path in files if WAL in path.relative_to(tmp_path).parts]
     assert log and not set(log) & advised.keys()
