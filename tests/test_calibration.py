@@ -104,7 +104,7 @@ def test_cli_calibrate_then_rebuild_keeps_it_and_remove_drops_it(corpus):
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["calibration"]["passages"] > 0 and report["risk_coverage"]
-    assert report["calibration"]["blend"] == 0.12  # the shipped gate's weight for questions cut from sentences
+    assert report["calibration"]["blend"] == 0.1  # the shipped gate's weight for questions cut from sentences
     threshold = report["threshold"]
 
     def query_threshold() -> float:
@@ -148,9 +148,9 @@ def test_the_kept_threshold_moves_the_measured_share_of_the_way_from_the_shipped
     measured = calibrate(rag.settings, rag.store, rag.pipeline, write, "sentences", passages=40, hold_out=0.3)
     info = measured.gate.info["calibrated_on"]
     synthetic, kept = info["synthetic_threshold"], measured.gate.systems["quorum"].threshold
-    assert info["shipped_threshold"] == SHIPPED_THRESHOLD and info["blend"] == 0.12
+    assert info["shipped_threshold"] == SHIPPED_THRESHOLD and info["blend"] == 0.1
     assert synthetic != SHIPPED_THRESHOLD and min(synthetic, SHIPPED_THRESHOLD) < kept < max(synthetic, SHIPPED_THRESHOLD)
-    assert logit(kept) == pytest.approx(0.88 * logit(SHIPPED_THRESHOLD) + 0.12 * logit(synthetic), abs=1e-3)
+    assert logit(kept) == pytest.approx(0.9 * logit(SHIPPED_THRESHOLD) + 0.1 * logit(synthetic), abs=1e-3)
     all_the_way = calibrate(rag.settings, rag.store, rag.pipeline, write, "sentences", passages=40, hold_out=0.3,
                             blend=1.0)
     assert all_the_way.gate.systems["quorum"].threshold == synthetic  # the same questions, the same cut
@@ -161,5 +161,5 @@ def test_blending_thresholds_in_logits():
     assert blended(0.13, 0.44, 0.0) == 0.13 and blended(0.13, 0.44, 1.0) == 0.44
     assert 0.0 < blended(0.13, 0.0, 0.73) < 0.13  # a cut of 0 (abstain on nothing) stays a number
     assert 0.13 < blended(0.13, 0.44, 0.73) < 0.44
-    assert blend_weight(GateModel.load(DEFAULT_MODEL), "model:packaged:prompt-1") == 0.73
+    assert blend_weight(GateModel.load(DEFAULT_MODEL), "model:packaged:prompt-1") == 0.65
     assert blend_weight(GateModel({}, {}), "model:packaged:prompt-1") == 1.0  # a gate file that measured none
