@@ -46,8 +46,6 @@ class RetrieverSpec(Section):
     overlap: NonNegativeInt = Field(description="words shared by consecutive chunks")
     expansions: tuple[str, ...] | None = Field(
         None, description="the query expansions this retriever also searches; None: retrieval.expansions")
-    top_k: PositiveInt | None = Field(
-        None, description="candidates this retriever returns; None: retrieval.top_k")
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> RetrieverSpec:

@@ -128,11 +128,11 @@ class Coordinator:
     def queries(self, vectors: QueryVectors, spec: CollectionSpec, top_k: int | None = None) -> list[VectorQuery]:
         """One search per retriever of a collection; dense hits under ``min_similarity`` are dropped."""
         options = self.settings.retrieval
+        limit = top_k or options.top_k
         selector = self._excluded(options.exclude_sources)
-        return [VectorQuery(r.vector, vectors.dense, top_k or r.top_k or options.top_k, options.min_similarity or None,
-                            options.hnsw_ef, selector=selector)
-                if r.kind == "dense" else VectorQuery(r.vector, vectors.sparse[spec.name], top_k or r.top_k or options.top_k,
-                                                      selector=selector)
+        return [VectorQuery(r.vector, vectors.dense, limit, options.min_similarity or None, options.hnsw_ef,
+                            selector=selector)
+                if r.kind == "dense" else VectorQuery(r.vector, vectors.sparse[spec.name], limit, selector=selector)
                 for r in spec.retrievers]
 
     def _excluded(self, sources: Sequence[str]) -> Any | None:

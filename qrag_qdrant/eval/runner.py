@@ -161,8 +161,8 @@ class Evaluation:
         self.expanders = {name: self._expander(rag, item) for name, item in EXPANDED_SYSTEMS.items()
                           if name in self.systems}
         self.expansions = ExpansionCache(expansions_cache)
-        self.top_k = top_k or (RELEVANCE_DEPTH if dataset.kind == "relevance" else None)
-        self.options = rag.settings.retrieval.model_copy(update={"top_k": self.top_k or rag.settings.retrieval.top_k})
+        self.top_k = top_k or (RELEVANCE_DEPTH if dataset.kind == "relevance" else rag.settings.retrieval.top_k)
+        self.options = rag.settings.retrieval.model_copy(update={"top_k": self.top_k})
         self.budget = chunks or rag.settings.retrieval.context_clusters
         self.searches: list[QuestionSearch] = []
 
@@ -225,8 +225,7 @@ class Evaluation:
         if name == HYBRID:
             spec = self._hybrid_collection()
             hits = self.rag.store.hybrid(spec.name, search.vectors.dense, search.vectors.sparse[spec.name],
-                                         limit=max(self.options.top_k, self.budget),
-                                         prefetch_limit=self.options.top_k)
+                                         limit=max(self.top_k, self.budget), prefetch_limit=self.top_k)
             return self._timed(self._chunks(name, hits), search, started)
         spec, query = self._retriever(name, search.vectors)
         hits = self.rag.store.query(spec.name, [query])[0]
