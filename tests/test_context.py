@@ -1,6 +1,7 @@
 from qrag_qdrant.coordinator.context import (Span, adaptive_plan, agreement_window, build_context, candidate_span,
                                             merge_spans, to_sentences, unsent_parts)
 from qrag_qdrant.coordinator.clustering import Cluster
+from qrag_qdrant.locations import Mark
 from qrag_qdrant.coordinator.ranking import ScoredCluster
 
 from .coordinator_helpers import candidate
@@ -22,6 +23,13 @@ def test_nested_touching_and_separate_spans():
     assert merge_spans([span(0, 40), span(10, 20)]) == [span(0, 40)]
     assert merge_spans([span(0, 10), span(10, 20)]) == [span(0, 10), span(10, 20)]
     assert merge_spans([span(30, 40), span(0, 10)]) == [span(0, 10), span(30, 40)]
+
+
+def test_a_span_inside_another_adds_its_marks():
+    outer, inner = span(0, 40), Span("s.txt", 10, 20, SOURCE[10:20], frozenset({Mark(12, 2, None)}))
+    (merged,) = merge_spans([outer, inner])
+    assert (merged.start, merged.end, merged.text) == (0, 40, SOURCE[:40])
+    assert merged.marks == frozenset({Mark(12, 2, None)})
 
 
 def test_different_sources_never_merge_and_keep_first_seen_order():

@@ -8,7 +8,7 @@ when it clearly leads, more only when the evidence is spread over several."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,7 +34,7 @@ def to_sentences(text: str, start: int, end: int, words: int,
     slack = max(5, round(words * SENTENCE_SLACK))
     bounds = word_bounds(text) if bounds is None else bounds
     word_starts, word_ends = bounds[:, 0], bounds[:, 1]
-    boundaries = np.array([0, *(m.end() for m in SENTENCE_START.finditer(text)), len(text)])
+    boundaries = np.array([0, *[m.end() for m in SENTENCE_START.finditer(text)], len(text)])
     # the words text[a:b] holds, whole or in part: those ending after a and starting before b
     before = boundaries[(boundaries <= start) & (np.searchsorted(word_starts, start) -
                                                  np.searchsorted(word_ends, boundaries, side="right") <= slack)]
@@ -45,6 +45,9 @@ def to_sentences(text: str, start: int, end: int, words: int,
     return new_start, max(new_end, end)
 
 
+NO_MARKS: frozenset[Mark] = frozenset()
+
+
 @dataclass(frozen=True)
 class Span:
     source: str
@@ -52,7 +55,7 @@ class Span:
     end: int
     text: str
     #: where the source's pages or headings change, as far as the chunks behind the span know
-    marks: frozenset[Mark] = frozenset()
+    marks: frozenset[Mark] = NO_MARKS
 
 
 def merge_spans(spans: Iterable[Span]) -> list[Span]:
@@ -66,19 +69,28 @@ def merge_spans(spans: Iterable[Span]) -> list[Span]:
         by_source.setdefault(span.source, []).append(span)
     merged: list[Span] = []
     for source_spans in by_source.values():
-        current: Span | None = None
-        for span in sorted(source_spans, key=lambda s: (s.start, -s.end)):
-            if current is not None and span.start < current.end:
-                current = replace(current, marks=current.marks | span.marks)
-                if span.end > current.end:
-                    current = replace(current, end=span.end, text=current.text + span.text[current.end - span.start:])
+        ordered = sorted(source_spans, key=lambda s: (s.start, -s.end))
+        group = [ordered[0]]  # the spans that overlap, each reaching further than those before it
+        marks = ordered[0].marks
+        for span in ordered[1:]:
+            if span.start < group[-1].end:
+                marks |= span.marks
+                if span.end > group[-1].end:
+                    group.append(span)
                 continue
-            if current is not None:
-                merged.append(current)
-            current = span
-        if current is not None:
-            merged.append(current)
+            merged.append(_stitched(group, marks))
+            group, marks = [span], span.marks
+        merged.append(_stitched(group, marks))
     return merged
+
+
+def _stitched(group: list[Span], marks: frozenset[Mark]) -> Span:
+    """One span over ``group`` (sorted, overlapping, each ending later), its text stitched once."""
+    first = group[0]
+    if len(group) == 1 and marks == first.marks:
+        return first
+    pieces = [first.text, *(span.text[previous.end - span.start:] for previous, span in zip(group, group[1:]))]
+    return Span(first.source, first.start, group[-1].end, "".join(pieces), marks)
 
 
 def unsent_parts(span: Span, sent: list[tuple[int, int]]) -> list[Span]:
@@ -100,9 +112,9 @@ def unsent_parts(span: Span, sent: list[tuple[int, int]]) -> list[Span]:
 
 
 def candidate_span(candidate: Candidate) -> Span:
-    start, end = candidate.span
-    marks = frozenset(Mark(*mark) for mark in candidate.hit.payload.marks)
-    return Span(candidate.source, start, end, candidate.hit.payload.text, marks)
+    payload = candidate.hit.payload
+    marks = frozenset(Mark(*mark) for mark in payload.marks) if payload.marks else NO_MARKS
+    return Span(payload.source, payload.start, payload.end, payload.text, marks)
 
 
 def agreement_window(spans: Sequence[Span], members: Sequence[Candidate], words: int) -> Span:
@@ -187,8 +199,9 @@ def build_context(ranked: Sequence[ScoredCluster], limit: int, word_budget: int 
             pages, heading = locate(span.marks, span.start, span.end)
             passages.append(Passage(citation=citation, source=span.source, start=span.start, end=span.end,
                                     text=span.text, pages=pages, heading=heading))
+        ranks = scored.cluster.best_ranks  # support and retrievers, computed once
         clusters.append(EvidenceCluster(rank=len(clusters) + 1, score=round(scored.score, 6),
-                                        support=scored.cluster.support, retrievers=scored.cluster.retrievers,
+                                        support=len(ranks), retrievers=list(ranks),
                                         passages=passages, expansions=scored.cluster.expansions))
     return clusters
 
