@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from qrag_qdrant.errors import ModelMismatchError, NothingIngestedError
 from qrag_qdrant.eval import Evaluation
 from qrag_qdrant.eval.dataset import Dataset, EvalQuestion
 from qrag_qdrant.store import VectorQuery
-from qrag_qdrant.store.base import point_id
+from qrag_qdrant.store.base import SPARSE_VECTOR, point_id
 
 from .sample_corpus import DOCUMENTS
 
@@ -196,6 +198,63 @@ def test_a_query_during_a_rewrite_sees_the_old_file_or_the_new_one_never_both(op
     monkeypatch.setattr(rag.store, "delete_stale", real_delete_stale)
     rag.ingest(corpus)
     assert len({row[2] for row in stored(rag, name) if row[0] == "games/chess.txt"}) == 1
+
+
+def watch_bm25_searches(rag, monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """Events set when a BM25 search reaches the store and when it has returned."""
+    started, finished = threading.Event(), threading.Event()
+    real_query = rag.store.query
+
+    def query(name, queries):
+        lexical = any(q.vector_name == SPARSE_VECTOR for q in queries)
+        if lexical:
+            started.set()
+        hits = real_query(name, queries)
+        if lexical:
+            finished.set()
+        return hits
+
+    monkeypatch.setattr(rag.store, "query", query)
+    return started, finished
+
+
+def test_bm25_searches_run_while_the_question_is_embedded_and_give_the_same_lists(open_rag, corpus, monkeypatch):
+    rag = open_rag()
+    rag.ingest(corpus)
+    coordinator = rag.coordinator
+    expected = coordinator.search(coordinator.embed(BEES_QUESTION))
+    started, _ = watch_bm25_searches(rag, monkeypatch)
+    real_embed, seen_while_embedding = rag.embedder().query_embed, []
+
+    def query_embed(text):
+        seen_while_embedding.append(started.wait(timeout=60))  # a BM25 search began before the vector is done
+        return real_embed(text)
+
+    monkeypatch.setattr(rag.embedder(), "query_embed", query_embed)
+    timings = {}
+    vectors, lists = coordinator.embed_and_search(BEES_QUESTION, timings=timings)
+    assert seen_while_embedding == [True] and {"embed", "search"} <= set(timings)
+    assert vectors.dense == coordinator.embed(BEES_QUESTION).dense
+    assert [(ranked.retriever, ranked.collection, [hit.id for hit in ranked.hits]) for ranked in lists] == \
+        [(ranked.retriever, ranked.collection, [hit.id for hit in ranked.hits]) for ranked in expected]
+    # qdrant-client's local mode scores the same search a few 1e-8 apart from one call to the next
+    assert [hit.score for ranked in lists for hit in ranked.hits] == \
+        pytest.approx([hit.score for ranked in expected for hit in ranked.hits], abs=1e-6)
+
+
+def test_a_failed_embedding_leaves_no_search_running(open_rag, corpus, monkeypatch):
+    rag = open_rag()
+    rag.ingest(corpus)
+    rag.retrieve(BEES_QUESTION)  # the collections checked and the model loaded
+    _, finished = watch_bm25_searches(rag, monkeypatch)
+
+    def query_embed(text):
+        raise RuntimeError("the model failed")
+
+    monkeypatch.setattr(rag.embedder(), "query_embed", query_embed)
+    with pytest.raises(RuntimeError, match="the model failed"):
+        rag.retrieve(BEES_QUESTION)
+    assert finished.is_set()  # the BM25 searches were waited for before the error went up
 
 
 @pytest.mark.parametrize("context", ["adaptive", "fixed"])

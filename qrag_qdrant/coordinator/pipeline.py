@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -57,7 +57,9 @@ class Coordinator:
         self._gate: GateModel | None = None
         self._term_stats: TermStats | None = None
         self._warm = False
-        self._pool = ThreadPoolExecutor(max_workers=len(settings.collections), thread_name_prefix="qrag-query")
+        self._pool = ThreadPoolExecutor(max_workers=2 * len(settings.collections), thread_name_prefix="qrag-query")
+        #: the BM25 searches of ``embed_and_search``, while this thread computes the dense vector
+        self._lexical = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qrag-bm25")
 
     def index_changed(self) -> None:
         """After an ingest in this process: check the collections and count their points again
@@ -121,9 +123,37 @@ class Coordinator:
 
     def embed(self, question: str) -> QueryVectors:
         question = self.check_question(question)
-        collections = self.collections
-        dense = self._embedder_factory().query_embed(question).tolist()
-        return QueryVectors(question, dense, {spec.name: sparse.query_embed(question) for spec, sparse in collections})
+        return QueryVectors(question, self._embedder_factory().query_embed(question).tolist(), self._sparse(question))
+
+    def _sparse(self, question: str) -> dict[str, Sparse]:
+        return {spec.name: sparse.query_embed(question) for spec, sparse in self.collections}
+
+    def embed_and_search(self, question: str, top_k: int | None = None,
+                         timings: dict[str, float] | None = None) -> tuple[QueryVectors, list[RankedList]]:
+        """``embed`` then ``search``, the same lists in the same order, sooner: the BM25 searches need
+        only the question's words, so they run on a worker thread while this one computes the
+        dense vector (the ONNX run lets go of the GIL), and only the dense searches wait for it.
+        On 2 idle cores a retrieve took 0.9-1.3 ms less (p50, about 9%), and up to 0.5 ms more with
+        the other core busy (docs/benchmarks.md). ``timings``: ``embed`` (the dense vector) and
+        ``search`` (what follows until every list is in)."""
+        timings = {} if timings is None else timings
+        question = self.check_question(question)
+        sparse = self._sparse(question)
+        kinds = {r.name: r.kind for r in self.settings.retrievers}
+        lexical = self._lexical.submit(self._search, [(QUESTION, QueryVectors(question, [], sparse),
+                                                       {name for name, kind in kinds.items() if kind != "dense"})], top_k)
+        try:
+            with _timed(timings, "embed"):
+                vectors = QueryVectors(question, self._embedder_factory().query_embed(question).tolist(), sparse)
+            with _timed(timings, "search"):
+                lists = self._search([(QUESTION, vectors, {name for name, kind in kinds.items() if kind == "dense"})],
+                                     top_k) + lexical.result()
+        except BaseException:
+            wait([lexical])  # nothing searches on after the question failed
+            raise
+        order = {(spec.name, retriever.name): n for n, (spec, retriever) in
+                 enumerate((spec, retriever) for spec, _ in self.collections for retriever in spec.retrievers)}
+        return vectors, sorted(lists, key=lambda ranked: order[ranked.collection, ranked.retriever])
 
     def queries(self, vectors: QueryVectors, spec: CollectionSpec, top_k: int | None = None) -> list[VectorQuery]:
         """One search per retriever of a collection; dense hits under ``min_similarity`` are dropped."""
@@ -257,10 +287,7 @@ class Coordinator:
         timings: dict[str, float] = {}
         pending = self.expander.start(self.check_question(question)) if self.expander else None
         try:
-            with _timed(timings, "embed"):
-                vectors = self.embed(question)
-            with _timed(timings, "search"):
-                lists = self.search(vectors)
+            vectors, lists = self.embed_and_search(question, timings=timings)
         except BaseException:
             if pending is not None:  # nothing will read what the model writes
                 pending.cancelled.set()
@@ -305,6 +332,7 @@ class Coordinator:
                         expansions=list(expansions), timings_ms=timings, gate_features=features)
 
     def close(self) -> None:
+        self._lexical.shutdown()
         self._pool.shutdown()
         if self.expander is not None:
             self.expander.close()
