@@ -7,7 +7,7 @@
 
 In one process, alternating per question so both see the same machine load: ``retrieve``
 (``Coordinator.embed_and_search``: the BM25 searches on a worker thread while this one embeds)
-against ``embed``, then ``search``, then ``evidence_from`` (every search after the embedding).
+against ``embed``, then every search, then ``evidence_from`` (the arrangement before).
 Prints each arrangement's p50 and p95 (ms), the paired median difference, and how many
 questions got the same evidence both ways.
 """
@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
+from qrag_qdrant.coordinator.fusion import QUESTION
 from qrag_qdrant.threads import one_blas_thread
 
 OVERLAPPED, SEQUENTIAL = "overlapped", "one after the other"
@@ -53,8 +54,9 @@ def main() -> None:
                 if name == OVERLAPPED:
                     evidence[name] = rag.retrieve(question)
                 else:
-                    vectors = coordinator.embed(question)
-                    evidence[name] = coordinator.evidence_from(vectors, coordinator.search(vectors), options)
+                    vectors = coordinator.embed(question)  # then every search, one round trip per collection
+                    lists = coordinator._search([(QUESTION, vectors, None)], None)
+                    evidence[name] = coordinator.evidence_from(vectors, lists, options)
                 if n >= args.warmup:
                     times[name].append((time.perf_counter() - started) * 1000)
             same += len({json.dumps(e.model_dump(mode="json", exclude={"timings_ms"}), sort_keys=True)

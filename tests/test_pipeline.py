@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from qrag_qdrant.coordinator.fusion import QUESTION
 from qrag_qdrant.errors import ModelMismatchError, NothingIngestedError
 from qrag_qdrant.eval import Evaluation
 from qrag_qdrant.eval.dataset import Dataset, EvalQuestion
@@ -218,11 +219,11 @@ def watch_bm25_searches(rag, monkeypatch) -> tuple[threading.Event, threading.Ev
     return started, finished
 
 
-def test_bm25_searches_run_while_the_question_is_embedded_and_give_the_same_lists(open_rag, corpus, monkeypatch):
+def test_bm25_searches_run_while_the_question_is_embedded_and_give_the_lists_of_one_after_the_other(open_rag, corpus, monkeypatch):
     rag = open_rag()
     rag.ingest(corpus)
     coordinator = rag.coordinator
-    expected = coordinator.search(coordinator.embed(BEES_QUESTION))
+    expected = coordinator._search([(QUESTION, coordinator.embed(BEES_QUESTION), None)], None)  # one after the other
     started, _ = watch_bm25_searches(rag, monkeypatch)
     real_embed, seen_while_embedding = rag.embedder().query_embed, []
 

@@ -130,10 +130,10 @@ class Coordinator:
 
     def embed_and_search(self, question: str, top_k: int | None = None,
                          timings: dict[str, float] | None = None) -> tuple[QueryVectors, list[RankedList]]:
-        """``embed`` then ``search``, the same lists in the same order, sooner: the BM25 searches need
+        """Every retriever's ranked list for the question, embedded here. The BM25 searches need
         only the question's words, so they run on a worker thread while this one computes the
         dense vector (the ONNX run lets go of the GIL), and only the dense searches wait for it.
-        On 2 idle cores a retrieve took 0.9-1.3 ms less (p50, about 9%), and up to 0.5 ms more with
+        On 2 idle cores a retrieve took 0.9-1.3 ms less (p50, about 9%), and up to 0.9 ms more with
         the other core busy (docs/benchmarks.md). ``timings``: ``embed`` (the dense vector) and
         ``search`` (what follows until every list is in)."""
         timings = {} if timings is None else timings
@@ -167,10 +167,6 @@ class Coordinator:
 
     def _excluded(self, sources: Sequence[str]) -> Any | None:
         return self.store.models.Filter(must_not=[self.store.of_sources(sources)]) if sources else None
-
-    def search(self, vectors: QueryVectors, top_k: int | None = None) -> list[RankedList]:
-        """Every retriever's ranked list for the question: one search round trip per collection."""
-        return self._search([(QUESTION, vectors, None)], top_k)
 
     def search_expansions(self, texts: Sequence[ExpandedText], top_k: int | None = None) -> list[RankedList]:
         """The ranked lists of the question's expansions, each searched by the retrievers that
