@@ -60,6 +60,11 @@ class Coordinator:
         self._pool = ThreadPoolExecutor(max_workers=2 * len(settings.collections), thread_name_prefix="qrag-query")
         #: the BM25 searches of ``embed_and_search``, while this thread computes the dense vector
         self._lexical = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qrag-bm25")
+        self._dense_names = frozenset(r.name for r in settings.retrievers if r.kind == "dense")
+        self._lexical_names = frozenset(r.name for r in settings.retrievers) - self._dense_names
+        #: each (collection, retriever)'s place among the lists: collection by collection, as ``_search`` gives them
+        self._list_order = {(spec.name, retriever.name): n for n, (spec, retriever) in enumerate(
+            (spec, retriever) for spec in settings.collections for retriever in spec.retrievers)}
 
     def index_changed(self) -> None:
         """After an ingest in this process: check the collections and count their points again
@@ -139,21 +144,17 @@ class Coordinator:
         timings = {} if timings is None else timings
         question = self.check_question(question)
         sparse = self._sparse(question)
-        kinds = {r.name: r.kind for r in self.settings.retrievers}
         lexical = self._lexical.submit(self._search, [(QUESTION, QueryVectors(question, [], sparse),
-                                                       {name for name, kind in kinds.items() if kind != "dense"})], top_k)
+                                                       self._lexical_names)], top_k)
         try:
             with _timed(timings, "embed"):
                 vectors = QueryVectors(question, self._embedder_factory().query_embed(question).tolist(), sparse)
             with _timed(timings, "search"):
-                lists = self._search([(QUESTION, vectors, {name for name, kind in kinds.items() if kind == "dense"})],
-                                     top_k) + lexical.result()
+                lists = self._search([(QUESTION, vectors, self._dense_names)], top_k) + lexical.result()
         except BaseException:
             wait([lexical])  # nothing searches on after the question failed
             raise
-        order = {(spec.name, retriever.name): n for n, (spec, retriever) in
-                 enumerate((spec, retriever) for spec, _ in self.collections for retriever in spec.retrievers)}
-        return vectors, sorted(lists, key=lambda ranked: order[ranked.collection, ranked.retriever])
+        return vectors, sorted(lists, key=lambda ranked: self._list_order[ranked.collection, ranked.retriever])
 
     def queries(self, vectors: QueryVectors, spec: CollectionSpec, top_k: int | None = None) -> list[VectorQuery]:
         """One search per retriever of a collection; dense hits under ``min_similarity`` are dropped."""
