@@ -14,7 +14,8 @@ would for a larger corpus in the same language.
 
 Writes the namespace ``scale-<N/1000>k`` and prints seconds, points, disk size and the
 peak RSS of this process: the store's side of an ingest (writes and index build, no embedding
-model), over a baseline of the imports.
+model), over a baseline of the imports. Each collection also gets the document frequencies of its
+chunks' terms, as an ingest leaves them.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ from qrag_qdrant.config import CollectionSpec, load_settings
 from qrag_qdrant.names import collection_name
 from qrag_qdrant.embedding import model_dim
 from qrag_qdrant.store import ChunkPoint, CollectionManifest
-from qrag_qdrant.store.base import point_id
+from qrag_qdrant.store.base import TERM_STATS, point_id
 from qrag_qdrant.store.edge import EdgeStore
+from qrag_qdrant.term_stats import TermStats, count_terms
 
 BATCH = 1000
 JITTER = 0.5  # noise norm ~0.5 against a unit vector: cosine ~0.9 to the original
@@ -74,6 +76,14 @@ def scaled(sources: list[tuple[Path, str]], spec: CollectionSpec, target: int, c
             yield ChunkPoint(point_id(collection, source, payload.chunk_index, payload.doc_hash), dense,
                              original.sparse, payload)
             written += 1
+
+
+def attach_term_stats(store: EdgeStore, name: str) -> None:
+    """The document frequencies an ingest keeps beside a collection (the gate reads them): without
+    them the first question counts them from every stored text, which touches every payload page."""
+    manifest = store.manifest(name)
+    stats = TermStats.of(count_terms(store.texts(name)), store.count(name), manifest.indexed if manifest else 0)
+    store.attach(name, TERM_STATS, stats.to_bytes())
 
 
 def rss_mb() -> float:
@@ -116,6 +126,7 @@ def main() -> None:
             store.upsert(spec.name, batch)
             written = time.perf_counter()
             store.finish_bulk(spec.name)
+            attach_term_stats(store, spec.name)
             result[spec.name] = {"real_chunks": real, "copies": -(-size // real) - 1,
                                  "points": store.count(spec.name),
                                  "index_build_s": round(time.perf_counter() - written, 1)}

@@ -1,4 +1,4 @@
-"""A collection's layout (int8 quantization, vectors and payloads on disk) is applied when it is
+"""A collection's layout (quantization, vectors and payloads on disk) is applied when it is
 created, on Edge and on the server path, and the evidence it gives is the default layout's."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from qdrant_client import QdrantClient
 
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config import load_settings
+from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.store.edge import SHARD, WAL, EdgeStore
 from qrag_qdrant.store.server import ServerStore
 
@@ -47,22 +48,32 @@ def evidence(kind, tmp_path, corpus, embedder, layout):
 
 
 def applied_layouts(store, settings):
-    """(int8, vectors on disk, payloads on disk) as each engine recorded them for the collections."""
+    """(quantization, vectors on disk, payloads on disk) as each engine recorded them for the collections."""
     if isinstance(store, EdgeStore):
         layouts = []
         for folder in sorted(settings.store.iterdir()):
             if (folder / SHARD / "edge_config.json").is_file():
                 config = json.loads((folder / SHARD / "edge_config.json").read_text())
                 dense = config["vectors"]["dense"]
-                layouts.append((dense.get("quantization_config") is not None, bool(dense.get("on_disk")),
+                layouts.append((quantization_of(dense.get("quantization_config")), bool(dense.get("on_disk")),
                                 bool(config.get("on_disk_payload"))))
         return layouts
     layouts = []
     for name in store.collection_names():
         params = store.client.get_collection(name).config.params
-        layouts.append((params.vectors["dense"].quantization_config is not None,
+        quantization = params.vectors["dense"].quantization_config
+        layouts.append((quantization_of(quantization and quantization.model_dump(mode="json")),
                         bool(params.vectors["dense"].on_disk), bool(store.client.payloads_on_disk[name])))
     return layouts
+
+
+def quantization_of(config):
+    """The ``qdrant.quantization`` name of an engine's quantization config."""
+    if not config:
+        return "none"
+    if config.get("scalar"):
+        return config["scalar"]["type"]  # "int8"
+    return "turbo" + config["turbo"]["bits"].removeprefix("bits")
 
 
 @pytest.mark.parametrize("kind", ["edge", "client-local"])
@@ -70,9 +81,31 @@ def test_the_default_quantized_on_disk_layout_gives_the_in_ram_layouts_evidence(
     default, default_layouts = evidence(kind, tmp_path, corpus, embedder, {})
     in_ram, in_ram_layouts = evidence(kind, tmp_path, corpus, embedder, IN_RAM)
     assert len(in_ram_layouts) == len(default_layouts) == 2
-    assert set(default_layouts) == {(True, True, True)}
-    assert set(in_ram_layouts) == {(False, False, False)}
+    assert set(default_layouts) == {("int8", True, True)}
+    assert set(in_ram_layouts) == {("none", False, False)}
     assert all(clusters for clusters in default) and default == in_ram
+
+
+@pytest.mark.parametrize("kind", ["edge", "client-local"])
+@pytest.mark.parametrize("quantization", ["turbo4", "turbo2"])
+def test_each_quantization_is_the_one_the_engine_builds(kind, quantization, tmp_path, corpus, embedder):
+    found, layouts = evidence(kind, tmp_path, corpus, embedder, {"quantization": quantization})
+    assert set(layouts) == {(quantization, True, True)}
+    assert all(clusters for clusters in found)
+
+
+def test_a_server_without_turboquant_is_told_what_to_set_and_keeps_no_collection(tmp_path, corpus, embedder,
+                                                                                  monkeypatch):
+    settings = load_settings(store=tmp_path / "server", qdrant={"quantization": "turbo4"})
+    store = open_store("client-local", settings)
+    info = store.client.info()
+    monkeypatch.setattr(store.client, "info", lambda: info.model_copy(update={"version": "1.17.2"}))
+    with QuorumRAG(settings, store=store, embedder=embedder) as rag:
+        with pytest.raises(ConfigError) as raised:
+            rag.ingest(corpus)
+        assert str(raised.value) == ("Qdrant 1.17.2 at local has no TurboQuant (needs >= 1.18.0); "
+                                     "set qdrant.quantization = 'int8'")
+        assert store.collection_names() == []
 
 
 def ingested_rag(tmp_path, corpus, embedder):

@@ -48,6 +48,8 @@ WAL = "wal"
 SCROLL_PAGE = 1000
 #: the kernel reads ahead at most this much of one advice (a 32 MiB file advised whole: 8 resident)
 READ_AHEAD = 8 << 20
+#: ``qdrant.quantization``'s TurboQuant settings by the engine's name for their bits a dimension
+TURBO_BITS = {"turbo4": "Bits4", "turbo2": "Bits2"}
 
 
 class EdgeStore(Store):
@@ -127,8 +129,7 @@ class EdgeStore(Store):
         folder = self.root / name
         shutil.rmtree(folder, ignore_errors=True)  # a folder without manifest is a crashed create
         layout = self.layout
-        quantization = edge.ScalarQuantizationConfig(edge.ScalarType.Int8, quantile=0.99, always_ram=True) \
-            if layout.quantization == "int8" else None
+        quantization = _quantization(layout.quantization)
         config = edge.EdgeConfig(
             vectors={DENSE_VECTOR: edge.EdgeVectorParams(size=manifest.dim, distance=edge.Distance.Cosine,
                                                          on_disk=layout.vectors_on_disk,
@@ -282,7 +283,7 @@ class EdgeStore(Store):
 
     def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
         quantized = edge.QuantizationSearchParams(rescore=True, oversampling=self.layout.oversampling) \
-            if self.layout.quantization == "int8" else None
+            if self.layout.quantization != "none" else None
         requests = [
             edge.QueryRequest(limit=q.limit, query=edge.Query.Nearest(_edge_vector(q.vector), using=q.vector_name),
                               score_threshold=q.min_score, filter=q.selector, with_vector=[DENSE_VECTOR],
@@ -333,6 +334,16 @@ class EdgeStore(Store):
         if not self._lock.closed:
             fcntl.flock(self._lock, fcntl.LOCK_UN)
             self._lock.close()
+
+
+def _quantization(kind: str) -> Any:
+    """The quantized copy of the dense vectors that stays in RAM and is searched first."""
+    if kind == "int8":
+        return edge.ScalarQuantizationConfig(edge.ScalarType.Int8, quantile=0.99, always_ram=True)
+    if kind in TURBO_BITS:
+        return edge.TurboQuantQuantizationConfig(bits=getattr(edge.TurboQuantBitSize, TURBO_BITS[kind]),
+                                                 always_ram=True)
+    return None
 
 
 def _edge_vector(vector: Sequence[float] | Sparse) -> Any:

@@ -27,12 +27,16 @@ SCROLL_PAGE = 1000
 ATTACHMENT_PREFIX = "attached:"
 #: The first server whose ``qdrant/bm25`` takes k, b, avg_len and language.
 SERVER_BM25_SINCE = (1, 15, 3)
+#: The first server with TurboQuant quantization.
+SERVER_TURBO_SINCE = (1, 18, 0)
 #: Server-side failures worth another try: in a cluster, a write that too few replicas
 #: acknowledged, or a replica moving; the writes are idempotent (same ids, same filters).
 RETRIED_STATUS = {500, 502, 503, 504}
 #: What a collection-scoped token may not do (Qdrant wants global access for it).
 ADMIN_ONLY = {"create_collection", "drop_collection", "switch_aliases"}
 T = TypeVar("T")
+#: ``qdrant.quantization``'s TurboQuant settings and their bits a dimension
+TURBO_BITS = {"turbo4": models.TurboQuantBitSize.BITS4, "turbo2": models.TurboQuantBitSize.BITS2}
 
 
 def _server_errors(method: Callable[..., T]) -> Callable[..., T]:
@@ -104,16 +108,16 @@ class ServerStore(Store):
 
     @_server_errors
     def create_collection(self, name: str, manifest: CollectionManifest) -> None:
-        if manifest.bm25_source == "server":
-            self._check_server_bm25()
         layout = self.settings
+        if manifest.bm25_source == "server":
+            self._require(SERVER_BM25_SINCE, "cannot compute BM25", "qdrant.bm25_source = 'client'")
+        if layout.quantization in TURBO_BITS:
+            self._require(SERVER_TURBO_SINCE, "has no TurboQuant", "qdrant.quantization = 'int8'")
         self.client.create_collection(
             name,
             vectors_config={DENSE_VECTOR: models.VectorParams(
                 size=manifest.dim, distance=models.Distance.COSINE, on_disk=layout.vectors_on_disk,
-                quantization_config=models.ScalarQuantization(scalar=models.ScalarQuantizationConfig(
-                    type=models.ScalarType.INT8, quantile=0.99, always_ram=True))
-                if layout.quantization == "int8" else None)},
+                quantization_config=_quantization(layout.quantization))},
             sparse_vectors_config={SPARSE_VECTOR: models.SparseVectorParams(
                 modifier=models.Modifier.IDF, index=models.SparseIndexParams(on_disk=layout.vectors_on_disk))},
             on_disk_payload=layout.payloads_on_disk,
@@ -124,11 +128,12 @@ class ServerStore(Store):
         self.client.create_payload_index(name, "source", models.PayloadSchemaType.KEYWORD, wait=True)
         self.client.create_payload_index(name, "chunk_index", models.PayloadSchemaType.INTEGER, wait=True)
 
-    def _check_server_bm25(self) -> None:
+    def _require(self, since: tuple[int, int, int], lacking: str, instead: str) -> None:
+        """A feature a new collection needs, checked against the server's version before creating it."""
         version = self.client.info().version
-        if tuple(int(part) for part in version.split("-")[0].split(".")[:3]) < SERVER_BM25_SINCE:
-            raise ConfigError(f"Qdrant {version} at {self.location} cannot compute BM25 (needs >= 1.15.3); "
-                              "set qdrant.bm25_source = 'client'")
+        if tuple(int(part) for part in version.split("-")[0].split(".")[:3]) < since:
+            raise ConfigError(f"Qdrant {version} at {self.location} {lacking} (needs >= "
+                              f"{'.'.join(map(str, since))}); set {instead}")
 
     @_server_errors
     def drop_collection(self, name: str) -> None:
@@ -235,7 +240,7 @@ class ServerStore(Store):
     @_server_errors
     def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
         quantized = models.QuantizationSearchParams(rescore=True, oversampling=self.settings.oversampling) \
-            if self.settings.quantization == "int8" else None
+            if self.settings.quantization != "none" else None
         responses = self.client.query_batch_points(name, requests=[
             models.QueryRequest(query=_client_vector(q.vector), using=q.vector_name, limit=q.limit,
                                 score_threshold=q.min_score, filter=q.selector, with_vector=[DENSE_VECTOR],
@@ -272,3 +277,14 @@ def _client_vector(vector: Sequence[float] | Sparse) -> Any:
     if isinstance(vector, Bm25Document):
         return models.Document(text=vector.text, model=Bm25Document.MODEL, options=vector.settings.as_dict())
     return list(map(float, vector))
+
+
+def _quantization(kind: str) -> models.QuantizationConfig | None:
+    """The quantized copy of the dense vectors that stays in RAM and is searched first."""
+    if kind == "int8":
+        return models.ScalarQuantization(scalar=models.ScalarQuantizationConfig(
+            type=models.ScalarType.INT8, quantile=0.99, always_ram=True))
+    if kind in TURBO_BITS:
+        return models.TurboQuantization(turbo=models.TurboQuantQuantizationConfig(bits=TURBO_BITS[kind],
+                                                                                  always_ram=True))
+    return None
