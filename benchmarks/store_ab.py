@@ -1,4 +1,4 @@
-"""Two stores of the same chunks in other layouts, timed in one process, question by question.
+"""Two stores of the same chunks in other layouts (or configs), timed in one process, question by question.
 
     python benchmarks/store_ab.py --store $INT8 --against-store $TURBO4 --namespace eval-squad-dev \
         --questions ../shared/data/squad-dev/questions.jsonl --n 300 --seed 31
@@ -50,6 +50,8 @@ def main() -> None:
     parser.add_argument("--store", type=Path, required=True)
     parser.add_argument("--against-store", type=Path, required=True)
     parser.add_argument("--namespace", required=True)
+    parser.add_argument("--config", type=Path, help="the first store's config [default: configs/default.toml]")
+    parser.add_argument("--against-config", type=Path, help="the second store's config (e.g. another hnsw_ef)")
     parser.add_argument("--questions", type=Path, required=True, help="JSONL with a 'question' field")
     parser.add_argument("--n", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
@@ -58,8 +60,8 @@ def main() -> None:
     one_blas_thread()
     rows = [json.loads(line) for line in args.questions.read_text().splitlines() if line.strip()]
     questions = [row["question"] for row in random.Random(args.seed).sample(rows, min(args.n + WARMUP, len(rows)))]
-    rags = [QuorumRAG.from_config(None, store=store, namespace=args.namespace)
-            for store in (args.store, args.against_store)]
+    rags = [QuorumRAG.from_config(config, store=store, namespace=args.namespace)
+            for store, config in ((args.store, args.config), (args.against_store, args.against_config))]
     try:
         for rag in rags:
             rag.warm()
@@ -85,6 +87,7 @@ def main() -> None:
     hybrid_p50 = [statistics.median(times) for times in hybrid_ms]
     result = {
         "store": str(args.store), "against_store": str(args.against_store), "namespace": args.namespace,
+        "config": args.config and str(args.config), "against_config": args.against_config and str(args.against_config),
         "seed": args.seed, "questions": len(quorum_ms[0]),
         "quorum_p50_ms": [round(v, 2) for v in p50], "hybrid_p50_ms": [round(v, 2) for v in hybrid_p50],
         "ratio": [round(q / h, 2) for q, h in zip(p50, hybrid_p50)],

@@ -223,6 +223,10 @@ class QdrantSettings(Section):
                                   "(memory-mapped) instead of in RAM; with int8 quantization only the rescored few "
                                   "are read")
     payloads_on_disk: bool = Field(True, description="keep the chunks' payloads (their text) on disk instead of in RAM")
+    hnsw_m: PositiveInt = Field(16, description="links per point of a new collection's HNSW graph")
+    hnsw_ef_construct: PositiveInt = Field(
+        256, description="candidates weighed per point while a new collection's HNSW graph is built: 256 instead of "
+        "Qdrant's 100 took dense recall@15 at 200k points from 0.976 to 1.000 for an index build twice as long")
     # Distributed mode: how new collections are laid out, and how many replicas a read asks.
     shard_number: PositiveInt = 1
     replication_factor: PositiveInt = 1

@@ -18,6 +18,8 @@ from qrag_qdrant.store.edge import SHARD, WAL, EdgeStore
 from qrag_qdrant.store.server import ServerStore
 
 IN_RAM = {"quantization": "none", "vectors_on_disk": False, "payloads_on_disk": False}
+#: a graph other than the default's
+SPARSE_GRAPH = {"hnsw_m": 8, "hnsw_ef_construct": 64}
 #: the longest a step may take on a slow shared box; each wait ends as soon as its event is seen
 PATIENCE_S = 120
 QUESTIONS = ["How does a honeybee forager tell her sisters the direction of flowers?",
@@ -48,7 +50,8 @@ def evidence(kind, tmp_path, corpus, embedder, layout):
 
 
 def applied_layouts(store, settings):
-    """(quantization, vectors on disk, payloads on disk) as each engine recorded them for the collections."""
+    """(quantization, vectors on disk, payloads on disk, HNSW m and ef_construct) as each engine
+    recorded them for the collections."""
     if isinstance(store, EdgeStore):
         layouts = []
         for folder in sorted(settings.store.iterdir()):
@@ -56,14 +59,16 @@ def applied_layouts(store, settings):
                 config = json.loads((folder / SHARD / "edge_config.json").read_text())
                 dense = config["vectors"]["dense"]
                 layouts.append((quantization_of(dense.get("quantization_config")), bool(dense.get("on_disk")),
-                                bool(config.get("on_disk_payload"))))
+                                bool(config.get("on_disk_payload")),
+                                config["hnsw_config"]["m"], config["hnsw_config"]["ef_construct"]))
         return layouts
     layouts = []
     for name in store.collection_names():
-        params = store.client.get_collection(name).config.params
-        quantization = params.vectors["dense"].quantization_config
+        dense = store.client.get_collection(name).config.params.vectors["dense"]
+        quantization = dense.quantization_config
         layouts.append((quantization_of(quantization and quantization.model_dump(mode="json")),
-                        bool(params.vectors["dense"].on_disk), bool(store.client.payloads_on_disk[name])))
+                        bool(dense.on_disk), bool(store.client.payloads_on_disk[name]),
+                        dense.hnsw_config.m, dense.hnsw_config.ef_construct))
     return layouts
 
 
@@ -81,16 +86,16 @@ def test_the_default_quantized_on_disk_layout_gives_the_in_ram_layouts_evidence(
     default, default_layouts = evidence(kind, tmp_path, corpus, embedder, {})
     in_ram, in_ram_layouts = evidence(kind, tmp_path, corpus, embedder, IN_RAM)
     assert len(in_ram_layouts) == len(default_layouts) == 2
-    assert set(default_layouts) == {("int8", True, True)}
-    assert set(in_ram_layouts) == {("none", False, False)}
+    assert set(default_layouts) == {("int8", True, True, 16, 256)}
+    assert set(in_ram_layouts) == {("none", False, False, 16, 256)}
     assert all(clusters for clusters in default) and default == in_ram
 
 
 @pytest.mark.parametrize("kind", ["edge", "client-local"])
 @pytest.mark.parametrize("quantization", ["turbo4", "turbo2"])
-def test_each_quantization_is_the_one_the_engine_builds(kind, quantization, tmp_path, corpus, embedder):
-    found, layouts = evidence(kind, tmp_path, corpus, embedder, {"quantization": quantization})
-    assert set(layouts) == {(quantization, True, True)}
+def test_each_quantization_and_graph_is_the_one_the_engine_builds(kind, quantization, tmp_path, corpus, embedder):
+    found, layouts = evidence(kind, tmp_path, corpus, embedder, {"quantization": quantization, **SPARSE_GRAPH})
+    assert set(layouts) == {(quantization, True, True, 8, 64)}
     assert all(clusters for clusters in found)
 
 

@@ -48,6 +48,8 @@ WAL = "wal"
 SCROLL_PAGE = 1000
 #: the kernel reads ahead at most this much of one advice (a 32 MiB file advised whole: 8 resident)
 READ_AHEAD = 8 << 20
+#: below this many KB of vectors in a segment Qdrant scans it instead of searching its graph (its default)
+FULL_SCAN_KB = 10_000
 #: ``qdrant.quantization``'s TurboQuant settings by the engine's name for their bits a dimension
 TURBO_BITS = {"turbo4": "Bits4", "turbo2": "Bits2"}
 
@@ -139,6 +141,8 @@ class EdgeStore(Store):
             # A query reads the payload of every candidate (about 63): on disk that cost +5 ms p50 at
             # 200k points per collection, in RAM about 1.4 KB per chunk (docs/scaling.md)
             on_disk_payload=layout.payloads_on_disk,
+            hnsw_config=edge.HnswIndexConfig(m=layout.hnsw_m, ef_construct=layout.hnsw_ef_construct,
+                                             full_scan_threshold=FULL_SCAN_KB),
         )
         shard = edge.EdgeShard.create(str(folder / SHARD), config)
         self._written.add(name)

@@ -117,7 +117,8 @@ class ServerStore(Store):
             name,
             vectors_config={DENSE_VECTOR: models.VectorParams(
                 size=manifest.dim, distance=models.Distance.COSINE, on_disk=layout.vectors_on_disk,
-                quantization_config=_quantization(layout.quantization))},
+                quantization_config=_quantization(layout.quantization),
+                hnsw_config=models.HnswConfigDiff(m=layout.hnsw_m, ef_construct=layout.hnsw_ef_construct))},
             sparse_vectors_config={SPARSE_VECTOR: models.SparseVectorParams(
                 modifier=models.Modifier.IDF, index=models.SparseIndexParams(on_disk=layout.vectors_on_disk))},
             on_disk_payload=layout.payloads_on_disk,
