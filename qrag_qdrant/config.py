@@ -220,8 +220,8 @@ class QdrantSettings(Section):
         "+0.7 ms a query at 200k chunks per collection; turbo2: at 2 bits, which lost HNSW recall")
     oversampling: float = Field(2.0, ge=1.0, description="with quantization: candidates rescored per hit asked for")
     vectors_on_disk: bool = Field(True, description="keep the float32 dense vectors and the BM25 index on disk "
-                                  "(memory-mapped) instead of in RAM; with int8 quantization only the rescored few "
-                                  "are read")
+                                  "(memory-mapped) instead of in RAM; with quantization only the rescored few are "
+                                  "read")
     payloads_on_disk: bool = Field(True, description="keep the chunks' payloads (their text) on disk instead of in RAM")
     hnsw_m: PositiveInt = Field(16, description="links per point of a new collection's HNSW graph")
     hnsw_ef_construct: PositiveInt = Field(
