@@ -94,13 +94,28 @@ def test_a_crash_mid_ingest_drops_the_counts_and_the_next_run_counts_again(open_
     assert df(saved(rag, name), "stones") > 0
 
 
-def test_the_gate_reads_stale_or_missing_counts_as_a_recount(open_rag, corpus):
+def test_the_gate_reads_stale_or_missing_counts_as_a_recount_and_says_how_to_store_them(open_rag, corpus):
     rag = open_rag()
     rag.ingest(corpus)
     for spec in rag.settings.collections:
         rag.store.attach(spec.name, TERM_STATS, TermStats.of(Counter({1: 1}), 1, indexed=-1).to_bytes())
     finest = max(rag.settings.collections, key=lambda spec: rag.store.count(spec.name)).name
-    assert_counts_equal(rag.coordinator.term_stats, recounted(rag, finest))
+    with pytest.warns(UserWarning, match=f"^{finest} has no current term counts stored .* counted from its "
+                      f"{rag.store.count(finest)} chunks, as every new process will; run qrag-qdrant ingest"):
+        assert_counts_equal(rag.coordinator.term_stats, recounted(rag, finest))
+
+
+def test_stored_counts_or_a_store_that_keeps_none_read_without_a_warning(open_rag, corpus, recwarn):
+    rag = open_rag()
+    rag.ingest(corpus)
+    assert rag.coordinator.term_stats.chunks > 0
+    other = open_rag("keeps-none")
+    other.ingest(corpus)
+    for spec in other.settings.collections:
+        other.store.attach(spec.name, TERM_STATS, None)
+    other.store.keeps_attachments = False  # as a plug-in store whose attach keeps nothing
+    assert other.coordinator.term_stats.chunks > 0
+    assert not [w for w in recwarn if "term counts" in str(w.message)]
 
 
 def test_rare_term_features_tell_a_name_the_corpus_never_mentions(open_rag, corpus):

@@ -7,6 +7,7 @@ systems): fusion, clustering, quorum, ranking, context, the gate's confidence an
 from __future__ import annotations
 
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -249,8 +250,14 @@ class Coordinator:
             name = self.finest
             manifest = self.store.manifest(name)
             indexed = manifest.indexed if manifest is not None else 0
-            stats = TermStats.current(self.store.attachment(name, TERM_STATS), indexed) or TermStats.of(
-                count_terms(self.store.texts(name)), self._points[name], indexed)
+            stats = TermStats.current(self.store.attachment(name, TERM_STATS), indexed)
+            if stats is None:
+                stats = TermStats.of(count_terms(self.store.texts(name)), self._points[name], indexed)
+                if self.store.keeps_attachments:
+                    warnings.warn(f"{name} has no current term counts stored (written by an older version, or by "
+                                  f"an ingest that did not finish): they were counted from its {stats.chunks} chunks, "
+                                  "as every new process will; run qrag-qdrant ingest on its documents once to store "
+                                  "them", stacklevel=2)
             excluded = self.settings.retrieval.exclude_sources
             if excluded:
                 texts = list(self.store.texts(name, self.store.models.Filter(must=[self.store.of_sources(excluded)])))

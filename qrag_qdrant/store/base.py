@@ -196,9 +196,8 @@ POINT_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/qrag-qdr
 
 
 def point_id(collection: str, source: str, chunk_index: int, doc_hash: str) -> str:
-    """uuid5 of (collection, source, chunk index, content hash). The collection name holds the
-    namespace; the hash keeps a file's new version from overwriting the old one while it is
-    written, so a reader sees one version or the other."""
+    """uuid5 of (collection, source, chunk index, content hash). The collection name holds the namespace;
+    the hash keeps a file's new version from overwriting the old one while it is written."""
     return str(uuid.uuid5(POINT_ID_NAMESPACE, f"{collection}\x1f{source}\x1f{chunk_index}\x1f{doc_hash}"))
 
 
@@ -209,6 +208,7 @@ class Store(ABC):
     models: ModuleType
     #: whether searches of several collections gain from running at once (network round trips)
     concurrent_queries = False
+    keeps_attachments = False  # whether ``attach`` keeps data (see ``attach``)
 
     @abstractmethod
     def collection_names(self) -> list[str]: ...
@@ -267,12 +267,12 @@ class Store(ABC):
         return self.count(name)
 
     def attachment(self, name: str, key: str) -> bytes | None:
-        """Data kept with the collection under ``key`` (``ATTACHMENTS``), if any. A store that
-        keeps none has term counts counted from its texts once per process, and no calibrated gate."""
+        """Data kept with the collection under ``key`` (``ATTACHMENTS``), if any."""
         return None
 
     def attach(self, name: str, key: str, data: bytes | None) -> None:
-        """Keep ``data`` with the collection under ``key``, or drop it (None)."""
+        """Keep ``data`` with the collection under ``key``, or drop it (None). A store that keeps
+        nothing (``keeps_attachments`` false) has term counts counted once per process, and no calibrated gate."""
 
     def warm(self, names: Iterable[str]) -> None:
         """Readies the collections for many queries (``QuorumRAG.warm``): a server keeps its own caches warm."""

@@ -56,6 +56,7 @@ TURBO_BITS = {"turbo4": "Bits4", "turbo2": "Bits2"}
 
 class EdgeStore(Store):
     models = edge
+    keeps_attachments = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> EdgeStore:

@@ -79,6 +79,7 @@ def _server_errors(method: Callable[..., T]) -> Callable[..., T]:
 class ServerStore(Store):
     models = models
     concurrent_queries = True
+    keeps_attachments = True
 
     def __init__(self, client: QdrantClient, location: str, settings: QdrantSettings | None = None):
         self.client = client
