@@ -101,7 +101,8 @@ def test_the_gate_reads_stale_or_missing_counts_as_a_recount_and_says_how_to_sto
         rag.store.attach(spec.name, TERM_STATS, TermStats.of(Counter({1: 1}), 1, indexed=-1).to_bytes())
     finest = max(rag.settings.collections, key=lambda spec: rag.store.count(spec.name)).name
     with pytest.warns(UserWarning, match=f"^{finest} has no current term counts stored .* counted from its "
-                      f"{rag.store.count(finest)} chunks, as every new process will; run qrag-qdrant ingest"):
+                      f"{rag.store.count(finest)} chunks, as every new process will until an ingest .* finishes and "
+                      "stores them; run qrag-qdrant ingest"):
         assert_counts_equal(rag.coordinator.term_stats, recounted(rag, finest))
 
 

@@ -254,10 +254,10 @@ class Coordinator:
             if stats is None:
                 stats = TermStats.of(count_terms(self.store.texts(name)), self._points[name], indexed)
                 if self.store.keeps_attachments:
-                    warnings.warn(f"{name} has no current term counts stored (written by an older version, or by "
-                                  f"an ingest that did not finish): they were counted from its {stats.chunks} chunks, "
-                                  "as every new process will; run qrag-qdrant ingest on its documents once to store "
-                                  "them", stacklevel=2)
+                    warnings.warn(f"{name} has no current term counts stored (written by an older version, or an ingest "
+                                  f"has not finished): they were counted from its {stats.chunks} chunks, as every new "
+                                  "process will until an ingest of its documents finishes and stores them; run "
+                                  "qrag-qdrant ingest on them once if none is running", stacklevel=2)
             excluded = self.settings.retrieval.exclude_sources
             if excluded:
                 texts = list(self.store.texts(name, self.store.models.Filter(must=[self.store.of_sources(excluded)])))
