@@ -15,6 +15,7 @@ from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config import load_settings
 from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.store.edge import SHARD, WAL, EdgeStore
+from qrag_qdrant.store import server as server_store
 from qrag_qdrant.store.server import ServerStore
 
 IN_RAM = {"quantization": "none", "vectors_on_disk": False, "payloads_on_disk": False}
@@ -110,6 +111,20 @@ def test_a_server_without_turboquant_is_told_what_to_set_and_keeps_no_collection
             rag.ingest(corpus)
         assert str(raised.value) == ("Qdrant 1.17.2 at local has no TurboQuant (needs >= 1.18.0); "
                                      "set qdrant.quantization = 'int8'")
+        assert store.collection_names() == []
+
+
+def test_a_client_without_turboquant_is_told_to_upgrade_and_keeps_no_collection(tmp_path, corpus, embedder,
+                                                                                  monkeypatch):
+    """qdrant-client before 1.18 has no TurboQuant models; it still serves every other layout."""
+    settings = load_settings(store=tmp_path / "server", qdrant={"quantization": "turbo2"})
+    store = open_store("client-local", settings)
+    monkeypatch.delattr(server_store.models, "TurboQuantization")
+    with QuorumRAG(settings, store=store, embedder=embedder) as rag:
+        with pytest.raises(ConfigError) as raised:
+            rag.ingest(corpus)
+        assert str(raised.value) == ("qdrant.quantization = 'turbo2' needs qdrant-client >= 1.18 "
+                                     "(pip install -U qdrant-client); or set qdrant.quantization = 'int8'")
         assert store.collection_names() == []
 
 

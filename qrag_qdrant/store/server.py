@@ -35,8 +35,10 @@ RETRIED_STATUS = {500, 502, 503, 504}
 #: What a collection-scoped token may not do (Qdrant wants global access for it).
 ADMIN_ONLY = {"create_collection", "drop_collection", "switch_aliases"}
 T = TypeVar("T")
-#: ``qdrant.quantization``'s TurboQuant settings and their bits a dimension
-TURBO_BITS = {"turbo4": models.TurboQuantBitSize.BITS4, "turbo2": models.TurboQuantBitSize.BITS2}
+#: ``qdrant.quantization``'s TurboQuant settings by the client's name for their bits a dimension
+#: (looked up when used: qdrant-client has TurboQuant from 1.18, and older ones serve the rest)
+TURBO_BITS = {"turbo4": "BITS4", "turbo2": "BITS2"}
+CLIENT_TURBO_SINCE = "1.18"
 
 
 def _server_errors(method: Callable[..., T]) -> Callable[..., T]:
@@ -287,6 +289,9 @@ def _quantization(kind: str) -> models.QuantizationConfig | None:
         return models.ScalarQuantization(scalar=models.ScalarQuantizationConfig(
             type=models.ScalarType.INT8, quantile=0.99, always_ram=True))
     if kind in TURBO_BITS:
-        return models.TurboQuantization(turbo=models.TurboQuantQuantizationConfig(bits=TURBO_BITS[kind],
-                                                                                  always_ram=True))
+        if not hasattr(models, "TurboQuantization"):
+            raise ConfigError(f"qdrant.quantization = '{kind}' needs qdrant-client >= {CLIENT_TURBO_SINCE} "
+                              "(pip install -U qdrant-client); or set qdrant.quantization = 'int8'")
+        return models.TurboQuantization(turbo=models.TurboQuantQuantizationConfig(
+            bits=getattr(models.TurboQuantBitSize, TURBO_BITS[kind]), always_ram=True))
     return None
