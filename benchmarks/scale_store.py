@@ -35,7 +35,8 @@ from qrag_qdrant.config import CollectionSpec, load_settings
 from qrag_qdrant.names import collection_name
 from qrag_qdrant.embedding import model_dim
 from qrag_qdrant.store import ChunkPoint, CollectionManifest
-from qrag_qdrant.store.base import TERM_STATS, point_id
+from qrag_qdrant.store.base import TERM_STATS
+from qrag_qdrant.store.points import point_id
 from qrag_qdrant.store.edge import EdgeStore
 from qrag_qdrant.term_stats import TermStats, count_terms
 

@@ -37,7 +37,8 @@ from .embedding import Bm25Embedder, DenseEmbedder, model_dim
 from .errors import ConfigError, CorpusError
 from .locations import marks_covering
 from .store import ChunkPayload, ChunkPoint, CollectionManifest, Store
-from .store.base import CALIBRATED_GATE, TERM_STATS, Sparse, point_id
+from .store.base import CALIBRATED_GATE, TERM_STATS
+from .store.points import Sparse, point_id
 from .term_stats import TermLedger, TermStats
 
 #: Chunks gathered per collection before they are embedded together and handed to the writer.

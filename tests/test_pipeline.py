@@ -11,7 +11,8 @@ from qrag_qdrant.errors import ModelMismatchError, NothingIngestedError
 from qrag_qdrant.eval import Evaluation
 from qrag_qdrant.eval.dataset import Dataset, EvalQuestion
 from qrag_qdrant.store import VectorQuery
-from qrag_qdrant.store.base import SPARSE_VECTOR, point_id
+from qrag_qdrant.store.base import SPARSE_VECTOR
+from qrag_qdrant.store.points import point_id
 
 from .sample_corpus import DOCUMENTS
 

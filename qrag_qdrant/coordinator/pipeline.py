@@ -20,7 +20,8 @@ from ..embedding import Bm25Embedder, DenseEmbedder, model_dim
 from ..errors import NothingIngestedError, QuestionError
 from ..evidence import Evidence, EvidenceCluster, QueryExpansion
 from ..store import CollectionManifest, Hit, Store, VectorQuery
-from ..store.base import CALIBRATED_GATE, TERM_STATS, Sparse
+from ..store.base import CALIBRATED_GATE, TERM_STATS
+from ..store.points import Sparse
 from ..term_stats import TermStats, count_terms
 from .clustering import greedy_clusters
 from .context import adaptive_plan, build_context

@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 from ..config import Settings
 from ..plugins import Registry
-from .base import ChunkPayload, ChunkPoint, CollectionManifest, Hit, Store, VectorQuery
+from .base import CollectionManifest, Store
+from .points import ChunkPayload, ChunkPoint, Hit, VectorQuery
 
 __all__ = ["STORES", "ChunkPayload", "ChunkPoint", "CollectionManifest", "Hit", "Store", "VectorQuery", "open_store",
            "register_store"]

@@ -15,26 +15,23 @@ Completeness marker: a document's chunk 0 is written after its other chunks (see
 
 from __future__ import annotations
 
-import dataclasses
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel
 
 from ..config import DENSE_VECTOR, SPARSE_VECTOR, CollectionSpec
-from ..embedding import BM25_SOURCES, Bm25Document, Bm25Embedder, Bm25Settings, SparseVec
+from ..embedding import BM25_SOURCES, Bm25Embedder, Bm25Settings
 from ..errors import ModelMismatchError
 from ..names import VERSIONED, collection_pattern, namespace_of, versioned_name
+from .points import ChunkPoint, Hit, Sparse, VectorQuery
 
 #: Qdrant's default k for its RRF fusion; the qdrant-hybrid baseline uses Qdrant as a peer would.
 QDRANT_RRF_K = 2
 
-__all__ = ["DENSE_VECTOR", "SPARSE_VECTOR", "ChunkPayload", "ChunkPoint", "CollectionManifest", "Hit", "Store", "VectorQuery"]
+__all__ = ["DENSE_VECTOR", "SPARSE_VECTOR", "CollectionManifest", "Store"]
 
 
 class CollectionManifest(BaseModel):
@@ -86,119 +83,6 @@ CALIBRATED_GATE = "gate.json"
 ATTACHMENTS = (TERM_STATS, CALIBRATED_GATE)
 #: Reads the texts of points about to be deleted, before they are.
 TextsSeen = Callable[[Iterable[str]], None]
-#: A BM25 vector, or the text the server turns into one.
-Sparse = SparseVec | Bm25Document
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkPayload:
-    """What every point stores beside its vectors: which document version and chunk it is, where
-    the chunk sits in the document (words and characters), its text, and the pages and headings
-    inside it. ``source``, ``doc_hash`` and ``chunk_index`` are also filtered on by the store."""
-
-    source: str
-    #: the document's content hash: a new version of a file is written beside the old one
-    doc_hash: str
-    chunk_index: int
-    word_start: int
-    word_end: int
-    #: character offsets in the document's text
-    start: int
-    end: int
-    text: str
-    #: the ingest run that wrote it (ns); a document's newest complete version wins; 0 in points
-    #: written before versions were stamped
-    version: int = 0
-    #: ``locations.Mark`` rows (offset, page, heading) inside the chunk; absent in a plain-text corpus
-    marks: tuple[Sequence[Any], ...] = ()
-
-    @classmethod
-    def of(cls, payload: dict[str, Any]) -> ChunkPayload:
-        return cls(**{name: payload[name] for name in PAYLOAD_FIELDS if name in payload})
-
-    def as_dict(self) -> dict[str, Any]:
-        stored = {name: getattr(self, name) for name in PAYLOAD_FIELDS if name != "marks"}
-        return stored | ({"marks": [list(mark) for mark in self.marks]} if self.marks else {})
-
-
-PAYLOAD_FIELDS = tuple(field.name for field in dataclasses.fields(ChunkPayload))
-
-
-@dataclass(frozen=True)
-class ChunkPoint:
-    id: str
-    dense: Sequence[float]
-    sparse: Sparse
-    payload: ChunkPayload
-
-    @classmethod
-    def of(cls, record: Any) -> ChunkPoint:
-        """From a record of either engine, read with its vectors and payload."""
-        sparse = record.vector[SPARSE_VECTOR]
-        return cls(str(record.id), record.vector[DENSE_VECTOR], SparseVec(list(sparse.indices), list(sparse.values)),
-                   ChunkPayload.of(record.payload))
-
-
-@dataclass(frozen=True)
-class VectorQuery:
-    """One retriever's search: ``vector_name`` is ``dense`` or ``bm25``; hits scoring
-    below ``min_score`` are not returned. ``hnsw_ef`` widens the HNSW search (None: the
-    engine's default, ef_construct); ``exact`` scans every vector instead."""
-
-    vector_name: str
-    vector: Sequence[float] | Sparse
-    limit: int
-    min_score: float | None = None
-    hnsw_ef: int | None = None
-    exact: bool = False
-    #: a filter of ``Store.models`` the hits must pass (``retrieval.exclude_sources``)
-    selector: Any | None = None
-
-
-@dataclass(frozen=True)
-class Hit:
-    """A found chunk with its STORED dense vector (unit length), used for clustering."""
-
-    id: str
-    score: float
-    dense: np.ndarray
-    payload: ChunkPayload
-
-    @classmethod
-    def of(cls, point: Any, point_id: Any = None) -> Hit:
-        """From a scored point of either engine, queried with its payload and, for
-        clustering, its dense vector (empty when not asked for). The binding builds ``vector``
-        and ``id`` anew on each access: ``point_id`` is the id when the caller has it."""
-        dense = vectors[DENSE_VECTOR] if (vectors := point.vector) else ()
-        return cls(str(point.id if point_id is None else point_id), point.score, np.asarray(dense, dtype=np.float32),
-                   ChunkPayload.of(point.payload))
-
-    @classmethod
-    def all_of(cls, results: Iterable[Iterable[Any]]) -> list[list[Hit]]:
-        """Hits of several searches; a point found by several of them is converted once.
-        Equal scores are ordered by id: the engines order ties each their own way (BM25 ties
-        are common), and ranks must not depend on the engine."""
-        seen: dict[Any, Hit] = {}
-        hits = []
-        for points in results:
-            batch = []
-            for point in points:
-                point_id, score = point.id, point.score
-                hit = seen.get(point_id)
-                if hit is None:
-                    hit = seen[point_id] = cls.of(point, point_id)
-                batch.append(hit if hit.score == score else dataclasses.replace(hit, score=score))
-            hits.append(sorted(batch, key=lambda hit: (-hit.score, hit.id)))
-        return hits
-
-
-POINT_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/qrag-qdrant/point-id")
-
-
-def point_id(collection: str, source: str, chunk_index: int, doc_hash: str) -> str:
-    """uuid5 of (collection, source, chunk index, content hash). The collection name holds the namespace;
-    the hash keeps a file's new version from overwriting the old one while it is written."""
-    return str(uuid.uuid5(POINT_ID_NAMESPACE, f"{collection}\x1f{source}\x1f{chunk_index}\x1f{doc_hash}"))
 
 
 class Store(ABC):

@@ -29,16 +29,8 @@ from ..config import DENSE_VECTOR, SPARSE_VECTOR, QdrantSettings, Settings
 from ..embedding import Bm25Document, SparseVec
 from ..errors import StoreError, StoreInUseError
 from ..names import collection_pattern, namespace_of
-from .base import (
-    ATTACHMENTS,
-    QDRANT_RRF_K,
-    ChunkPoint,
-    CollectionManifest,
-    Hit,
-    Sparse,
-    Store,
-    VectorQuery,
-)
+from .base import ATTACHMENTS, QDRANT_RRF_K, CollectionManifest, Store
+from .points import ChunkPoint, Hit, Sparse, VectorQuery
 
 MANIFEST = "manifest.json"
 SHARD = "shard"

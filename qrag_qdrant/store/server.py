@@ -20,7 +20,8 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 from ..config import DENSE_VECTOR, SPARSE_VECTOR, QdrantSettings, Settings
 from ..embedding import Bm25Document, SparseVec
 from ..errors import ConfigError, StoreError
-from .base import QDRANT_RRF_K, ChunkPoint, CollectionManifest, Hit, Sparse, Store, VectorQuery
+from .base import QDRANT_RRF_K, CollectionManifest, Store
+from .points import ChunkPoint, Hit, Sparse, VectorQuery
 
 SCROLL_PAGE = 1000
 #: collection metadata keys of attachments (``Store.attach``) begin so, beside the manifest's
