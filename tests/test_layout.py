@@ -100,31 +100,30 @@ def test_each_quantization_and_graph_is_the_one_the_engine_builds(kind, quantiza
     assert all(clusters for clusters in found)
 
 
-def test_a_server_without_turboquant_is_told_what_to_set_and_keeps_no_collection(tmp_path, corpus, embedder,
-                                                                                  monkeypatch):
-    settings = load_settings(store=tmp_path / "server", qdrant={"quantization": "turbo4"})
-    store = open_store("client-local", settings)
+def old_server(store, monkeypatch):
     info = store.client.info()
     monkeypatch.setattr(store.client, "info", lambda: info.model_copy(update={"version": "1.17.2"}))
-    with QuorumRAG(settings, store=store, embedder=embedder) as rag:
-        with pytest.raises(ConfigError) as raised:
-            rag.ingest(corpus)
-        assert str(raised.value) == ("Qdrant 1.17.2 at local has no TurboQuant (needs >= 1.18.0); "
-                                     "set qdrant.quantization = 'int8'")
-        assert store.collection_names() == []
 
 
-def test_a_client_without_turboquant_is_told_to_upgrade_and_keeps_no_collection(tmp_path, corpus, embedder,
-                                                                                  monkeypatch):
-    """qdrant-client before 1.18 has no TurboQuant models; it still serves every other layout."""
-    settings = load_settings(store=tmp_path / "server", qdrant={"quantization": "turbo2"})
+def old_client(store, monkeypatch):
+    monkeypatch.delattr(server_store.models, "TurboQuantization")  # as qdrant-client before 1.18
+
+
+@pytest.mark.parametrize(("lacking", "quantization", "message"), [
+    (old_server, "turbo4", "Qdrant 1.17.2 at local has no TurboQuant (needs >= 1.18.0); "
+                           "set qdrant.quantization = 'int8'"),
+    (old_client, "turbo2", "qdrant.quantization = 'turbo2' needs qdrant-client >= 1.18 (pip install -U qdrant-client); "
+                           "or set qdrant.quantization = 'int8'"),
+])
+def test_a_server_or_client_without_turboquant_says_what_to_do_and_keeps_no_collection(
+        lacking, quantization, message, tmp_path, corpus, embedder, monkeypatch):
+    settings = load_settings(store=tmp_path / "server", qdrant={"quantization": quantization})
     store = open_store("client-local", settings)
-    monkeypatch.delattr(server_store.models, "TurboQuantization")
+    lacking(store, monkeypatch)
     with QuorumRAG(settings, store=store, embedder=embedder) as rag:
         with pytest.raises(ConfigError) as raised:
             rag.ingest(corpus)
-        assert str(raised.value) == ("qdrant.quantization = 'turbo2' needs qdrant-client >= 1.18 "
-                                     "(pip install -U qdrant-client); or set qdrant.quantization = 'int8'")
+        assert str(raised.value) == message
         assert store.collection_names() == []
 
 
