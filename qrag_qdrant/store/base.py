@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..config import DENSE_VECTOR, SPARSE_VECTOR, CollectionSpec
+from ..config import CollectionSpec
 from ..embedding import BM25_SOURCES, Bm25Embedder, Bm25Settings
 from ..errors import ModelMismatchError
 from ..names import VERSIONED, collection_pattern, namespace_of, versioned_name
@@ -31,7 +31,7 @@ from .points import ChunkPoint, Hit, Sparse, VectorQuery
 #: Qdrant's default k for its RRF fusion; the qdrant-hybrid baseline uses Qdrant as a peer would.
 QDRANT_RRF_K = 2
 
-__all__ = ["DENSE_VECTOR", "SPARSE_VECTOR", "CollectionManifest", "Store"]
+__all__ = ["CollectionManifest", "Store"]
 
 
 class CollectionManifest(BaseModel):
