@@ -1,7 +1,8 @@
 """Does weighting the synthetic questions so that their overlap with their own passage matches
 real questions' (from the other data sets) locate the real 5% cut better? (docs/benchmarks.md, "The gate
 across corpora"; tried 2026-11-25, not kept.) ROWS/: eval --rows-out rows and gate calibrate question
-caches, made by the commands there; run from the repository root."""
+caches, made by the commands there; STORES/: the stores those rows were made on; run from the
+repository root."""
 import json, random, sys
 from pathlib import Path
 import numpy as np
@@ -31,9 +32,9 @@ def real_overlaps(dataset, n=1500, seed=0):
             out.append(overlap(r['question'], t.split('\n\n')[r['paragraph_index']]))
     return np.array(out)
 
-INDEXES = {'sq48': ('squad-dev', '/work/stores/squad', 'eval-squad-dev', ['ROWS/rows-sq48.jsonl']),
-           'sq2': ('squad2-dev', '/work/stores/sq2', 'eval-squad2-dev', ['ROWS/rows-sq2.jsonl']),
-           'sci': ('scifact', '/work/stores/sci', 'eval-scifact', ['ROWS/rows-sci-a.jsonl', 'ROWS/rows-sci-b.jsonl'])}
+INDEXES = {'sq48': ('squad-dev', 'STORES/squad', 'eval-squad-dev', ['ROWS/rows-sq48.jsonl']),
+           'sq2': ('squad2-dev', 'STORES/sq2', 'eval-squad2-dev', ['ROWS/rows-sq2.jsonl']),
+           'sci': ('scifact', 'STORES/sci', 'eval-scifact', ['ROWS/rows-sci-a.jsonl', 'ROWS/rows-sci-b.jsonl'])}
 gate = GateModel.load(DEFAULT_MODEL).systems['quorum']
 reals = {ds: real_overlaps(ds) for ds, *_ in INDEXES.values()}
 for ds, o in reals.items(): print(ds, 'real overlap mean %.3f median %.3f' % (o.mean(), np.median(o)))
