@@ -24,7 +24,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 
 from qrag_qdrant.coordinator.gate import QUORUM_FEATURES
-from qrag_qdrant.eval.gate_training import SystemRows, _scores
+from qrag_qdrant.eval.gate_training import (
+    SystemRows,
+    _scores,
+    abstain_rates,
+    pick_threshold,
+)
 
 sys.path.insert(0, str(Path(__file__).parent))
 from gate_cross_corpus import article_of, of_features, read_index  # noqa: E402
@@ -41,13 +46,9 @@ MODELS = {
 
 def at_oracle_cut(scores: np.ndarray, rows: SystemRows, share: float = 0.05) -> tuple[float, float]:
     """Answerable and out-of-corpus abstain rates at the cut that abstains on ``share`` of the
-    index's own answerable questions (those retrieval already abstained on count first)."""
-    answerable, foreign = rows.categories == "answerable", rows.categories == "out_of_corpus"
-    allowed = int(np.floor(share * answerable.sum())) - int((~rows.gated & answerable).sum())
-    candidates = np.sort(scores[rows.gated & answerable])
-    cut = candidates[max(0, min(allowed, len(candidates) - 1))]
-    abstained = ~rows.gated | (scores < cut)
-    return float(abstained[answerable].mean()), float(abstained[foreign].mean())
+    index's own answerable questions (``gate train``'s rule, applied to the index itself)."""
+    rates = abstain_rates(scores, rows, pick_threshold(scores, rows, share))
+    return rates["answerable"], rates["out_of_corpus"]
 
 
 def main() -> None:

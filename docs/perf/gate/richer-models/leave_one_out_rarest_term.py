@@ -7,12 +7,11 @@ rows_with_rarest_term_features.py (eval's arguments, as in gate_cross_corpus.py'
 """
 import sys, json
 from pathlib import Path
-import numpy as np
 sys.path.insert(0, 'benchmarks')
-from gate_cross_corpus import article_of
+from gate_cross_corpus import article_of, of_features
 from gate_model_forms import at_oracle_cut
 from qrag_qdrant.coordinator.gate import QUORUM_FEATURES
-from qrag_qdrant.eval.gate_training import SystemRows, _scores, pick_threshold, _cross_validated
+from qrag_qdrant.eval.gate_training import _scores
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -29,15 +28,11 @@ def read(spec):
             if r['id'].startswith('foreign:'): r['group'] = arts.get(r['id'].removeprefix('foreign:'), r['group'])
             rows[r['id']] = r
     return dataset, index, list(rows.values())
-def of(rows, names):
-    x = np.array([[r['features'].get(n, 0.0) for n in names] if r['features'] else [0.0]*len(names) for r in rows])
-    return SystemRows(list(names), x, np.array([bool(r['label']) for r in rows]), np.array([r['group'] for r in rows]),
-                      np.array([r['category'] for r in rows]), np.array([bool(r['features']) for r in rows]))
 idx = {i: (d, r) for d, i, r in (read(s) for s in sys.argv[1:])}
 for label, names in [('shipped features', list(QUORUM_FEATURES)), ('+ rarest_in_top, missing_idf_ratio', list(QUORUM_FEATURES) + NEW)]:
     for index, (dataset, rows) in idx.items():
-        train = of([r for d, rr in idx.values() if d != dataset for r in rr if r['category'] != 'unanswerable'], names)
-        test = of(rows, names)
+        train = of_features([r for d, rr in idx.values() if d != dataset for r in rr if r['category'] != 'unanswerable'], names)
+        test = of_features(rows, names)
         m = make_pipeline(StandardScaler(), LogisticRegression(max_iter=3000)).fit(train.x[train.gated], train.y[train.gated])
         s = _scores(m, test); fit = test.categories != 'unanswerable'
         a, o = at_oracle_cut(s, test)
