@@ -73,7 +73,8 @@ class QuorumRAG:
 
     def ingest(self, path: str | Path, prune: bool = False, rebuild: bool = False,
                progress: IngestProgress | None = None, exclude: Collection[str] = ()) -> IngestReport:
-        """``exclude``: sources (paths relative to ``path``) to leave out, e.g. an eval's held-out documents."""
+        """``exclude``: sources (paths relative to ``path``) to leave out of the index, e.g. an eval's
+        held-out documents; an earlier run's points of them are removed."""
         from .ingest import Ingestor
 
         try:

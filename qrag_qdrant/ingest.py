@@ -171,8 +171,11 @@ class Ingestor:
                 future.result()
         report.skipped = corpus.skipped
         for writer in writers:
-            if prune and not rebuild:
-                gone = self.store.sources(writer.target) - sources
+            if (prune or exclude) and not rebuild:
+                indexed = self.store.sources(writer.target)
+                # an excluded source an earlier run indexed leaves too: an eval's held-out document
+                # still in the namespace would answer the questions meant to be out of its corpus
+                gone = (indexed - sources if prune else set()) | (indexed & set(exclude))
                 if gone:
                     self._writing(writer)
                 self.store.delete_sources(writer.target, gone, writer.terms.removing)

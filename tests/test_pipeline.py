@@ -97,6 +97,19 @@ def test_prune_removes_the_chunks_of_deleted_files(open_rag, corpus):
     assert pruned.chunks[name] < kept.chunks[name]
 
 
+def test_an_excluded_source_leaves_an_index_that_already_holds_it(open_rag, corpus):
+    """An eval's held-out documents must not stay in a namespace an earlier full run filled."""
+    rag = open_rag()
+    full = rag.ingest(corpus)
+    name = rag.settings.collections[0].name
+    held = rag.ingest(corpus, exclude={"lighthouses.txt"})
+    assert held.pruned_sources == 1 and held.chunks[name] < full.chunks[name]
+    assert "lighthouses.txt" not in {row[0] for row in stored(rag, name)}
+    assert {row[0] for row in stored(rag, name)} == set(DOCUMENTS) - {"lighthouses.txt"}
+    back = rag.ingest(corpus)  # without the exclusion it is indexed again
+    assert back.chunks == full.chunks and back.unchanged == len(DOCUMENTS) - 1
+
+
 def test_a_crash_mid_document_is_repaired_by_the_next_run(open_rag, corpus):
     rag = open_rag()
     rag.ingest(corpus)
