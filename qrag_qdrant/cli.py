@@ -174,8 +174,9 @@ def evaluate(
     chunks: Annotated[int | None, typer.Option("--chunks", min=1, help="chunks each chunk system (a retriever "
                                                "alone, qdrant-hybrid, rrf-all) sends [default: "
                                                "retrieval.context_clusters]")] = None,
-    hold_out: Annotated[float, typer.Option("--hold-out", help="share of the corpus files NOT ingested: their "
-                                            "questions become out-of-corpus (split by document)")] = 0.0,
+    hold_out: Annotated[float, typer.Option("--hold-out", help="share of the corpus files NOT ingested (and "
+                                            "removed if an earlier run indexed them): their questions "
+                                            "become out-of-corpus (split by document)")] = 0.0,
     split_seed: Annotated[int, typer.Option("--split-seed", help="seed of the --hold-out split")] = 0,
     articles: Annotated[str | None, typer.Option("--articles", help="tune: only questions on the fixed quarter of "
                                                  "the documents used to choose prompts and thresholds; test: only "
