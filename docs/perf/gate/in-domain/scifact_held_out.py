@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 sys.path.insert(0, 'benchmarks')
 from gate_cross_corpus import article_of, of_features, read_index
-from qrag_qdrant.coordinator.gate import QUORUM_FEATURES, GateModel, DEFAULT_MODEL, logit, sigmoid
-from qrag_qdrant.eval.gate_training import SystemRows, abstain_rates, pick_threshold, _fit, _scores, gate_confidences
+from qrag_qdrant.coordinator.gate import QUORUM_FEATURES, GateModel, DEFAULT_MODEL
+from qrag_qdrant.eval.gate_training import abstain_rates, pick_threshold, _fit, _scores, gate_confidences
 from sklearn.metrics import roc_auc_score
 W = Path('ROWS'); names = list(QUORUM_FEATURES)
 articles = article_of(Path('../shared/data'))

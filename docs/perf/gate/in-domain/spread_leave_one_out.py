@@ -3,7 +3,6 @@ each index at its oracle cut (5% of its own answerable questions abstained). ROW
 rows_with_spread_features.py (sq48, sq2, sci-a, sci-b, sci-ho). Run from the repository root."""
 import json, sys
 from pathlib import Path
-import numpy as np
 sys.path.insert(0, 'benchmarks')
 from gate_cross_corpus import article_of, of_features
 from qrag_qdrant.coordinator.gate import QUORUM_FEATURES
