@@ -53,7 +53,7 @@ def main() -> None:
     parser.add_argument("--namespace", required=True)
     parser.add_argument("--rows", type=Path, required=True, help="eval --rows-out rows of the same index")
     parser.add_argument("--questions", choices=["model", "sentences"], default="model")
-    parser.add_argument("--passages", type=int, default=200)
+    parser.add_argument("--passages", type=int, default=600)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache", type=Path, default=Path("calibration-questions.jsonl"))
     parser.add_argument("--json-out", type=Path)

@@ -161,7 +161,7 @@ def holds_passage(evidence: Evidence, probe: Probe) -> bool:
 
 
 def calibrate(settings: Settings, store: Store, coordinator_for: Callable[[Settings], Coordinator],
-              write: Callable[[str], str], writer_name: str, passages: int = 200, hold_out: float = 0.25,
+              write: Callable[[str], str], writer_name: str, passages: int = 600, hold_out: float = 0.25,
               seed: int = 0, target_abstain: float = 0.05, fit_weights: bool = False,
               advance: Callable[[], None] = lambda: None, blend: float | None = None) -> CalibrationResult:
     """Fit the namespace's gate; ``coordinator_for`` opens the pipeline with given settings.

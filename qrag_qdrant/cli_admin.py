@@ -86,7 +86,7 @@ def gate_train(
 @gate_app.command("calibrate")
 @friendly_errors
 def gate_calibrate(
-    passages: Annotated[int, typer.Option("--passages", min=10, help="passages drawn, one question each")] = 200,
+    passages: Annotated[int, typer.Option("--passages", min=10, help="passages drawn, one question each")] = 600,
     hold_out: Annotated[float, typer.Option("--hold-out", min=0.05, max=0.8, help="share of the documents held "
                                             "out of the index, whose questions become out-of-corpus")] = 0.25,
     questions: Annotated[QuestionWriter, typer.Option(

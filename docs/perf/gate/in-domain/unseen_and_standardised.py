@@ -7,7 +7,8 @@
    in-corpus questions, a per-namespace standardisation that calibration could store.
 
 ROWS/: rows-sq48/sq24/sq2/sci-a/sci-b.jsonl (eval --rows-out, the commands of "The gate across
-corpora") and syn-sq48/sq2/sci.jsonl (synthetic_rows.py). Run from the repository root.
+corpora") and syn-sq48/sq2/sci-s<SEED>.jsonl (synthetic_rows.py). Run from the repository root;
+arguments: the seeds of the synthetic draws to pool (0 unless given).
 """
 import json, sys
 from pathlib import Path
@@ -26,8 +27,9 @@ specs = {'sq48': f'squad-dev:sq48={W}/rows-sq48.jsonl', 'sq24': f'squad-dev:sq24
 indexes = {i: read_index(s, articles)[::2] for i, s in specs.items()}  # (dataset, rows)
 syn_of = {'sq48': 'sq48', 'sq24': 'sq48', 'sq2': 'sq2', 'sci': 'sci'}
 syn = {}
+SEEDS = [int(x) for x in sys.argv[1:]] or [0]  # the draws of synthetic questions, pooled
 for i in ('sq48', 'sq2', 'sci'):
-    rows = [json.loads(l) for l in open(A / f'syn-{i}.jsonl')]
+    rows = [json.loads(l) for s in SEEDS for l in open(A / f'syn-{i}-s{s}.jsonl')]
     for r in rows:
         if r['features']: r['features'] = {n: r['features'][n] for n in names}
     syn[i] = of_features(rows, names)
