@@ -10,6 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, 'benchmarks')
 from gate_blend import inverse_mse_weight  # noqa: E402
+from gate_cross_corpus import read_index  # noqa: E402
 
 from qrag_qdrant.calibration import blended  # noqa: E402
 from qrag_qdrant.coordinator.gate import DEFAULT_MODEL, GateModel, logit  # noqa: E402
@@ -27,12 +28,8 @@ REAL = {'sq48': ['rows-sq48.jsonl'], 'sq2': ['rows-sq2.jsonl'], 'sci': ['rows-sc
 
 
 def rows_of(files):
-    unique = {}
-    for f in files:
-        for line in open(R / f):
-            if (r := json.loads(line))['system'] == 'quorum':
-                unique[r['id']] = r
-    return SystemRows.of(list(unique.values()))
+    """The index's quorum rows, a question asked in two files once (gate_cross_corpus's reader)."""
+    return SystemRows.of(read_index('real:index=' + ','.join(str(R / f) for f in files), {})[2])
 
 
 def cut_of(rows):
