@@ -30,15 +30,21 @@ def read(paths: list[Path]) -> dict[str, list[GeneratedAnswer]]:
             if (row["id"], row["system"]) in seen:
                 continue
             seen.add((row["id"], row["system"]))
-            systems.setdefault(row["system"], []).append(GeneratedAnswer(**{k: v for k, v in row.items() if k in FIELDS}))
+            systems.setdefault(row["system"], []).append(
+                GeneratedAnswer(**{k: v for k, v in row.items() if k in FIELDS})
+            )
     ids = set.intersection(*({r.id for r in rows} for rows in systems.values()))  # pairs need both systems
     return {name: sorted((r for r in rows if r.id in ids), key=lambda r: r.id) for name, rows in systems.items()}
 
 
 def shown_supported(rows: list[GeneratedAnswer], max_decline: float | None) -> dict[str, float | None]:
     """Had "supported" also needed a decline probability below ``max_decline``: ``support_scores``."""
-    return {"max_decline_probability": max_decline, **support_scores(rows, lambda r: bool(r.supported) and (
-        max_decline is None or (r.decline_probability or 0.0) < max_decline))}
+    return {
+        "max_decline_probability": max_decline,
+        **support_scores(
+            rows, lambda r: bool(r.supported) and (max_decline is None or (r.decline_probability or 0.0) < max_decline)
+        ),
+    }
 
 
 def main() -> None:
@@ -47,18 +53,29 @@ def main() -> None:
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     systems = read(args.answers)
-    report: dict[str, object] = {"questions": len(next(iter(systems.values()))),
-                                 "systems": {name: answer_metrics(rows) for name, rows in systems.items()}}
+    report: dict[str, object] = {
+        "questions": len(next(iter(systems.values()))),
+        "systems": {name: answer_metrics(rows) for name, rows in systems.items()},
+    }
     names = list(systems)
     if len(names) >= 2:
         first, second = systems[names[0]], systems[names[1]]
-        report["paired"] = {"systems": names[:2], "f1_wilcoxon": paired_f1(first, second),
-                            "holds_gold_mcnemar": paired_test([(float(a.holds_gold), float(b.holds_gold))
-                                                               for a, b in zip(first, second)
-                                                               if a.category == "answerable"], exact_mcnemar=True)}
+        report["paired"] = {
+            "systems": names[:2],
+            "f1_wilcoxon": paired_f1(first, second),
+            "holds_gold_mcnemar": paired_test(
+                [
+                    (float(a.holds_gold), float(b.holds_gold))
+                    for a, b in zip(first, second)
+                    if a.category == "answerable"
+                ],
+                exact_mcnemar=True,
+            ),
+        }
     report["supported_with_decline_probability"] = {
         name: [shown_supported(rows, cut) for cut in (None, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01)]
-        for name, rows in systems.items()}
+        for name, rows in systems.items()
+    }
     print(json.dumps(report, indent=2))
     if args.json_out:
         args.json_out.write_text(json.dumps(report, indent=2) + "\n")

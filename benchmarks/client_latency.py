@@ -29,9 +29,9 @@ import httpx
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from openai import OpenAI
+from service_latency import CLI, in_process, serving  # this folder's
 
 from qrag_qdrant.service.auth import KeyFile
-from service_latency import CLI, in_process, serving  # this folder's
 
 
 def p50(values: list[float]) -> float:
@@ -41,8 +41,12 @@ def p50(values: list[float]) -> float:
 def through_service(env: dict[str, str], namespace: str, questions: list[str]) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as folder:
         key = KeyFile(Path(folder) / "keys.toml").add(namespace, "read")
-        serve_env = {**env, "QRAG_SERVICE_KEYS": str(Path(folder) / "keys.toml"), "QRAG_SERVICE_CACHE_ENTRIES": "0",
-                     "QRAG_SERVICE_RATE_QUERY": "100000/second"}
+        serve_env = {
+            **env,
+            "QRAG_SERVICE_KEYS": str(Path(folder) / "keys.toml"),
+            "QRAG_SERVICE_CACHE_ENTRIES": "0",
+            "QRAG_SERVICE_RATE_QUERY": "100000/second",
+        }
         with serving(serve_env) as (base, _):
             plain, sdk = [], []
             with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=120) as http:
@@ -52,14 +56,18 @@ def through_service(env: dict[str, str], namespace: str, questions: list[str]) -
                     http.post("/v1/query", json={"question": question, "generate": False}).raise_for_status()
                     query_ms = (time.perf_counter() - started) * 1000
                     started = time.perf_counter()
-                    client.chat.completions.create(model="quorum-evidence",
-                                                   messages=[{"role": "user", "content": question}])
+                    client.chat.completions.create(
+                        model="quorum-evidence", messages=[{"role": "user", "content": question}]
+                    )
                     openai_ms = (time.perf_counter() - started) * 1000
                     if index:  # the first of each pays lazy imports
                         plain.append(query_ms)
                         sdk.append(openai_ms)
-    return {"v1_query_p50_ms": p50(plain), "openai_quorum_evidence_p50_ms": p50(sdk),
-            "openai_over_v1_query": round(statistics.median(sdk) / statistics.median(plain), 2)}
+    return {
+        "v1_query_p50_ms": p50(plain),
+        "openai_quorum_evidence_p50_ms": p50(sdk),
+        "openai_over_v1_query": round(statistics.median(sdk) / statistics.median(plain), 2),
+    }
 
 
 def through_mcp(env: dict[str, str], twin: dict[str, object], questions: list[str]) -> dict[str, object]:
@@ -85,8 +93,11 @@ def through_mcp(env: dict[str, str], twin: dict[str, object], questions: list[st
         return over_mcp, here
 
     over_mcp, here = asyncio.run(session())
-    return {"mcp_search_evidence_p50_ms": p50(over_mcp), "in_process_alternating_p50_ms": p50(here),
-            "mcp_over_in_process": round(statistics.median(over_mcp) / statistics.median(here), 2)}
+    return {
+        "mcp_search_evidence_p50_ms": p50(over_mcp),
+        "in_process_alternating_p50_ms": p50(here),
+        "mcp_over_in_process": round(statistics.median(over_mcp) / statistics.median(here), 2),
+    }
 
 
 def main() -> None:

@@ -49,8 +49,7 @@ QUERY = "import sys; from qrag_qdrant.cli import main; sys.argv[0] = 'qrag-qdran
 
 def phases(question: str, env: dict[str, str]) -> dict[str, float]:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", PHASES, question], env=env, capture_output=True, text=True,
-                          check=True)
+    done = subprocess.run([sys.executable, "-c", PHASES, question], env=env, capture_output=True, text=True, check=True)
     total = (time.perf_counter() - started) * 1000
     imports, retrieve = map(float, done.stdout.split())
     return {"imports": imports, "first_retrieve": retrieve, "start_and_exit": round(total - imports - retrieve, 1)}
@@ -58,8 +57,13 @@ def phases(question: str, env: dict[str, str]) -> dict[str, float]:
 
 def import_times(env: dict[str, str], top: int = 10) -> dict[str, float]:
     """Cumulative import time (ms) of qrag_qdrant.cli and of the slowest top-level packages."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import qrag_qdrant.cli"], env=env,
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import qrag_qdrant.cli"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     packages: dict[str, float] = {}
     for line in done.stderr.splitlines():
         found = re.match(r"import time:\s+\d+ \|\s+(\d+) \|( *)(\S+)", line)
@@ -84,13 +88,21 @@ def main() -> None:
     lines = args.questions.read_text().splitlines()[: args.runs]
     questions = [json.loads(line)["question"] for line in lines]
     env = {**os.environ, "QRAG_STORE": str(args.store.resolve()), "QRAG_NAMESPACE": args.namespace}
-    result: dict[str, object] = {"store": str(args.store), "namespace": args.namespace, "runs": len(questions),
-                                 "load_average": os.getloadavg()}
+    result: dict[str, object] = {
+        "store": str(args.store),
+        "namespace": args.namespace,
+        "runs": len(questions),
+        "load_average": os.getloadavg(),
+    }
     runs = [timed_process([CLI, "query", "--no-generate", "--json", question], env) for question in questions]
     result["time_to_evidence_s"] = {"median": round(statistics.median(runs), 3), "runs": [round(s, 3) for s in runs]}
-    result["phases_ms"] = {name: statistics.median(values) for name, values in zip(
-        ("imports", "first_retrieve", "start_and_exit"),
-        zip(*(phases(question, env).values() for question in questions[:5])))}
+    result["phases_ms"] = {
+        name: statistics.median(values)
+        for name, values in zip(
+            ("imports", "first_retrieve", "start_and_exit"),
+            zip(*(phases(question, env).values() for question in questions[:5])),
+        )
+    }
     result["imports_ms"] = import_times(env)
 
     if args.baseline_src:
@@ -98,14 +110,21 @@ def main() -> None:
         sources = {"this": SOURCE, "baseline": args.baseline_src.resolve()}
         paired: dict[str, list[float]] = {name: [] for name in sources}
         for n, question in enumerate(questions):
-            for name in (list(sources) if n % 2 == 0 else list(sources)[::-1]):
+            for name in list(sources) if n % 2 == 0 else list(sources)[::-1]:
                 # run from the source's folder: ``-c`` puts the working folder first on sys.path
-                paired[name].append(timed_process(
-                    [sys.executable, "-S", "-c", QUERY, "query", "--no-generate", "--json", question],
-                    {**env, "PYTHONPATH": f"{sources[name]}:{packages}"}, cwd=sources[name]))
+                paired[name].append(
+                    timed_process(
+                        [sys.executable, "-S", "-c", QUERY, "query", "--no-generate", "--json", question],
+                        {**env, "PYTHONPATH": f"{sources[name]}:{packages}"},
+                        cwd=sources[name],
+                    )
+                )
         medians = {name: round(statistics.median(values), 3) for name, values in paired.items()}
-        result["paired_with_baseline_s"] = {**medians, "ratio": round(medians["this"] / medians["baseline"], 3),
-                                            "baseline_src": str(args.baseline_src)}
+        result["paired_with_baseline_s"] = {
+            **medians,
+            "ratio": round(medians["this"] / medians["baseline"], 3),
+            "baseline_src": str(args.baseline_src),
+        }
     result["load_average_after"] = os.getloadavg()
     print(json.dumps(result, indent=2))
     if args.json_out:

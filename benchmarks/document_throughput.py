@@ -43,9 +43,14 @@ def write_formats(folder: Path, parts: list[tuple[str, str]]) -> dict[str, Path]
 
     paths = {fmt: folder / f"sample.{fmt}" for fmt in ("txt", "pdf", "html", "docx")}
     paths["txt"].write_text("\n\n".join(f"{title}\n\n{text}" for title, text in parts), encoding="utf-8")
-    paths["html"].write_text("<!doctype html><html><body><main>" + "".join(
-        f"<h2>{title}</h2>" + "".join(f"<p>{para}</p>" for para in chunked(text, 120)) for title, text in parts)
-        + "</main></body></html>", encoding="utf-8")
+    paths["html"].write_text(
+        "<!doctype html><html><body><main>"
+        + "".join(
+            f"<h2>{title}</h2>" + "".join(f"<p>{para}</p>" for para in chunked(text, 120)) for title, text in parts
+        )
+        + "</main></body></html>",
+        encoding="utf-8",
+    )
     document = docx.Document()
     for title, text in parts:
         document.add_heading(title, level=1)
@@ -63,7 +68,7 @@ def write_formats(folder: Path, parts: list[tuple[str, str]]) -> dict[str, Path]
 
 def chunked(text: str, words: int) -> list[str]:
     split = text.split()
-    return [" ".join(split[i:i + words]) for i in range(0, len(split), words)]
+    return [" ".join(split[i : i + words]) for i in range(0, len(split), words)]
 
 
 def latin1(text: str) -> str:
@@ -108,8 +113,9 @@ def main() -> None:
     if args.extract_only:
         rate = extraction_rate(args.extract_only)
         # VmHWM, not getrusage: ru_maxrss survives exec, so a child would report its parent's peak
-        high_water = next(line for line in Path("/proc/self/status").read_text().splitlines()
-                          if line.startswith("VmHWM:"))
+        high_water = next(
+            line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:")
+        )
         rate["peak_rss_mb"] = round(int(high_water.split()[1]) / 1024)
         print(json.dumps(rate))
         return
@@ -125,8 +131,12 @@ def main() -> None:
             path = Path(folder) / "large.pdf"
             large_pdf(path, args.large_pdf_mb, " ".join(parts[0][1].split()[:300]))
             for name, pdf in (("small_pdf_child", paths["pdf"]), ("large_pdf", path)):  # the small one: baseline RSS
-                child = subprocess.run([sys.executable, __file__, str(args.corpus), "--extract-only", str(pdf)],
-                                       capture_output=True, text=True, check=True)
+                child = subprocess.run(
+                    [sys.executable, __file__, str(args.corpus), "--extract-only", str(pdf)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 result[name] = {**json.loads(child.stdout), "bytes": pdf.stat().st_size}
                 print(f"{name} {result[name]}", flush=True)
     if args.json_out:

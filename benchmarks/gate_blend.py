@@ -27,7 +27,7 @@ from pathlib import Path
 
 from qrag_qdrant.calibration import blended
 from qrag_qdrant.coordinator.gate import DEFAULT_MODEL, GateModel, logit
-from qrag_qdrant.eval.gate_training import SystemRows, abstain_rates, gate_confidences, pick_threshold
+from qrag_qdrant.gate_fitting import SystemRows, abstain_rates, gate_confidences, pick_threshold
 
 TARGET = 0.05
 
@@ -46,8 +46,11 @@ def main() -> None:
     parser.add_argument("--writer", default="model", help="who wrote the reports' questions (a label)")
     parser.add_argument("--json-out", type=Path)
     parser.add_argument("--gate", type=Path, default=DEFAULT_MODEL, help="the gate file whose threshold is blended")
-    parser.add_argument("--write", action="store_true",
-                        help="store the weight from all indexes in that file's calibration_blend, for this writer")
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="store the weight from all indexes in that file's calibration_blend, for this writer",
+    )
     args = parser.parse_args()
     model = GateModel.load(args.gate)
     gate = model.systems["quorum"]
@@ -56,15 +59,21 @@ def main() -> None:
     for spec in args.index:
         name, paths = spec.split("=", 1)
         rows_paths, report = paths.split(",")
-        rows = [row for path in rows_paths.split("+") for line in Path(path).read_text().splitlines()
-                if (row := json.loads(line))["system"] == "quorum"]
+        rows = [
+            row
+            for path in rows_paths.split("+")
+            for line in Path(path).read_text().splitlines()
+            if (row := json.loads(line))["system"] == "quorum"
+        ]
         data = SystemRows.of(rows)
         scores = gate_confidences(gate, data)
         calibrated = json.loads(Path(report).read_text())["targets"][str(TARGET)]["threshold"]
         indexes[name] = (data, scores, logit(pick_threshold(scores, data, TARGET)), calibrated)
     result = {"writer": args.writer, "shipped_threshold": gate.threshold, "leave_one_out": {}}
-    print(f"| index ({args.writer}) | weight from the others | threshold: shipped / calibrated / blended | "
-          f"real abstain at the blend: answerable | out-of-corpus | at the calibrated: answerable | out-of-corpus |")
+    print(
+        f"| index ({args.writer}) | weight from the others | threshold: shipped / calibrated / blended | "
+        f"real abstain at the blend: answerable | out-of-corpus | at the calibrated: answerable | out-of-corpus |"
+    )
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
     for name, (data, scores, _, calibrated) in indexes.items():
         others = [v for k, v in indexes.items() if k != name]
@@ -72,11 +81,17 @@ def main() -> None:
         kept = blended(gate.threshold, calibrated, w)
         at_blend = abstain_rates(scores, data, kept)
         at_calibrated = abstain_rates(scores, data, calibrated)
-        result["leave_one_out"][name] = {"weight": w, "threshold": kept, "blended": at_blend,
-                                         "calibrated": at_calibrated}
-        print(f"| {name} | {w:.2f} | {gate.threshold:.3f} / {calibrated:.3f} / {kept:.3f} | "
-              f"{at_blend['answerable']:.3f} | {at_blend['out_of_corpus']:.3f} | {at_calibrated['answerable']:.3f} | "
-              f"{at_calibrated['out_of_corpus']:.3f} |")
+        result["leave_one_out"][name] = {
+            "weight": w,
+            "threshold": kept,
+            "blended": at_blend,
+            "calibrated": at_calibrated,
+        }
+        print(
+            f"| {name} | {w:.2f} | {gate.threshold:.3f} / {calibrated:.3f} / {kept:.3f} | "
+            f"{at_blend['answerable']:.3f} | {at_blend['out_of_corpus']:.3f} | {at_calibrated['answerable']:.3f} | "
+            f"{at_calibrated['out_of_corpus']:.3f} |"
+        )
     result["weight"] = inverse_mse_weight(list(indexes.values()), shipped)
     print(f"\nweight from all {len(indexes)} indexes: {result['weight']:.2f}")
     if args.write:

@@ -30,7 +30,7 @@ import numpy as np
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.calibration import QuestionCache, blended, calibrate, question_writer
 from qrag_qdrant.coordinator.gate import DEFAULT_MODEL, GateModel, LogisticGate
-from qrag_qdrant.eval.gate_training import SystemRows, abstain_rates, gate_confidences, pick_threshold
+from qrag_qdrant.gate_fitting import SystemRows, abstain_rates, gate_confidences, pick_threshold
 
 TARGETS = (0.05, 0.03, 0.02)
 SUBSETS = (25, 50, 100, 150)
@@ -67,26 +67,45 @@ def main() -> None:
     synthetic = result.rows
     data, scores = real_rows(args.rows, gate)
     real_cut = pick_threshold(scores, data, 0.05)
-    inside = np.array([gate.confidence(r["features"]) if r["features"] else 0.0
-                       for r in synthetic if r["category"] == "answerable"])
+    inside = np.array(
+        [gate.confidence(r["features"]) if r["features"] else 0.0 for r in synthetic if r["category"] == "answerable"]
+    )
     kept = result.gate.systems["quorum"].threshold
-    report = {"questions": name, "passages": len(synthetic), "seconds": round(seconds, 1), "real_5pct_cut": real_cut,
-              "synthetic_below_real_5pct_cut": round(float((inside < real_cut).mean()), 3),
-              "kept": {"threshold": kept, "blend": result.gate.info["calibrated_on"]["blend"],
-                       **abstain_rates(scores, data, kept)}, "targets": {}, "curve": {}}
-    print(f"{name}: {len(synthetic)} questions in {seconds:.0f} s; {report['synthetic_below_real_5pct_cut']:.3f} of "
-          f"the synthetic in-corpus ones fall below the cut abstaining on 5% of the real answerable ({real_cut:.3f})")
-    print(f"kept (blend {report['kept']['blend']:.2f}): threshold {kept:.3f}, real abstain: answerable "
-          f"{report['kept']['answerable']:.3f}, out-of-corpus {report['kept']['out_of_corpus']:.3f}\n")
-    print("| target (synthetic) | threshold | real abstain: answerable | out-of-corpus |\n| ---: | ---: | ---: | ---: |")
+    report = {
+        "questions": name,
+        "passages": len(synthetic),
+        "seconds": round(seconds, 1),
+        "real_5pct_cut": real_cut,
+        "synthetic_below_real_5pct_cut": round(float((inside < real_cut).mean()), 3),
+        "kept": {
+            "threshold": kept,
+            "blend": result.gate.info["calibrated_on"]["blend"],
+            **abstain_rates(scores, data, kept),
+        },
+        "targets": {},
+        "curve": {},
+    }
+    print(
+        f"{name}: {len(synthetic)} questions in {seconds:.0f} s; {report['synthetic_below_real_5pct_cut']:.3f} of "
+        f"the synthetic in-corpus ones fall below the cut abstaining on 5% of the real answerable ({real_cut:.3f})"
+    )
+    print(
+        f"kept (blend {report['kept']['blend']:.2f}): threshold {kept:.3f}, real abstain: answerable "
+        f"{report['kept']['answerable']:.3f}, out-of-corpus {report['kept']['out_of_corpus']:.3f}\n"
+    )
+    print(
+        "| target (synthetic) | threshold | real abstain: answerable | out-of-corpus |\n| ---: | ---: | ---: | ---: |"
+    )
     for target in TARGETS:
         cut = synthetic_threshold(synthetic, gate, target)
         rates = abstain_rates(scores, data, cut)
         report["targets"][target] = {"threshold": cut, **rates}
         print(f"| {target:.2f} | {cut:.3f} | {rates['answerable']:.3f} | {rates['out_of_corpus']:.3f} |")
     weight = report["kept"]["blend"]
-    print("\n| passages | threshold | real abstain: answerable | out-of-corpus | draws meeting 5% / 90% | "
-          "kept (blended): threshold | draws meeting |")
+    print(
+        "\n| passages | threshold | real abstain: answerable | out-of-corpus | draws meeting 5% / 90% | "
+        "kept (blended): threshold | draws meeting |"
+    )
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for size in [n for n in SUBSETS if n < len(synthetic)] + [len(synthetic)]:
         draws = [random.Random(d).sample(synthetic, size) for d in range(100)] if size < len(synthetic) else [synthetic]
@@ -98,14 +117,19 @@ def main() -> None:
         kept_cuts = [blended(gate.threshold, cut, weight) for cut in cuts]
         kept_rates = [abstain_rates(scores, data, cut) for cut in kept_cuts]
         kept_met = float(np.mean([r["answerable"] <= 0.05 and r["out_of_corpus"] >= 0.90 for r in kept_rates]))
-        report["curve"][size] = {"threshold": [float(np.mean(cuts)), float(np.std(cuts))],
-                                 "answerable": [float(answerable.mean()), float(answerable.std())],
-                                 "out_of_corpus": [float(outside.mean()), float(outside.std())], "met": met,
-                                 "kept_threshold": [float(np.mean(kept_cuts)), float(np.std(kept_cuts))],
-                                 "kept_met": kept_met}
-        print(f"| {size} | {np.mean(cuts):.3f} ± {np.std(cuts):.3f} | {answerable.mean():.3f} ± {answerable.std():.3f} "
-              f"| {outside.mean():.3f} ± {outside.std():.3f} | {met:.2f} | {np.mean(kept_cuts):.3f} ± "
-              f"{np.std(kept_cuts):.3f} | {kept_met:.2f} |")
+        report["curve"][size] = {
+            "threshold": [float(np.mean(cuts)), float(np.std(cuts))],
+            "answerable": [float(answerable.mean()), float(answerable.std())],
+            "out_of_corpus": [float(outside.mean()), float(outside.std())],
+            "met": met,
+            "kept_threshold": [float(np.mean(kept_cuts)), float(np.std(kept_cuts))],
+            "kept_met": kept_met,
+        }
+        print(
+            f"| {size} | {np.mean(cuts):.3f} ± {np.std(cuts):.3f} | {answerable.mean():.3f} ± {answerable.std():.3f} "
+            f"| {outside.mean():.3f} ± {outside.std():.3f} | {met:.2f} | {np.mean(kept_cuts):.3f} ± "
+            f"{np.std(kept_cuts):.3f} | {kept_met:.2f} |"
+        )
     if args.json_out:
         args.json_out.write_text(json.dumps(report, indent=2) + "\n")
 

@@ -34,18 +34,18 @@ from typing import Any
 import numpy as np
 
 from qrag_qdrant.coordinator.gate import PREVIOUS_MODEL, QUORUM_FEATURES, GateModel
-from qrag_qdrant.eval.dataset import CATEGORIES
-from qrag_qdrant.eval.gate_training import (
+from qrag_qdrant.eval.gate_training import train_gate
+from qrag_qdrant.gate_fitting import (
+    CATEGORIES,
     SystemRows,
-    _cross_validated,
-    _fit,
-    _scores,
     abstain_rates,
+    cross_validated_scores,
+    fit_model,
     gate_confidences,
+    model_scores,
     pick_threshold,
-    train_gate,
+    risk_curve,
 )
-from qrag_qdrant.eval.metrics import risk_curve
 
 RARE_TERM_FEATURES = ("idf_top_share", "idf_context_share", "rarest_in_corpus", "names_in_corpus")
 V1_FEATURES = [name for name in QUORUM_FEATURES if name not in RARE_TERM_FEATURES]
@@ -87,9 +87,13 @@ def measure(scores: np.ndarray, rows: SystemRows, threshold: float) -> dict[str,
     rates = abstain_rates(scores, rows, threshold)
     fitted = rows.categories != "unanswerable"
     y, s, gated = rows.y[fitted], scores[fitted], rows.gated[fitted]
-    return {"threshold": round(threshold, 4), **{f"abstain_{c}": rates[c] for c in CATEGORIES},
-            "auc": round(float(roc_auc_score(y, s)), 4) if len(set(y.tolist())) == 2 else None,
-            "aurc": round(float(risk_curve(y, s, gated).mean()), 4), "questions": int(len(rows.y))}
+    return {
+        "threshold": round(threshold, 4),
+        **{f"abstain_{c}": rates[c] for c in CATEGORIES},
+        "auc": round(float(roc_auc_score(y, s)), 4) if len(set(y.tolist())) == 2 else None,
+        "aurc": round(float(risk_curve(y, s, gated).mean()), 4),
+        "questions": len(rows.y),
+    }
 
 
 def of_features(rows: list[dict[str, Any]], names: Sequence[str]) -> SystemRows:
@@ -100,8 +104,8 @@ def of_features(rows: list[dict[str, Any]], names: Sequence[str]) -> SystemRows:
 
 def fitted_scores(train: SystemRows, test: SystemRows, target: float) -> tuple[np.ndarray, float]:
     train = train.take(train.categories != "unanswerable")
-    threshold = pick_threshold(_cross_validated(train, "logistic", 0), train, target)
-    return _scores(_fit(train, "logistic", 0), test), threshold
+    threshold = pick_threshold(cross_validated_scores(train, "logistic", 0), train, target)
+    return model_scores(fit_model(train, "logistic", 0), test), threshold
 
 
 def leave_one_out(indexes: dict[str, tuple[str, list[dict[str, Any]]]], target: float) -> dict[str, Any]:
@@ -111,15 +115,18 @@ def leave_one_out(indexes: dict[str, tuple[str, list[dict[str, Any]]]], target: 
         others = [row for d, r in indexes.values() if d != dataset for row in r]
         test_rows = SystemRows.of(rows)
         table[index] = {"shipped v1": measure(gate_confidences(shipped, test_rows), test_rows, shipped.threshold)}
-        for label, names in (("v1 features, other data sets", V1_FEATURES),
-                             ("rare-term features, other data sets", list(QUORUM_FEATURES))):
+        for label, names in (
+            ("v1 features, other data sets", V1_FEATURES),
+            ("rare-term features, other data sets", list(QUORUM_FEATURES)),
+        ):
             scores, threshold = fitted_scores(of_features(others, names), of_features(rows, names), target)
             table[index][label] = measure(scores, of_features(rows, names), threshold)
     return table
 
 
-def mixed_gate(indexes: dict[str, tuple[str, list[dict[str, Any]]]], target: float, sources: list[str],
-               test_share: float) -> tuple[GateModel, dict[str, Any]]:
+def mixed_gate(
+    indexes: dict[str, tuple[str, list[dict[str, Any]]]], target: float, sources: list[str], test_share: float
+) -> tuple[GateModel, dict[str, Any]]:
     rows = [row for _, r in indexes.values() for row in r if row["category"] != "unanswerable"]
     model, _ = train_gate(rows, test_share, 0, target, sources)
     test_groups = set(model.info["trained_on"]["test_articles"])
@@ -128,14 +135,21 @@ def mixed_gate(indexes: dict[str, tuple[str, list[dict[str, Any]]]], target: flo
     for index, (_, index_rows) in indexes.items():
         data = SystemRows.of([row for row in index_rows if row["group"] in test_groups])
         table[index] = measure(gate_confidences(gate, data), data, gate.threshold)
-    model.info.update({"version": "v2", "indexes": {i: d for i, (d, _) in indexes.items()},
-                       "label": "the context (ungated) holds a gold answer, or comes from a relevant document; "
-                                "fitted on the training articles of every index at once",
-                       "tested_on": table})
+    model.info.update(
+        {
+            "version": "v2",
+            "indexes": {i: d for i, (d, _) in indexes.items()},
+            "label": "the context (ungated) holds a gold answer, or comes from a relevant document; "
+            "fitted on the training articles of every index at once",
+            "tested_on": table,
+        }
+    )
     previous = GateModel.load(PREVIOUS_MODEL)
     model.systems.update({name: gate for name, gate in previous.systems.items() if name != "quorum"})
-    model.info["list_systems"] = ("the gates of the other systems (plain ranked lists, for eval's comparisons) "
-                                  "are v1's, fitted on squad-dev alone")
+    model.info["list_systems"] = (
+        "the gates of the other systems (plain ranked lists, for eval's comparisons) "
+        "are v1's, fitted on squad-dev alone"
+    )
     return model, table
 
 
@@ -143,7 +157,7 @@ def print_table(title: str, table: dict[str, Any]) -> None:
     print(f"\n{title}\n| index | gate | threshold | abstain: answerable | unanswerable | out-of-corpus | AUC | AURC |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for index, gates in table.items():
-        for name, m in (gates.items() if "threshold" not in gates else [("mixed v2", gates)]):
+        for name, m in gates.items() if "threshold" not in gates else [("mixed v2", gates)]:
             cells = [f"{m['abstain_' + c]:.3f}" if m["abstain_" + c] is not None else "-" for c in CATEGORIES]
             print(f"| {index} | {name} | {m['threshold']:.3f} | {' | '.join(cells)} | {m['auc']} | {m['aurc']} |")
 
@@ -164,15 +178,18 @@ def main() -> None:
         indexes[index] = (dataset, rows)
     loo = leave_one_out(indexes, args.target_abstain)
     print_table("Leave one data set out (fitted on the others; shipped v1 as is)", loo)
-    sources = [spec.split("=")[0] + "=" + ",".join(Path(f).name for f in spec.split("=")[1].split(","))
-               for spec in args.rows]
+    sources = [
+        spec.split("=")[0] + "=" + ",".join(Path(f).name for f in spec.split("=")[1].split(",")) for spec in args.rows
+    ]
     model, mixed = mixed_gate(indexes, args.target_abstain, sources, args.test_share)
     print_table("Mixed gate, test articles only", mixed)
     if args.out_model:
         if args.out_model.exists() and (weights := GateModel.load(args.out_model).info.get("calibration_blend")):
             model.info["calibration_blend"] = weights
-            print(f"calibration_blend kept from the file replaced; derive it again for the new threshold: "
-                  f"benchmarks/gate_blend.py --gate {args.out_model} --write")
+            print(
+                f"calibration_blend kept from the file replaced; derive it again for the new threshold: "
+                f"benchmarks/gate_blend.py --gate {args.out_model} --write"
+            )
         model.save(args.out_model)
     if args.json_out:
         args.json_out.write_text(json.dumps({"leave_one_out": loo, "mixed": mixed}, indent=2) + "\n")

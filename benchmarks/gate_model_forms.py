@@ -24,21 +24,19 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 
 from qrag_qdrant.coordinator.gate import QUORUM_FEATURES
-from qrag_qdrant.eval.gate_training import (
-    SystemRows,
-    _scores,
-    abstain_rates,
-    pick_threshold,
-)
+from qrag_qdrant.gate_fitting import SystemRows, abstain_rates, model_scores, pick_threshold
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gate_cross_corpus import article_of, of_features, read_index  # noqa: E402
+from gate_cross_corpus import article_of, of_features, read_index
 
 MODELS = {
     "logistic (the gate's)": lambda: make_pipeline(StandardScaler(), LogisticRegression(max_iter=3000)),
     "logistic, pairwise products": lambda: make_pipeline(
-        StandardScaler(), PolynomialFeatures(2, include_bias=False), StandardScaler(),
-        LogisticRegression(C=0.1, max_iter=5000)),
+        StandardScaler(),
+        PolynomialFeatures(2, include_bias=False),
+        StandardScaler(),
+        LogisticRegression(C=0.1, max_iter=5000),
+    ),
     "MLP, 16 units": lambda: make_pipeline(StandardScaler(), MLPClassifier((16,), max_iter=2000, random_state=0)),
     "gradient boosting": lambda: HistGradientBoostingClassifier(max_iter=200, learning_rate=0.05, random_state=0),
 }
@@ -62,15 +60,19 @@ def main() -> None:
     print("| index | model | AUC | abstain at the oracle cut: answerable | out-of-corpus |")
     print("| --- | --- | ---: | ---: | ---: |")
     for index, (dataset, rows) in indexes.items():
-        train = of_features([r for d, rs in indexes.values() if d != dataset for r in rs
-                             if r["category"] != "unanswerable"], names)
+        train = of_features(
+            [r for d, rs in indexes.values() if d != dataset for r in rs if r["category"] != "unanswerable"], names
+        )
         test = of_features(rows, names)
         fitted = test.categories != "unanswerable"
         for label, make in MODELS.items():
-            scores = _scores(make().fit(train.x[train.gated], train.y[train.gated]), test)
+            scores = model_scores(make().fit(train.x[train.gated], train.y[train.gated]), test)
             answerable, foreign = at_oracle_cut(scores, test)
-            print(f"| {index} | {label} | {roc_auc_score(test.y[fitted], scores[fitted]):.3f} | "
-                  f"{answerable:.3f} | {foreign:.3f} |", flush=True)
+            print(
+                f"| {index} | {label} | {roc_auc_score(test.y[fitted], scores[fitted]):.3f} | "
+                f"{answerable:.3f} | {foreign:.3f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -35,21 +35,31 @@ def gold_paragraphs(data: Path) -> dict[str, Passage]:
     for line in (data / "questions.jsonl").read_text().splitlines():
         row = json.loads(line)
         paragraphs = split.setdefault(row["doc"], (data / "corpus" / row["doc"]).read_text().split("\n\n"))
-        start = sum(len(p) + 2 for p in paragraphs[:row["paragraph_index"]])
+        start = sum(len(p) + 2 for p in paragraphs[: row["paragraph_index"]])
         paragraph = paragraphs[row["paragraph_index"]]
         found[" ".join(row["question"].split())] = Passage(
-            citation=1, source=row["doc"], start=start, end=start + len(paragraph), text=paragraph)
+            citation=1, source=row["doc"], start=start, end=start + len(paragraph), text=paragraph
+        )
     return found
 
 
 def reading_gold(paragraphs: dict[str, Passage]):
     def answer_from(evidence, backend, settings, on_token=None, cancelled=None):
         passage = paragraphs[" ".join(evidence.question.split())]
-        given = evidence.model_copy(update={
-            "abstained": False, "abstain_reason": None, "context_policy": "gold paragraph",
-            "clusters": [EvidenceCluster(rank=1, score=1.0, support=evidence.retrievers,
-                                         retrievers=["gold"], passages=[passage])]})
+        given = evidence.model_copy(
+            update={
+                "abstained": False,
+                "abstain_reason": None,
+                "context_policy": "gold paragraph",
+                "clusters": [
+                    EvidenceCluster(
+                        rank=1, score=1.0, support=evidence.retrievers, retrievers=["gold"], passages=[passage]
+                    )
+                ],
+            }
+        )
         return answer_with_context(given, backend, settings, on_token, cancelled)
+
     return answer_from
 
 

@@ -29,7 +29,6 @@ from pathlib import Path
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.store import VectorQuery
 
-
 #: the source prefix scale_store.py gives a chunk's copies
 COPY_PREFIX = re.compile(r"^copy\d+/")
 
@@ -61,9 +60,11 @@ def main() -> None:
         for spec in rag.settings.collections:
             name = spec.name
 
-            def top(vector, **params):
-                return {hit.id: (hit.score, original(hit)) for hit in
-                        rag.store.query(name, [VectorQuery("dense", vector, args.k, **params)])[0]}
+            def top(vector, name=name, **params):
+                return {
+                    hit.id: (hit.score, original(hit))
+                    for hit in rag.store.query(name, [VectorQuery("dense", vector, args.k, **params)])[0]
+                }
 
             for vector in vectors[:10]:  # warm up: page in the index and the vectors
                 top(vector)
@@ -73,8 +74,7 @@ def main() -> None:
                 started = time.perf_counter()
                 exact.append(top(vector, exact=True))
                 exact_ms.append((time.perf_counter() - started) * 1000)
-            collection = {"points": rag.store.count(name),
-                          "exact": {"p50_ms": round(statistics.median(exact_ms), 3)}}
+            collection = {"points": rag.store.count(name), "exact": {"p50_ms": round(statistics.median(exact_ms), 3)}}
             for label, ef in settings:
                 recalls, score_recalls, chunk_recalls, times = [], [], [], []
                 for vector, truth in zip(vectors, exact):
@@ -86,12 +86,14 @@ def main() -> None:
                     score_recalls.append(sum(score >= kth - 1e-6 for score, _ in found.values()) / args.k)
                     chunks = {chunk for _, chunk in truth.values()}
                     chunk_recalls.append(len(chunks & {chunk for _, chunk in found.values()}) / len(chunks))
-                collection[label] = {"recall_at_k": round(statistics.mean(recalls), 4),
-                                     "min_recall": round(min(recalls), 3),
-                                     "score_recall_at_k": round(statistics.mean(score_recalls), 4),
-                                     "chunk_recall_at_k": round(statistics.mean(chunk_recalls), 4),
-                                     "min_chunk_recall": round(min(chunk_recalls), 3),
-                                     "p50_ms": round(statistics.median(times), 3)}
+                collection[label] = {
+                    "recall_at_k": round(statistics.mean(recalls), 4),
+                    "min_recall": round(min(recalls), 3),
+                    "score_recall_at_k": round(statistics.mean(score_recalls), 4),
+                    "chunk_recall_at_k": round(statistics.mean(chunk_recalls), 4),
+                    "min_chunk_recall": round(min(chunk_recalls), 3),
+                    "p50_ms": round(statistics.median(times), 3),
+                }
             result[name] = collection
     print(json.dumps(result, indent=2))
     if args.json_out:

@@ -40,11 +40,15 @@ def main() -> None:
             peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             warm = rag.ingest(args.corpus)
 
-    texts = [chunk.text for spec in settings.collections for document in open_corpus(args.corpus).documents()
-             for chunk in iter_chunks(document.blocks(), spec.size, spec.overlap)]
+    texts = [
+        chunk.text
+        for spec in settings.collections
+        for document in open_corpus(args.corpus).documents()
+        for chunk in iter_chunks(document.blocks(), spec.size, spec.overlap)
+    ]
     started = time.perf_counter()
     for spec_start in range(0, len(texts), 4096):  # the same order and batches as ingest gives it
-        embedder.embed(texts[spec_start:spec_start + 4096])
+        embedder.embed(texts[spec_start : spec_start + 4096])
     embed_seconds = time.perf_counter() - started
 
     ingest_rate = cold.embedded_chunks / cold.seconds

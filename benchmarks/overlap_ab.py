@@ -59,17 +59,35 @@ def main() -> None:
                     evidence[name] = coordinator.evidence_from(vectors, lists, options)
                 if n >= args.warmup:
                     times[name].append((time.perf_counter() - started) * 1000)
-            same += len({json.dumps(e.model_dump(mode="json", exclude={"timings_ms"}), sort_keys=True)
-                         for e in evidence.values()}) == 1
-    print(json.dumps({
-        "namespace": args.namespace,
-        "questions": len(times[OVERLAPPED]),
-        **{name: {"p50_ms": round(statistics.median(values), 3),
-                  "p95_ms": round(statistics.quantiles(values, n=20)[-1], 3)} for name, values in times.items()},
-        "paired_median_difference_ms": round(statistics.median(
-            a - b for a, b in zip(times[OVERLAPPED], times[SEQUENTIAL])), 3),
-        "same_evidence": f"{same} of {len(sample)}",
-    }, indent=2))
+            same += (
+                len(
+                    {
+                        json.dumps(e.model_dump(mode="json", exclude={"timings_ms"}), sort_keys=True)
+                        for e in evidence.values()
+                    }
+                )
+                == 1
+            )
+    print(
+        json.dumps(
+            {
+                "namespace": args.namespace,
+                "questions": len(times[OVERLAPPED]),
+                **{
+                    name: {
+                        "p50_ms": round(statistics.median(values), 3),
+                        "p95_ms": round(statistics.quantiles(values, n=20)[-1], 3),
+                    }
+                    for name, values in times.items()
+                },
+                "paired_median_difference_ms": round(
+                    statistics.median(a - b for a, b in zip(times[OVERLAPPED], times[SEQUENTIAL])), 3
+                ),
+                "same_evidence": f"{same} of {len(sample)}",
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

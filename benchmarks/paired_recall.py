@@ -54,8 +54,10 @@ def main() -> None:
     if args.against_store or args.against_config:
         store, config = args.against_store or args.store, args.against_config or args.config
         second = answers_in(store, config, dataset, systems)
-        pairs = {f"{name}: {args.store} {args.config} against {store} {config}": (first[name], second[name])
-                 for name in systems}
+        pairs = {
+            f"{name}: {args.store} {args.config} against {store} {config}": (first[name], second[name])
+            for name in systems
+        }
     else:
         if len(systems) != 2:
             raise SystemExit("--systems: name two systems, or give --against-store")

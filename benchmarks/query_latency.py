@@ -40,8 +40,11 @@ def summary(values: list[float]) -> dict[str, float]:
 
 def rss_parts() -> dict[str, int]:
     fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
-    return {name: round(int(fields[field].split()[0]) / 1024)
-            for name, field in (("anon", "RssAnon"), ("file", "RssFile")) if field in fields}
+    return {
+        name: round(int(fields[field].split()[0]) / 1024)
+        for name, field in (("anon", "RssAnon"), ("file", "RssFile"))
+        if field in fields
+    }
 
 
 def main() -> None:
@@ -54,11 +57,19 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--json-out", type=Path)
-    parser.add_argument("--page-cache", choices=("warm", "cold"), default="warm",
-                        help="warm: the store readied as the service and eval ready it (QuorumRAG.warm); "
-                             "cold: as one CLI query finds it, its on-disk files read as questions need them")
-    parser.add_argument("--blas-threads", choices=("one", "default"), default="one",
-                        help="one: as the processes qrag-qdrant starts (qrag_qdrant.threads); default: OpenBLAS's pool")
+    parser.add_argument(
+        "--page-cache",
+        choices=("warm", "cold"),
+        default="warm",
+        help="warm: the store readied as the service and eval ready it (QuorumRAG.warm); "
+        "cold: as one CLI query finds it, its on-disk files read as questions need them",
+    )
+    parser.add_argument(
+        "--blas-threads",
+        choices=("one", "default"),
+        default="one",
+        help="one: as the processes qrag-qdrant starts (qrag_qdrant.threads); default: OpenBLAS's pool",
+    )
     args = parser.parse_args()
     if args.blas_threads == "one":
         one_blas_thread()
@@ -76,9 +87,13 @@ def main() -> None:
             rag.warm()
 
         def single_hybrid(question: str) -> list[str]:
-            hits = rag.store.hybrid(hybrid_spec.name, embedder.query_embed(question).tolist(),
-                                    hybrid_bm25.query_embed(question), limit=options.context_clusters,
-                                    prefetch_limit=options.top_k)
+            hits = rag.store.hybrid(
+                hybrid_spec.name,
+                embedder.query_embed(question).tolist(),
+                hybrid_bm25.query_embed(question),
+                limit=options.context_clusters,
+                prefetch_limit=options.top_k,
+            )
             return [hit.payload.text for hit in hits]
 
         quorum_ms, hybrid_ms, stages, hits, abstained = [], [], {}, 0, 0

@@ -41,7 +41,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.uncited_to_all:
         grounding = verify.grounding
-        verify.grounding = lambda claim, passages, cited: grounding(claim, passages, cited or [p.citation for p in passages])
+        verify.grounding = lambda claim, passages, cited: grounding(
+            claim, passages, cited or [p.citation for p in passages]
+        )
     questions = {q.id: q for q in load_dataset(args.data).questions}
     settings = load_settings(store=args.store, namespace=args.namespace)
     changed = rechecked = 0
@@ -52,8 +54,9 @@ def main() -> None:
                 if row["system"] == "quorum" and row["outcome"] is None:
                     question = questions[row["id"]]
                     evidence = rag.retrieve(question.question)
-                    answer = Answer.from_evidence(evidence, answer=row["answer"],
-                                                  answer_probability=row.get("answer_probability"))
+                    answer = Answer.from_evidence(
+                        evidence, answer=row["answer"], answer_probability=row.get("answer_probability")
+                    )
                     check_answer(answer, evidence.passages, None, settings.generation)
                     scored = score_answer(question, row["system"], answer, row["seconds"])
                     # rows written before the relevance check: supported meant grounded

@@ -32,12 +32,12 @@ from pathlib import Path
 import numpy as np
 
 from qrag_qdrant.config import CollectionSpec, load_settings
-from qrag_qdrant.names import collection_name
 from qrag_qdrant.embedding import model_dim
+from qrag_qdrant.names import collection_name
 from qrag_qdrant.store import ChunkPoint, CollectionManifest
 from qrag_qdrant.store.base import TERM_STATS
-from qrag_qdrant.store.points import point_id
 from qrag_qdrant.store.edge import EdgeStore
+from qrag_qdrant.store.points import point_id
 from qrag_qdrant.term_stats import TermStats, count_terms
 
 BATCH = 1000
@@ -59,8 +59,9 @@ def source_pooling(sources: list[tuple[Path, str]], spec: CollectionSpec) -> str
     return manifest.pooling if manifest else "chunk"
 
 
-def scaled(sources: list[tuple[Path, str]], spec: CollectionSpec, target: int, collection: str,
-           seed: int) -> Iterator[ChunkPoint]:
+def scaled(
+    sources: list[tuple[Path, str]], spec: CollectionSpec, target: int, collection: str, seed: int
+) -> Iterator[ChunkPoint]:
     rng, written = np.random.default_rng(seed), 0
     for copy in itertools.count():
         for original in source_points(sources, spec):
@@ -70,12 +71,14 @@ def scaled(sources: list[tuple[Path, str]], spec: CollectionSpec, target: int, c
                 source, dense = original.payload.source, original.dense
             else:
                 source = f"copy{copy}/{original.payload.source}"
-                noisy = np.asarray(original.dense) + rng.normal(0, JITTER / np.sqrt(len(original.dense)),
-                                                                len(original.dense))
+                noisy = np.asarray(original.dense) + rng.normal(
+                    0, JITTER / np.sqrt(len(original.dense)), len(original.dense)
+                )
                 dense = (noisy / np.linalg.norm(noisy)).tolist()
             payload = dataclasses.replace(original.payload, source=source)
-            yield ChunkPoint(point_id(collection, source, payload.chunk_index, payload.doc_hash), dense,
-                             original.sparse, payload)
+            yield ChunkPoint(
+                point_id(collection, source, payload.chunk_index, payload.doc_hash), dense, original.sparse, payload
+            )
             written += 1
 
 
@@ -98,8 +101,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--source", action="append", required=True, help="STORE:NAMESPACE of real chunks")
     parser.add_argument("--store", type=Path, required=True)
-    parser.add_argument("--size", type=int, required=True,
-                        help="points per collection; 0: each source chunk once, as ingested")
+    parser.add_argument(
+        "--size", type=int, required=True, help="points per collection; 0: each source chunk once, as ingested"
+    )
     parser.add_argument("--namespace", help="the namespace to write [default: scale-<size/1000>k]")
     parser.add_argument("--config", type=Path)
     parser.add_argument("--json-out", type=Path)
@@ -109,15 +113,18 @@ def main() -> None:
     namespace = args.namespace or f"scale-{args.size // 1000}k"
     settings = load_settings(args.config, namespace=namespace, store=args.store)
     model = settings.embedding.model
-    started, result = time.perf_counter(), {"namespace": namespace, "points_per_collection": args.size,
-                                            "baseline_rss_mb": round(rss_mb())}
+    started, result = (
+        time.perf_counter(),
+        {"namespace": namespace, "points_per_collection": args.size, "baseline_rss_mb": round(rss_mb())},
+    )
     with EdgeStore.from_settings(settings) as store:  # the layout of QRAG_QDRANT_* (quantization, on disk)
         for seed, spec in enumerate(settings.collections):
             real = sum(1 for _ in source_points(sources, spec))
             size = args.size or real
             manifest = CollectionManifest.expected(namespace, spec, model, model_dim(model))
-            store.open_collection(spec.name, manifest.model_copy(update={"pooling": source_pooling(sources, spec)}),
-                                  create=True)
+            store.open_collection(
+                spec.name, manifest.model_copy(update={"pooling": source_pooling(sources, spec)}), create=True
+            )
             batch: list[ChunkPoint] = []
             for point in scaled(sources, spec, size, spec.name, seed):
                 batch.append(point)
@@ -128,15 +135,21 @@ def main() -> None:
             written = time.perf_counter()
             store.finish_bulk(spec.name)
             attach_term_stats(store, spec.name)
-            result[spec.name] = {"real_chunks": real, "copies": -(-size // real) - 1,
-                                 "points": store.count(spec.name),
-                                 "index_build_s": round(time.perf_counter() - written, 1)}
+            result[spec.name] = {
+                "real_chunks": real,
+                "copies": -(-size // real) - 1,
+                "points": store.count(spec.name),
+                "index_build_s": round(time.perf_counter() - written, 1),
+            }
         folders = [args.store / name for name in store.list_collections(namespace).values()]
-    result["layout"] = {key: getattr(settings.qdrant, key)
-                        for key in ("quantization", "oversampling", "vectors_on_disk", "payloads_on_disk")}
+    result["layout"] = {
+        key: getattr(settings.qdrant, key)
+        for key in ("quantization", "oversampling", "vectors_on_disk", "payloads_on_disk")
+    }
     result["seconds"] = round(time.perf_counter() - started, 1)
-    result["disk_mb"] = round(sum(f.stat().st_blocks * 512 for folder in folders
-                                  for f in folder.rglob("*") if f.is_file()) / 2**20)
+    result["disk_mb"] = round(
+        sum(f.stat().st_blocks * 512 for folder in folders for f in folder.rglob("*") if f.is_file()) / 2**20
+    )
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     print(json.dumps(result, indent=2))
     if args.json_out:

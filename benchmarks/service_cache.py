@@ -50,15 +50,20 @@ def main() -> None:
                 walls, lookups = [], []
                 for question in questions:
                     started = time.perf_counter()
-                    body = client.post("/v1/query", json={"question": question, "generate": False},
-                                       headers=auth).json()
+                    body = client.post("/v1/query", json={"question": question, "generate": False}, headers=auth).json()
                     walls.append((time.perf_counter() - started) * 1000)
                     lookups.append(body["timings_ms"].get(f"cache_{run}", float("nan")))
                 runs[run] = {"wall": walls, "lookup": lookups}
             hits = client.get("/metrics").text
-    result = {run: {"request_p50_ms": percentile(v["wall"], 0.5), "request_p95_ms": percentile(v["wall"], 0.95),
-                    "lookup_p50_ms": percentile(v["lookup"], 0.5), "lookup_p95_ms": percentile(v["lookup"], 0.95)}
-              for run, v in runs.items()}
+    result = {
+        run: {
+            "request_p50_ms": percentile(v["wall"], 0.5),
+            "request_p95_ms": percentile(v["wall"], 0.95),
+            "lookup_p50_ms": percentile(v["lookup"], 0.5),
+            "lookup_p95_ms": percentile(v["lookup"], 0.95),
+        }
+        for run, v in runs.items()
+    }
     result["hit_rate_of_repeats"] = round(sum(v == v for v in runs["hit"]["lookup"]) / len(questions), 3)
     result["speedup_p50"] = round(statistics.median(runs["miss"]["wall"]) / statistics.median(runs["hit"]["wall"]), 1)
     result["metrics"] = hits

@@ -35,11 +35,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+from query_latency import summary  # this folder's: p50/p95 as query_latency.py reports them
 
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config import load_settings
 from qrag_qdrant.service.auth import KeyFile
-from query_latency import summary  # this folder's: p50/p95 as query_latency.py reports them
 
 CLI = str(Path(sys.executable).parent / "qrag-qdrant")
 
@@ -77,8 +77,9 @@ def serving(env: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     URL and process once ``/readyz`` says the model and the store are loaded."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([CLI, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [CLI, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.monotonic() + 300
         while server.poll() is None and time.monotonic() < deadline:
@@ -132,8 +133,12 @@ def main() -> None:
     lines = args.questions.read_text().splitlines()
     questions = [json.loads(line)["question"] for line in lines[: args.n * (1 + len(args.clients))]]
     cli_questions = questions[: args.cli_runs]
-    result: dict[str, object] = {"store": str(args.store), "namespace": args.namespace, "n": args.n,
-                                 "cpus": os.cpu_count()}
+    result: dict[str, object] = {
+        "store": str(args.store),
+        "namespace": args.namespace,
+        "n": args.n,
+        "cpus": os.cpu_count(),
+    }
     result["in_process"] = in_process({"store": args.store, "namespace": args.namespace}, questions[: args.n])
     print("in-process", result["in_process"], flush=True)
 
@@ -157,23 +162,42 @@ def main() -> None:
                     floor.append((time.perf_counter() - started) * 1000)
             result["http_floor_healthz"] = summary(floor)
             for index, clients in enumerate(args.clients, start=1):
-                share = questions[index * args.n: (index + 1) * args.n]  # new questions: no cache can help
+                share = questions[index * args.n : (index + 1) * args.n]  # new questions: no cache can help
                 result[f"http_{clients}_clients"] = through_http(base, key, share, clients)
                 print(f"http {clients} clients", result[f"http_{clients}_clients"], flush=True)
-            curl = [timed_process(["curl", "-sf", "-X", "POST", f"{base}/v1/query",
-                                   "-H", f"Authorization: Bearer {key}", "-H", "Content-Type: application/json",
-                                   "-d", json.dumps({"question": q, "generate": False})], env)
-                    for q in cli_questions]
-            result["service_time_to_evidence_s"] = {"median": round(statistics.median(curl), 3),
-                                                    "runs": [round(s, 3) for s in curl]}
+            curl = [
+                timed_process(
+                    [
+                        "curl",
+                        "-sf",
+                        "-X",
+                        "POST",
+                        f"{base}/v1/query",
+                        "-H",
+                        f"Authorization: Bearer {key}",
+                        "-H",
+                        "Content-Type: application/json",
+                        "-d",
+                        json.dumps({"question": q, "generate": False}),
+                    ],
+                    env,
+                )
+                for q in cli_questions
+            ]
+            result["service_time_to_evidence_s"] = {
+                "median": round(statistics.median(curl), 3),
+                "runs": [round(s, 3) for s in curl],
+            }
     # in-process again: the box's load drifts, so the ratio is given against both measurements
     result["in_process_after"] = in_process({"store": args.store, "namespace": args.namespace}, questions[: args.n])
     one = result.get("http_1_clients")
     if isinstance(one, dict):
         result["http_1_client_p50_over_in_process"] = [
-            round(one["p50_ms"] / result[phase]["p50_ms"], 2) for phase in ("in_process", "in_process_after")]
+            round(one["p50_ms"] / result[phase]["p50_ms"], 2) for phase in ("in_process", "in_process_after")
+        ]
     result["cli_over_service_time_to_evidence"] = round(
-        result["cli_time_to_evidence_s"]["median"] / result["service_time_to_evidence_s"]["median"], 1)
+        result["cli_time_to_evidence_s"]["median"] / result["service_time_to_evidence_s"]["median"], 1
+    )
     print(json.dumps(result, indent=2))
     if args.json_out:
         args.json_out.write_text(json.dumps(result, indent=2))

@@ -33,8 +33,10 @@ SEGMENT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 
 def rss_mb() -> dict[str, int]:
     fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
-    return {name: round(int(fields[field].split()[0]) / 1024)
-            for name, field in (("rss", "VmRSS"), ("anon", "RssAnon"), ("file", "RssFile"))}
+    return {
+        name: round(int(fields[field].split()[0]) / 1024)
+        for name, field in (("rss", "VmRSS"), ("anon", "RssAnon"), ("file", "RssFile"))
+    }
 
 
 def rss_by_file(store: Path) -> collections.Counter[str]:
@@ -46,7 +48,7 @@ def rss_by_file(store: Path) -> collections.Counter[str]:
             fields = line.split()
             path = fields[5] if len(fields) > 5 and fields[5].startswith(str(store)) else None
         elif path and line.startswith("Rss:"):
-            name = SEGMENT.sub("<segment>", path[len(str(store)) + 1:])
+            name = SEGMENT.sub("<segment>", path[len(str(store)) + 1 :])
             resident[name] += int(line.split()[1])
     return resident
 
@@ -82,8 +84,9 @@ def main() -> None:
         result = {"namespace": args.namespace, "chunks": chunks, "steps_mb": steps}
         for step, (before, after) in zip(("first_question", "other_questions"), itertools.pairwise(resident)):
             touched = after - before
-            result[f"{step}_mb_by_file"] = {name: round(kb / 1024, 1) for name, kb in touched.most_common()
-                                            if kb >= 512}
+            result[f"{step}_mb_by_file"] = {
+                name: round(kb / 1024, 1) for name, kb in touched.most_common() if kb >= 512
+            }
     print(json.dumps(result, indent=2))
     if args.json_out:
         args.json_out.write_text(json.dumps(result, indent=2) + "\n")

@@ -36,9 +36,13 @@ def hybrid_query(rag: QuorumRAG) -> Callable[[str], object]:
     spec = next((s for s in collections if (s.size, s.overlap) == (100, 50)), collections[0])
     sparse, dense = SparseEmbedder(rag.store.manifest(spec.name).bm25_settings), rag.embedder()
     options = rag.settings.retrieval
-    return lambda question: rag.store.hybrid(spec.name, dense.query_embed(question).tolist(),
-                                             sparse.query_embed(question), limit=options.context_clusters,
-                                             prefetch_limit=options.top_k)
+    return lambda question: rag.store.hybrid(
+        spec.name,
+        dense.query_embed(question).tolist(),
+        sparse.query_embed(question),
+        limit=options.context_clusters,
+        prefetch_limit=options.top_k,
+    )
 
 
 def passages(evidence: Evidence) -> list[tuple[str, int, int]]:
@@ -50,7 +54,9 @@ def main() -> None:
     parser.add_argument("--store", type=Path, required=True)
     parser.add_argument("--against-store", type=Path, required=True)
     parser.add_argument("--namespace", required=True)
-    parser.add_argument("--config", type=Path, help="the first store's config [default: configs/default.toml]")
+    parser.add_argument(
+        "--config", type=Path, help="the first store's config [default: the packaged configs/default.toml]"
+    )
     parser.add_argument("--against-config", type=Path, help="the second store's config (e.g. another hnsw_ef)")
     parser.add_argument("--questions", type=Path, required=True, help="JSONL with a 'question' field")
     parser.add_argument("--n", type=int, default=300)
@@ -60,8 +66,10 @@ def main() -> None:
     one_blas_thread()
     rows = [json.loads(line) for line in args.questions.read_text().splitlines() if line.strip()]
     questions = [row["question"] for row in random.Random(args.seed).sample(rows, min(args.n + WARMUP, len(rows)))]
-    rags = [QuorumRAG.from_config(config, store=store, namespace=args.namespace)
-            for store, config in ((args.store, args.config), (args.against_store, args.against_config))]
+    rags = [
+        QuorumRAG.from_config(config, store=store, namespace=args.namespace)
+        for store, config in ((args.store, args.config), (args.against_store, args.against_config))
+    ]
     try:
         for rag in rags:
             rag.warm()
@@ -71,7 +79,7 @@ def main() -> None:
         same = 0
         for i, question in enumerate(questions):
             found = {}
-            for side in ((0, 1) if i % 2 == 0 else (1, 0)):
+            for side in (0, 1) if i % 2 == 0 else (1, 0):
                 started = time.perf_counter()
                 found[side] = rags[side].retrieve(question)
                 retrieved = time.perf_counter()
@@ -86,10 +94,15 @@ def main() -> None:
     p50 = [statistics.median(times) for times in quorum_ms]
     hybrid_p50 = [statistics.median(times) for times in hybrid_ms]
     result = {
-        "store": str(args.store), "against_store": str(args.against_store), "namespace": args.namespace,
-        "config": args.config and str(args.config), "against_config": args.against_config and str(args.against_config),
-        "seed": args.seed, "questions": len(quorum_ms[0]),
-        "quorum_p50_ms": [round(v, 2) for v in p50], "hybrid_p50_ms": [round(v, 2) for v in hybrid_p50],
+        "store": str(args.store),
+        "against_store": str(args.against_store),
+        "namespace": args.namespace,
+        "config": args.config and str(args.config),
+        "against_config": args.against_config and str(args.against_config),
+        "seed": args.seed,
+        "questions": len(quorum_ms[0]),
+        "quorum_p50_ms": [round(v, 2) for v in p50],
+        "hybrid_p50_ms": [round(v, 2) for v in hybrid_p50],
         "ratio": [round(q / h, 2) for q, h in zip(p50, hybrid_p50)],
         "paired_median_difference_ms": round(statistics.median(b - a for a, b in zip(*quorum_ms)), 3),
         "same_evidence": same,

@@ -33,8 +33,9 @@ SIGNALS = {"answer probability": [0], "+ relevance": [0, 1], "+ relevance + marg
 
 
 def answered(paths: list[Path]) -> list[dict]:
-    return [row for path in paths for line in path.read_text().splitlines()
-            if (row := json.loads(line))["outcome"] is None]
+    return [
+        row for path in paths for line in path.read_text().splitlines() if (row := json.loads(line))["outcome"] is None
+    ]
 
 
 def signals(row: dict) -> list[float]:
@@ -67,13 +68,18 @@ def main() -> None:
     args = parser.parse_args()
     tune, test = answered(args.tune), answered(args.test)
     fitted = [r for r in tune if checkable(r)]
-    scored = {"today's rule": np.array([r["answer_probability"] or 0.0 if checkable(r) and r["relevance"] >= 0.3
-                                        else -1.0 for r in test])}
+    scored = {
+        "today's rule": np.array(
+            [r["answer_probability"] or 0.0 if checkable(r) and r["relevance"] >= 0.3 else -1.0 for r in test]
+        )
+    }
     for name, columns in SIGNALS.items():
-        model = LogisticRegression().fit([[signals(r)[c] for c in columns] for r in fitted],
-                                         [r["holds_gold"] for r in fitted])
-        scored[name] = np.array([model.predict_proba([[signals(r)[c] for c in columns]])[0, 1] if checkable(r)
-                                 else -1.0 for r in test])
+        model = LogisticRegression().fit(
+            [[signals(r)[c] for c in columns] for r in fitted], [r["holds_gold"] for r in fitted]
+        )
+        scored[name] = np.array(
+            [model.predict_proba([[signals(r)[c] for c in columns]])[0, 1] if checkable(r) else -1.0 for r in test]
+        )
     print(f"{len(fitted)} tuning answers fitted; {len(test)} test answers")
     print("| score | precision asked | recall | should-not-answer shown supported |")
     for name, scores in scored.items():

@@ -4,6 +4,17 @@ from .api import CollectionInfo, QuorumRAG
 from .config import Settings, load_settings
 from .errors import QragError
 from .evidence import Answer, Evidence, EvidenceCluster, Passage
+from .version import __version__
 
-__all__ = ["Answer", "CollectionInfo", "Evidence", "EvidenceCluster", "Passage", "QragError", "QuorumRAG",
-           "Settings", "load_settings"]
+__all__ = [
+    "Answer",
+    "CollectionInfo",
+    "Evidence",
+    "EvidenceCluster",
+    "Passage",
+    "QragError",
+    "QuorumRAG",
+    "Settings",
+    "__version__",
+    "load_settings",
+]

@@ -19,7 +19,8 @@ from .generation.answer import answer_from
 from .store import Store, open_store
 
 if TYPE_CHECKING:  # ingest's modules load when an ingest runs: a query starts sooner
-    from .ingest import IngestProgress, IngestReport
+    from .ingest import IngestReport
+    from .progress import IngestProgress
 
 
 class CollectionInfo(BaseModel):
@@ -42,8 +43,13 @@ class QuorumRAG:
     ...     evidence = rag.retrieve("How does it abstain?")
     """
 
-    def __init__(self, settings: Settings, store: Store | None = None, embedder: DenseEmbedder | None = None,
-                 generator: GenerationBackend | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store | None = None,
+        embedder: DenseEmbedder | None = None,
+        generator: GenerationBackend | None = None,
+    ):
         """``generator``: a backend object to use instead of opening generation.backend."""
         self.settings = settings
         self.store = store or open_store(settings)
@@ -71,15 +77,22 @@ class QuorumRAG:
         held-out documents); the caller closes it."""
         return Coordinator(settings, self.store, self.embedder, self.generator)
 
-    def ingest(self, path: str | Path, prune: bool = False, rebuild: bool = False,
-               progress: IngestProgress | None = None, exclude: Collection[str] = ()) -> IngestReport:
+    def ingest(
+        self,
+        path: str | Path,
+        prune: bool = False,
+        rebuild: bool = False,
+        progress: IngestProgress | None = None,
+        exclude: Collection[str] = (),
+    ) -> IngestReport:
         """``exclude``: sources (paths relative to ``path``) to leave out of the index, e.g. an eval's
         held-out documents; an earlier run's points of them are removed."""
         from .ingest import Ingestor
 
         try:
-            return Ingestor(self.settings, self.store, self.embedder).run(Path(path), prune=prune, rebuild=rebuild,
-                                                                          progress=progress, exclude=exclude)
+            return Ingestor(self.settings, self.store, self.embedder).run(
+                Path(path), prune=prune, rebuild=rebuild, progress=progress, exclude=exclude
+            )
         finally:
             if self._coordinator is not None:
                 self._coordinator.index_changed()
@@ -98,8 +111,13 @@ class QuorumRAG:
             self._generator = open_backend(self.settings)
         return self._generator
 
-    def answer(self, question: str, on_token: Callable[[str], None] | None = None,
-               evidence: Evidence | None = None, cancelled: threading.Event | None = None) -> Answer:
+    def answer(
+        self,
+        question: str,
+        on_token: Callable[[str], None] | None = None,
+        evidence: Evidence | None = None,
+        cancelled: threading.Event | None = None,
+    ) -> Answer:
         """Generate from the quorum evidence, then check the answer's citations and claims;
         abstain without calling the model when the evidence is missing or too weak.
 
@@ -113,9 +131,14 @@ class QuorumRAG:
         from .tokens import is_collection_scoped
 
         key = self.settings.qdrant.api_key
-        if all_namespaces and self.settings.qdrant.url and is_collection_scoped(key and key.get_secret_value()):
-            raise StoreError("listing every namespace needs the server's API key: this token reaches only "
-                             "the collections it names")
+        if (
+            all_namespaces
+            and self.settings.qdrant.url
+            and is_collection_scoped(key.get_secret_value() if key else None)
+        ):
+            raise StoreError(
+                "listing every namespace needs the server's API key: this token reaches only the collections it names"
+            )
         by_name = {spec.name: spec for spec in self.settings.collections}
         infos = []
         served = self.store.list_collections(None if all_namespaces else self.settings.namespace)
@@ -126,10 +149,18 @@ class QuorumRAG:
             if manifest is None:  # not there, or dropped since it was listed
                 continue
             spec = by_name.get(name)
-            infos.append(CollectionInfo(
-                name=name, namespace=manifest.namespace, collection=collection,
-                points=self.store.count_in_any_namespace(collection), model=manifest.model, size=manifest.size,
-                overlap=manifest.overlap, retrievers=[r.name for r in spec.retrievers] if spec else []))
+            infos.append(
+                CollectionInfo(
+                    name=name,
+                    namespace=manifest.namespace,
+                    collection=collection,
+                    points=self.store.count_in_any_namespace(collection),
+                    model=manifest.model,
+                    size=manifest.size,
+                    overlap=manifest.overlap,
+                    retrievers=[r.name for r in spec.retrievers] if spec else [],
+                )
+            )
         return infos
 
     def close(self) -> None:

@@ -51,14 +51,14 @@ def iter_chunks(blocks: Iterable[str], size: int, overlap: int) -> Iterator[Chun
     if overlap >= size:
         raise ValueError("overlap must be smaller than size")
     stride = size - overlap
-    buffer, buffer_start = "", 0       # text from absolute offset buffer_start on
+    buffer, buffer_start = "", 0  # text from absolute offset buffer_start on
     words: list[tuple[int, int]] = []  # absolute spans of complete words, from word number first_word on
     first_word = next_start = last_end = scanned = 0
     chunk_index = 0
 
     def window(start_word: int, end_word: int) -> Chunk:
         start, end = words[start_word - first_word][0], words[end_word - 1 - first_word][1]
-        return Chunk(chunk_index, start_word, end_word, start, end, buffer[start - buffer_start:end - buffer_start])
+        return Chunk(chunk_index, start_word, end_word, start, end, buffer[start - buffer_start : end - buffer_start])
 
     for block in [*blocks, None]:
         at_end = block is None

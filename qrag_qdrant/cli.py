@@ -8,49 +8,92 @@ Every expected failure is one line on stderr and a non-zero exit, never a traceb
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import gc
-import json
+import math
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from .api import QuorumRAG
 from .cli_admin import feedback_app, gate_app, key_app
+from .cli_eval import evaluate
 from .cli_options import ConfigOption, JsonOption, NamespaceOption, StoreOption, open_rag
-from .cli_render import (AnswerStream, err, friendly_errors, ingest_progress, out, plural, print_answer_checks,
-                         print_evidence, print_ingest_report, print_json, print_table, progress_bar)
+from .cli_render import (
+    AnswerStream,
+    err,
+    friendly_errors,
+    ingest_progress,
+    out,
+    plural,
+    print_answer_checks,
+    print_evidence,
+    print_ingest_report,
+    print_json,
+    print_table,
+)
 from .config import load_settings
 from .errors import ConfigError
 from .evidence import Answer
+from .logs import configure_logging
 from .plugins import install_hint
 from .service.auth import KeyFile
 from .threads import one_blas_thread
+from .version import __version__
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Quorum RAG on Qdrant: answers only from evidence several retrievers agree on.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain click help: flags without a type, and "[default: ...]" shown as written
+    help="Quorum RAG on Qdrant: answers only from evidence several retrievers agree on.",
+)
 app.add_typer(gate_app, name="gate")
 app.add_typer(key_app, name="key")
 app.add_typer(feedback_app, name="feedback")
+app.command("eval")(evaluate)
 
 
 #: Qdrant's advice: about this many collections per cluster at most.
 COLLECTIONS_ADVISED = 1000
 
 
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        sys.stdout.write(f"qrag-qdrant {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def options(
+    verbose: Annotated[
+        int, typer.Option("-v", "--verbose", count=True, help="log each stage's work to stderr (-vv: in detail)")
+    ] = 0,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="print the version and exit")
+    ] = False,
+) -> None:
+    """Quorum RAG on Qdrant: answers only from evidence several retrievers agree on."""
+    configure_logging(verbose)
+
+
 @app.command()
 @friendly_errors
 def ingest(
-    path: Annotated[Path, typer.Argument(
-        help="folder (searched recursively) or one file: .txt, .md, .pdf, .html, .docx")],
+    path: Annotated[
+        Path, typer.Argument(help="folder (searched recursively) or one file: .txt, .md, .pdf, .html, .docx")
+    ],
     prune: Annotated[bool, typer.Option("--prune", help="remove the chunks of files that are gone")] = False,
-    rebuild: Annotated[bool, typer.Option(
-        "--rebuild", help="build fresh collections from PATH, then switch the namespace to them at once "
-                          "(queries see the old index until then; needs the server's API key)")] = False,
+    rebuild: Annotated[
+        bool,
+        typer.Option(
+            "--rebuild",
+            help="build fresh collections from PATH, then switch the namespace to them at once "
+            "(queries see the old index until then; needs the server's API key)",
+        ),
+    ] = False,
     config: ConfigOption = None,
     store: StoreOption = None,
     namespace: NamespaceOption = None,
@@ -115,8 +158,14 @@ def collections(
         namespace = rag.settings.namespace
     where = "every namespace" if all_namespaces else f"namespace {namespace!r}"
     if as_json:
-        print_json({"namespace": None if all_namespaces else namespace, "count": len(infos),
-                    "namespaces": len({i.namespace for i in infos}), "collections": [i.model_dump() for i in infos]})
+        print_json(
+            {
+                "namespace": None if all_namespaces else namespace,
+                "count": len(infos),
+                "namespaces": len({i.namespace for i in infos}),
+                "collections": [i.model_dump() for i in infos],
+            }
+        )
         return
     from rich.table import Table
 
@@ -124,12 +173,20 @@ def collections(
     for column in ("alias", "collection", "points", "model", "chunk", "retrievers"):
         table.add_column(column)
     for info in infos:
-        table.add_row(info.name, info.collection, str(info.points), info.model, f"{info.size}/{info.overlap}",
-                      ", ".join(info.retrievers) or "(not in config)")
+        table.add_row(
+            info.name,
+            info.collection,
+            str(info.points),
+            info.model,
+            f"{info.size}/{info.overlap}",
+            ", ".join(info.retrievers) or "(not in config)",
+        )
     print_table(table)
     if len(infos) > COLLECTIONS_ADVISED // 2:
-        err.print(f"note: Qdrant advises at most about {COLLECTIONS_ADVISED} collections per cluster; "
-                  "see docs/design.md for the one-collection-per-config alternative")
+        err.print(
+            f"note: Qdrant advises at most about {COLLECTIONS_ADVISED} collections per cluster; "
+            "see docs/design.md for the one-collection-per-config alternative"
+        )
 
 
 @app.command()
@@ -150,122 +207,16 @@ def token(
         raise ConfigError("set QRAG_QDRANT_API_KEY to the server's API key: tokens are signed with it")
     from .tokens import mint_token, parse_ttl
 
-    minted = mint_token(settings.qdrant.api_key.get_secret_value(), [spec.name for spec in settings.collections],
-                        read_only, parse_ttl(ttl))
+    minted = mint_token(
+        settings.qdrant.api_key.get_secret_value(),
+        [spec.name for spec in settings.collections],
+        read_only,
+        parse_ttl(ttl),
+    )
     if as_json:
         print_json({"namespace": settings.namespace, "token": minted.token, **minted.claims})
         return
     sys.stdout.write(minted.token + "\n")
-
-
-@app.command("eval")
-@friendly_errors
-def evaluate(
-    dataset_dir: Annotated[Path, typer.Argument(help="data set folder: corpus/ and questions.jsonl or queries.jsonl")],
-    sweep_points: Annotated[list[str] | None, typer.Argument(
-        metavar="[NAME=V1,V2 ...]", help="with --sweep: the grid, e.g. quorum=1,2,3 rrf_k=10,60")] = None,
-    sweep: Annotated[bool, typer.Option("--sweep", help="run the quorum pipeline over the grid that follows")] = False,
-    sample: Annotated[int | None, typer.Option("--sample", min=1, help="questions to draw")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="seed of the draw")] = 0,
-    systems: Annotated[str | None, typer.Option("--systems", help="comma-separated systems [default: all but "
-                                                "quorum+mq and quorum+hyde, which call the model per question]")] = None,
-    top_k: Annotated[int | None, typer.Option("--top-k", min=1, help="candidates per retriever "
-                                               "[default: retrieval.top_k for QA, 100 for relevance]")] = None,
-    chunks: Annotated[int | None, typer.Option("--chunks", min=1, help="chunks each chunk system (a retriever "
-                                               "alone, qdrant-hybrid, rrf-all) sends [default: "
-                                               "retrieval.context_clusters]")] = None,
-    hold_out: Annotated[float, typer.Option("--hold-out", help="share of the corpus files NOT ingested (and "
-                                            "removed if an earlier run indexed them): their questions "
-                                            "become out-of-corpus (split by document)")] = 0.0,
-    split_seed: Annotated[int, typer.Option("--split-seed", help="seed of the --hold-out split")] = 0,
-    articles: Annotated[str | None, typer.Option("--articles", help="tune: only questions on the fixed quarter of "
-                                                 "the documents used to choose prompts and thresholds; test: only "
-                                                 "the others (the whole corpus is indexed)")] = None,
-    foreign: Annotated[Path | None, typer.Option("--foreign", help="add another data set's questions as "
-                                                 "out-of-corpus (as many as --sample)")] = None,
-    generate: Annotated[int | None, typer.Option(
-        "--generate", min=1, help="also answer this many of the questions with the model (generation.backend), "
-        "from quorum's and qdrant-hybrid's context (or the --systems given), and score the answers")] = None,
-    generate_kinds: Annotated[str | None, typer.Option(
-        "--generate-kinds", help="with --generate: draw only questions of these kinds (answerable, unanswerable, "
-        "out_of_corpus; comma-separated), e.g. to see what reaches the model of the ones it should not answer")] = None,
-    answers_out: Annotated[Path | None, typer.Option("--answers-out", help="with --generate: write each answer "
-                                                     "as a JSON line as soon as it is scored")] = None,
-    expansions_cache: Annotated[Path | None, typer.Option(
-        "--expansions-cache", help="with quorum+mq or quorum+hyde: reuse the expansions this JSONL file holds "
-        "and add the new ones, so a rerun asks the model only for new questions")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json-out", help="write the metrics as JSON")] = None,
-    rows_out: Annotated[Path | None, typer.Option("--rows-out", help="write each question's gate features and "
-                                                  "label as JSONL, for `qrag-qdrant gate train`")] = None,
-    report: Annotated[Path | None, typer.Option("--report", help="write report.md and plots into this folder")] = None,
-    config: ConfigOption = None,
-    store: StoreOption = None,
-    namespace: Annotated[str | None, typer.Option("--namespace", help="[default: eval-<data set name>]")] = None,
-) -> None:
-    """Run every system on the same questions of a public data set and compare them."""
-    from .eval import Evaluation, load_dataset, parse_sweep
-    from .eval.report import answers_table, decline_table, expansions_table, systems_table, sweep_table, write_report
-
-    if sweep_points and not sweep:
-        raise typer.BadParameter(f"unexpected arguments {' '.join(sweep_points)} (did you mean --sweep?)")
-    grid = parse_sweep(sweep_points or []) if sweep else []
-    dataset = load_dataset(dataset_dir, sample=sample, seed=seed, hold_out=hold_out, split_seed=split_seed,
-                           foreign=foreign, articles=articles)
-    namespace = namespace or dataset.namespace
-    with open_rag(config, store, namespace) as rag:
-        with ingest_progress() as progress:
-            rag.ingest(dataset.corpus, progress=progress, exclude=dataset.held_out)
-        evaluation = Evaluation(rag, dataset, systems.split(",") if systems else None, top_k, expansions_cache, chunks)
-        with progress_bar() as bar:
-            task = bar.add_task("questions", total=len(dataset.questions))
-            result = evaluation.run(grid, advance=lambda: bar.advance(task))
-        if generate:
-            result.generation = answer_questions(rag, result, generate, seed, evaluation.systems if systems else None,
-                                                 answers_out, generate_kinds.split(",") if generate_kinds else None)
-    print_table(systems_table(result))
-    if (expanded := expansions_table(result)) is not None:
-        print_table(expanded)
-    if result.generation:
-        print_table(answers_table(result.generation))
-        if (declines := decline_table(result.generation)) is not None:
-            print_table(declines)
-    if result.sweep:
-        print_table(sweep_table(result))
-    if json_out:
-        json_out.write_text(json.dumps(result.as_json(), indent=2) + "\n")
-    if rows_out:
-        rows_out.write_text("".join(json.dumps(row) + "\n" for row in result.rows))
-    if report:
-        path = write_report(result, report, "qrag-qdrant " + " ".join(sys.argv[1:]))
-        out.print(f"report: {path}")
-
-
-def answer_questions(rag: QuorumRAG, result: Any, count: int, seed: int, systems: list[str] | None,
-                     answers_out: Path | None, kinds: list[str] | None = None) -> dict[str, Any]:
-    """``eval --generate``: answers for ``count`` of the evaluated questions (of ``kinds`` only, if
-    given), drawn with ``seed``."""
-    from .eval.answering import AnswerEvaluation, draw
-    from .eval.dataset import CATEGORIES
-    from .eval.runner import HYBRID, QUORUM
-
-    if unknown := set(kinds or ()) - set(CATEGORIES):
-        raise ConfigError(f"--generate-kinds {', '.join(sorted(unknown))}: use {', '.join(CATEGORIES)}")
-    names = systems or [name for name in (QUORUM, HYBRID) if name in result.contexts]
-    eligible = [i for i, q in enumerate(result.dataset.questions) if kinds is None or q.category in kinds]
-    picked = [eligible[i] for i in draw(len(eligible), count, seed)]
-    questions = [result.dataset.questions[i] for i in picked]
-    contexts = {name: [result.contexts[name][i] for i in picked] for name in names}
-    with progress_bar() as bar, contextlib.ExitStack() as stack:
-        task = bar.add_task("answers", total=len(questions))
-        sink = stack.enter_context(answers_out.open("w")) if answers_out else None
-
-        def keep(answer: Any) -> None:
-            if sink:
-                sink.write(json.dumps(dataclasses.asdict(answer)) + "\n")
-                sink.flush()
-
-        return AnswerEvaluation(rag.settings, rag.generator, names).run(
-            questions, contexts, advance=lambda: bar.advance(task), on_answer=keep)
 
 
 @app.command()
@@ -286,11 +237,20 @@ def serve(
         raise ConfigError(f"the service needs its extra: {install_hint('service')}") from None
     settings = load_settings(config, store=store)
     keys = KeyFile.load(settings.service.keys)
+    host, port = host or settings.service.host, port or settings.service.port
+    err.print(f"key file: {settings.service.keys.resolve()} ({plural(len(keys.entries()), 'key')})", markup=False)
     if not keys.entries():
-        err.print(f"warning: no keys in {settings.service.keys}: add one with `qrag-qdrant key add --namespace NAME`",
-                  markup=False)
-    uvicorn.run(create_app(settings, keys), host=host or settings.service.host, port=port or settings.service.port,
-                log_level="warning", timeout_graceful_shutdown=settings.service.drain_seconds)
+        err.print("warning: no keys yet: add one with `qrag-qdrant key add --namespace NAME`", markup=False)
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    err.print(f"serving on {url}/ (the web page; API docs at {url}/docs); Ctrl-C stops", markup=False)
+    uvicorn.run(
+        create_app(settings, keys),
+        host=host,
+        port=port,
+        log_level="info",  # uvicorn's start-up lines and one access-log line per request (never a header)
+        access_log=True,
+        timeout_graceful_shutdown=math.ceil(settings.service.drain_seconds),
+    )
 
 
 @app.command("mcp")

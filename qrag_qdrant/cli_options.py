@@ -9,8 +9,12 @@ import typer
 
 from .api import QuorumRAG
 
-ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML config [default: configs/default.toml]")]
-StoreOption = Annotated[Path | None, typer.Option("--store", help="embedded store folder (QRAG_STORE) [default: .qrag]")]
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", help="TOML config [default: the package's configs/default.toml]")
+]
+StoreOption = Annotated[
+    Path | None, typer.Option("--store", help="embedded store folder (QRAG_STORE) [default: .qrag]")
+]
 NamespaceOption = Annotated[str | None, typer.Option("--namespace", help="team namespace (QRAG_NAMESPACE)")]
 JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON object instead of text")]
 KeyOption = Annotated[str, typer.Argument(help="the key's id (from `key list`) or name")]

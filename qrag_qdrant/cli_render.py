@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 import typer
 
-from .corpus import UNSUPPORTED_FORMAT
+from .corpus import UNSUPPORTED_FORMAT, SkippedFile
 from .errors import QragError
 from .evidence import Answer, Evidence
 from .service.auth import KeyEntry
@@ -80,8 +80,7 @@ def friendly_errors(command: F) -> F:
         except Exception as exc:
             if os.environ.get("QRAG_DEBUG"):
                 raise
-            err.print(f"error: unexpected {type(exc).__name__}: {exc} (set QRAG_DEBUG=1 for a traceback)",
-                      markup=False)
+            err.print(f"error: unexpected {type(exc).__name__}: {exc} (set QRAG_DEBUG=1 for a traceback)", markup=False)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
@@ -106,28 +105,42 @@ def progress_bar() -> Progress:
     """A transient bar on stderr, so --json output on stdout stays clean."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn("{task.description:>16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=err.console, transient=True)
+    return Progress(
+        TextColumn("{task.description:>16}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err.console,
+        transient=True,
+    )
 
 
 class LineIngestProgress:
-    """Where stderr is no terminal (a log, a pipe): one line per embedded batch, nothing redrawn."""
+    """Where stderr is no terminal (a log, a pipe): a line per file read or skipped (with why) and
+    per embedded batch, nothing redrawn."""
 
     def __init__(self) -> None:
         self.files = self.total_files = self.embedded = 0
 
     def files_found(self, total: int) -> None:
         self.total_files = total
+        err.print(f"ingest: {plural(total, 'file')} found", markup=False)
 
-    def file_done(self) -> None:
+    def file_read(self, source: str) -> None:
         self.files += 1
+        err.print(f"ingest: read {source} ({self.files} of {self.total_files})", markup=False)
+
+    def file_skipped(self, skipped: SkippedFile) -> None:
+        self.files += 1
+        err.print(
+            f"ingest: skipped {skipped.source}: {skipped.reason} ({self.files} of {self.total_files})", markup=False
+        )
 
     def chunks_queued(self, count: int) -> None: ...
 
     def chunks_embedded(self, count: int) -> None:
         self.embedded += count
-        err.print(f"ingest: {self.embedded} chunks embedded, {self.files} of {self.total_files} files read",
-                  markup=False)
+        err.print(f"ingest: {self.embedded} chunks embedded", markup=False)
 
 
 @contextlib.contextmanager
@@ -145,15 +158,24 @@ class RichIngestProgress:
 
     def __init__(self, progress: Progress):
         self.progress = progress
-        self.files = progress.add_task("files", total=None)
+        self.files = progress.add_task("files read", total=None)
+        self.skipped = 0
         self.chunks = progress.add_task("chunks to embed", total=None)
         self.embedded = progress.add_task("embedded", total=0)
 
     def files_found(self, total: int) -> None:
         self.progress.update(self.files, total=total)
 
-    def file_done(self) -> None:
+    def file_read(self, source: str) -> None:
         self.progress.advance(self.files)
+
+    def file_skipped(self, skipped: SkippedFile) -> None:
+        """Counted on the bar; a file that could not be read, not merely of another format, is
+        named above it with the reason (the report lists them all at the end)."""
+        self.skipped += 1
+        self.progress.update(self.files, advance=1, description=f"files read ({self.skipped} skipped)")
+        if not skipped.reason.startswith(UNSUPPORTED_FORMAT):
+            self.progress.console.print(f"skipped {skipped.source}: {skipped.reason}", markup=False)
 
     def chunks_queued(self, count: int) -> None:
         self.progress.advance(self.chunks, count)
@@ -164,9 +186,11 @@ class RichIngestProgress:
 
 
 def print_ingest_report(report: IngestReport, pruned: bool) -> None:
-    out.print(f"Ingested {plural(report.documents, 'document')} from {report.root} in {report.seconds:.1f} s "
-              f"({report.unchanged} unchanged, {report.embedded_chunks} chunks embedded"
-              + (f", {report.pruned_sources} removed files pruned)" if pruned else ")"))
+    out.print(
+        f"Ingested {plural(report.documents, 'document')} from {report.root} in {report.seconds:.1f} s "
+        f"({report.unchanged} unchanged, {report.embedded_chunks} chunks embedded"
+        + (f", {report.pruned_sources} removed files pruned)" if pruned else ")")
+    )
     for name, count in report.chunks.items():
         out.print(f"  {name} -> {report.collections.get(name, name)}: {count} chunks")
     if report.dropped:
@@ -178,28 +202,40 @@ def print_ingest_report(report: IngestReport, pruned: bool) -> None:
             if skipped.reason not in formats:
                 out.print(f"  {skipped.source}: {skipped.reason}", markup=False)
         if formats:  # often many (a docs folder's images and data); --json lists each
-            counts = ", ".join(f"{reason.removeprefix(UNSUPPORTED_FORMAT).strip(' ()')} ({count})"
-                               for reason, count in formats.most_common())
+            counts = ", ".join(
+                f"{reason.removeprefix(UNSUPPORTED_FORMAT).strip(' ()')} ({count})"
+                for reason, count in formats.most_common()
+            )
             out.print(f"  {plural(formats.total(), 'file')} of unsupported formats: {counts}", markup=False)
 
 
 def print_answer_checks(answer: Answer) -> None:
     """What the verifier found, under the streamed answer."""
     if answer.abstain_reason == "model_declined":
-        odds = f" (it gave that reply {answer.decline_probability:.0%})" if answer.decline_probability is not None else ""
+        odds = (
+            f" (it gave that reply {answer.decline_probability:.0%})" if answer.decline_probability is not None else ""
+        )
         out.print(f"No answer: the model found that the passages do not hold the answer{odds}.")
     elif answer.abstain_reason == "unsupported_answer":
-        out.print("No answer: the answer made claims its cited passages do not support (generation.unsupported = "
-                  "'refuse'); the evidence follows.")
+        out.print(
+            "No answer: the answer made claims its cited passages do not support (generation.unsupported = "
+            "'refuse'); the evidence follows."
+        )
     for claim in answer.claims:
         if claim.supported is False or claim.invalid_citations:
-            why = ("cites passages that were not shown" if claim.invalid_citations else
-                   "not in the passages it cites" if not claim.grounded else
-                   f"its sentence holds {claim.relevance or 0:.0%} of the question's words"
-                   if claim.unsupported == "off the question" else
-                   f"the model was {answer.answer_probability or 0:.0%} sure of it" if claim.unsupported == "unsure" else
-                   f"the evidence's confidence {answer.confidence or 0:.3f}" if claim.unsupported == "weak evidence" else
-                   f"the judge's score {claim.score or 0:.2f}")
+            why = (
+                "cites passages that were not shown"
+                if claim.invalid_citations
+                else "not in the passages it cites"
+                if not claim.grounded
+                else f"its sentence holds {claim.relevance or 0:.0%} of the question's words"
+                if claim.unsupported == "off the question"
+                else f"the model was {answer.answer_probability or 0:.0%} sure of it"
+                if claim.unsupported == "unsure"
+                else f"the evidence's confidence {answer.confidence or 0:.3f}"
+                if claim.unsupported == "weak evidence"
+                else f"the judge's score {claim.score or 0:.2f}"
+            )
             out.print(f"[yellow]unsupported[/yellow] ({why}): {claim.text}")
     for warning in answer.warnings:
         out.print(f"[yellow]note:[/yellow] {warning}")
@@ -233,21 +269,30 @@ def print_expansions(evidence: Evidence) -> None:
 def print_evidence(evidence: Evidence, quorum: int) -> None:
     print_expansions(evidence)
     if evidence.abstain_reason == "no_quorum":
-        out.print(f"No answer: the retrievers did not agree on any evidence (no cluster reached the quorum "
-                  f"of {quorum} of {evidence.retrievers} retrievers).")
+        out.print(
+            f"No answer: the retrievers did not agree on any evidence (no cluster reached the quorum "
+            f"of {quorum} of {evidence.retrievers} retrievers)."
+        )
         return
     if evidence.abstain_reason == "low_confidence":
-        out.print(f"No answer: the retrievers agreed on evidence, but it is too weak to answer from "
-                  f"(confidence {evidence.confidence:.3f}, below the gate's {evidence.gate_threshold or 0:.3f}; "
-                  "retrieval.min_confidence). The documents probably do not hold the answer.")
+        out.print(
+            f"No answer: the retrievers agreed on evidence, but it is too weak to answer from "
+            f"(confidence {evidence.confidence:.3f}, below the gate's {evidence.gate_threshold or 0:.3f}; "
+            "retrieval.min_confidence). The documents probably do not hold the answer."
+        )
         out.print("[bold]Weak evidence[/bold]")
     else:
-        out.print(f"[bold]Evidence[/bold] (confidence {evidence.confidence:.3f}; {evidence.context_words} words sent, "
-                  f"{evidence.context_policy})")
+        out.print(
+            f"[bold]Evidence[/bold] (confidence {evidence.confidence:.3f}; {evidence.context_words} words sent, "
+            f"{evidence.context_policy})"
+        )
     for cluster in evidence.clusters:
-        out.print(f"#{cluster.rank} score {cluster.score:.3f} · support {cluster.support}/{evidence.retrievers} "
-                  f"retrievers ({', '.join(cluster.retrievers)})"
-                  + (f", also found by {', '.join(cluster.expansions)}" if cluster.expansions else ""), markup=False)
+        out.print(
+            f"#{cluster.rank} score {cluster.score:.3f} · support {cluster.support}/{evidence.retrievers} "
+            f"retrievers ({', '.join(cluster.retrievers)})"
+            + (f", also found by {', '.join(cluster.expansions)}" if cluster.expansions else ""),
+            markup=False,
+        )
         for passage in cluster.passages:
             out.print(f"  [{passage.citation}] {passage.location} chars {passage.start}-{passage.end}", markup=False)
             out.print(f"      {' '.join(passage.text.split())}", markup=False, style="dim")
@@ -255,8 +300,14 @@ def print_evidence(evidence: Evidence, quorum: int) -> None:
 
 def key_view(entry: KeyEntry) -> dict[str, Any]:
     """What may be shown of a key: never the key or its hash."""
-    return {"id": entry.id, "name": entry.name, "namespace": entry.namespace, "role": entry.role,
-            "created": entry.created and entry.created.isoformat(), "expires": entry.expires and entry.expires.isoformat()}
+    return {
+        "id": entry.id,
+        "name": entry.name,
+        "namespace": entry.namespace,
+        "role": entry.role,
+        "created": entry.created and entry.created.isoformat(),
+        "expires": entry.expires and entry.expires.isoformat(),
+    }
 
 
 def rate_text(value: float | None) -> str:

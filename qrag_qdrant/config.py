@@ -1,8 +1,8 @@
 """The one configuration model that flows down through every stage.
 
 Precedence, as in pydantic-settings: init arguments > environment (``QRAG_...``) >
-TOML file (``--config``, default ``configs/default.toml``) > the defaults below, which
-equal ``configs/default.toml``.
+TOML file (``--config``, default: the package's ``configs/default.toml``) > the defaults
+of the models, which equal that file.
 
 Environment names: ``QRAG_<FIELD>`` at the top level (``QRAG_STORE``, ``QRAG_NAMESPACE``),
 ``QRAG_<SECTION>_<FIELD>`` inside a section (``QRAG_QDRANT_URL``, ``QRAG_RETRIEVAL_TOP_K``).
@@ -14,28 +14,41 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt, SecretStr,
-                      ValidationError, model_validator)
-from pydantic_settings import (BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError,
-                               TomlConfigSettingsSource)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    ValidationError,
+    model_validator,
+)
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+    TomlConfigSettingsSource,
+)
 
+from .config_sections import (
+    EmbeddingSettings,
+    GenerationSettings,
+    LlmSettings,
+    OllamaSettings,
+    QdrantSettings,
+    RetrievalSettings,
+    Section,
+    ServiceSettings,
+)
+from .config_values import check_expansions
 from .errors import ConfigError
-from .config_values import check_expansions, parse_rate
 from .names import NAMESPACE_MAX_LENGTH, NAMESPACE_PATTERN, RESERVED_NAMESPACE_SUFFIX, collection_name
 
-DEFAULT_CONFIG_FILE = Path("configs/default.toml")
+#: the shipped pipeline, found beside the package wherever it is installed or run from
+DEFAULT_CONFIG_FILE = Path(__file__).parent / "configs" / "default.toml"
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
-
-
-class Section(BaseModel):
-    """A config section: unknown keys are errors, so a typo is never silently ignored."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-#: how a chunk's dense vector is made (``embedding.pooling``)
-Pooling = Literal["auto", "chunk", "late", "anchored"]
 
 
 class RetrieverSpec(Section):
@@ -45,7 +58,8 @@ class RetrieverSpec(Section):
     size: PositiveInt = Field(description="chunk size in words")
     overlap: NonNegativeInt = Field(description="words shared by consecutive chunks")
     expansions: tuple[str, ...] | None = Field(
-        None, description="the query expansions this retriever also searches; None: retrieval.expansions")
+        None, description="the query expansions this retriever also searches; None: retrieval.expansions"
+    )
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> RetrieverSpec:
@@ -78,193 +92,6 @@ class CollectionSpec(BaseModel):
     @property
     def stride(self) -> int:
         return self.size - self.overlap
-
-
-class RetrievalSettings(Section):
-    top_k: PositiveInt = 15
-    rrf_k: NonNegativeInt = 2
-    cluster_threshold: float = Field(0.85, ge=0.0, le=1.0)
-    quorum: PositiveInt = 2
-    min_similarity: float = Field(0.2, ge=-1.0, le=1.0, description="cosine floor for dense hits")
-    hnsw_ef: PositiveInt | None = Field(128, description="HNSW search breadth of dense retrievers; None: "
-                                        "the engine's default (benchmarks/hnsw_recall.py)")
-    weight_rrf: float = Field(0.7, ge=0.0)
-    weight_support: float = Field(0.6, ge=0.0)
-    context_clusters: PositiveInt = 5
-    word_budget: NonNegativeInt = Field(500, description="context words shared by the clusters; 0: whole spans")
-    context_passages: Literal["window", "chunks"] = Field(
-        "window", description="what a cluster sends within its share of word_budget: the window its members agree "
-        "on most, or its member chunks whole, best first (where they overlap, the agreed text is read twice)")
-    context: Literal["adaptive", "fixed"] = Field(
-        "adaptive", description="adaptive: the best cluster alone when it leads the next by adaptive_margin, else "
-        "the clusters within that margin of it, adaptive_words each; fixed: context_clusters and word_budget")
-    adaptive_margin: float = Field(0.2, ge=0.0, description="adaptive context: the ranking-score lead over the next "
-                                   "cluster at which the best cluster is sent alone")
-    adaptive_words: PositiveInt = Field(150, description="adaptive context: words per cluster sent")
-    adaptive_clusters: PositiveInt = Field(3, description="adaptive context: the most clusters sent")
-    max_question_chars: PositiveInt = 4000
-    min_confidence: float | None = Field(
-        None, ge=0.0, le=1.0, description="the evidence gate: abstain below this confidence that the context "
-        "holds the answer; None: the gate model's own threshold, chosen on its development split; 0: no gate")
-    gate_model: Path | None = Field(None, description="gate weights from `qrag-qdrant gate train`; default: "
-                                    "the namespace's own from `gate calibrate`, else the shipped model")
-    exclude_sources: tuple[str, ...] = Field((), description="sources (as ingested) no search returns and the gate "
-                                             "counts as outside the corpus; `gate calibrate` holds documents out so")
-    expansions: tuple[str, ...] = Field(
-        (), description='query expansions every retriever also searches (a retriever\'s own `expansions` '
-        'overrides): "multi_query:3" (three rewrites of the question), "hyde" (a hypothetical answer); '
-        "each costs a model call per question. Off by default: neither beat plain quorum (docs/benchmarks.md)")
-    expansion_timeout: PositiveFloat = Field(
-        60.0, description="seconds to wait for the model's expansions; past it, the question is searched alone")
-
-    @model_validator(mode="after")
-    def _known_expansion_syntax(self) -> RetrievalSettings:
-        check_expansions(self.expansions)
-        return self
-
-
-class EmbeddingSettings(Section):
-    model: str = "sentence-transformers/all-MiniLM-L6-v2"
-    path: Path | None = Field(None, description="local model directory; default: the packaged offline weights")
-    batch_size: PositiveInt = 64
-    threads: PositiveInt | None = None
-    allow_download: bool = Field(False, description="let fastembed fetch the model from its hub")
-    pooling: Pooling = Field(
-        "auto", description="auto: a built namespace keeps the pooling it recorded; a new one gets anchored "
-        "when the model mean-pools its tokens and a retriever's chunks have anchor_size words, else chunk; "
-        "chunk: embed each chunk's text on its own; late: run the model once over windows of each document "
-        "and mean-pool the token vectors inside every chunk, for all chunkings; anchored: as late, but the "
-        "windows are the chunks of one chunking (anchor_size)")
-    anchor_size: PositiveInt = Field(50, description="anchored pooling: the chunk size (words) of the chunking "
-                                     "whose chunks are the model's windows; one of the retrievers' sizes")
-    late_window_stride: PositiveInt = Field(192, description="late pooling: tokens between window starts "
-                                            "(windows hold 254; the overlap gives tokens context on both sides)")
-
-    @property
-    def pooled_as(self) -> str:
-        """What a collection's manifest records of the pooling: ``chunk``, ``late``, ``anchored-50``."""
-        return f"anchored-{self.anchor_size}" if self.pooling == "anchored" else self.pooling
-
-    def pooling_recorded(self, pooled_as: str) -> EmbeddingSettings:
-        """These settings with the pooling a manifest recorded (``pooled_as`` read back)."""
-        pooling, _, anchor = pooled_as.partition("-")
-        return self.model_copy(update={"pooling": pooling} | ({"anchor_size": int(anchor)} if anchor else {}))
-
-
-class OllamaSettings(Section):
-    host: str = "http://localhost:11434"
-    model: str = "mistral"
-    timeout: PositiveFloat = 120.0
-
-
-class LlmSettings(Section):
-    """The ``embedded`` backend: llama.cpp in-process."""
-
-    gguf: Path | None = Field(None, description="a GGUF model file (QRAG_LLM_GGUF); default: the packaged model")
-    sha256: str | None = Field(None, description="refuse llm.gguf unless its sha256 is this")
-    model: str | None = Field(None, description="the packaged model used without llm.gguf; default: the best "
-                              "one installed (1.5B from local-llm, else 0.5B from local-llm-small)")
-    # On 2 busy cores, 2 llama.cpp threads contend and can run 50x slower than 1 (docs/benchmarks.md).
-    threads: PositiveInt = 1
-    context: PositiveInt = Field(4096, description="the model's context window in tokens")
-    max_tokens: PositiveInt = Field(256, description="the longest answer, in tokens")
-    decline_threshold: float | None = Field(
-        None, gt=0, le=1, description='answer "not in the documents" when the model gives that reply at least this '
-        "probability (from its first token), and answer otherwise; unset: whatever its likeliest first token starts")
-
-
-class GenerationSettings(Section):
-    backend: str = Field("auto", description="a registered backend (embedded, ollama, or a plug-in's); auto: "
-                         "ollama when ollama.host is set, else embedded when a local model is installed or "
-                         "llm.gguf is set, else ollama")
-    unsupported: Literal["mark", "refuse"] = Field(
-        "mark", description="an answer with an unsupported claim (not grounded, not relevant, or doubted by the judge): "
-        "shown marked, or refused")
-    min_relevance: float = Field(
-        0.3, ge=0.0, le=1.0, description="a grounded claim is supported only when at least this share of the "
-        "question's words occur in the sentence of the cited passage that holds it (0: grounding alone)")
-    min_answer_probability: float = Field(
-        0.85, ge=0.0, le=1.0, description="a grounded, relevant claim is supported only when the model wrote its "
-        "short answer with at least this geometric-mean token probability (backends that report log-probabilities; "
-        "0: not checked)")
-    min_evidence_confidence: float = Field(
-        0.0, ge=0.0, le=1.0, description="a claim is supported only when the evidence gate's confidence in the "
-        "context reaches this (0: not checked; measured, not on by default: docs/benchmarks.md)")
-    judge: bool = Field(False, description="also ask the model whether the cited passages support each claim that "
-                        "passed the exact grounding check (one more model call per claim)")
-    answer_format: Literal["short", "quote"] = Field(
-        "short", description="short: the shortest answer copied from a passage, then its [n]; quote: the sentence "
-        "that answers, quoted with its [n], then 'Answer:' and the shortest answer")
-
-
-class QdrantSettings(Section):
-    url: str | None = Field(None, description="Qdrant server URL; unset means the embedded store")
-    api_key: SecretStr | None = Field(None, description="the server's API key, its read-only key, or a JWT")
-    timeout: PositiveFloat = 10.0
-    retries: NonNegativeInt = Field(3, description="retries of a call that failed to reach the server or "
-                                    "that too few replicas acknowledged")
-    backoff: float = Field(0.5, ge=0.0, description="seconds before the first retry; doubles each time")
-    store: str = Field("auto", description="a registered store: edge (embedded), server, or a plug-in's; auto: "
-                       "server when qdrant.url is set, else edge")
-    bm25_source: str = Field(
-        "client", description="who computes BM25 vectors of a NEW collection, a registered BM25 source: client "
-        "(qdrant_edge.Bm25 here), server (the server's qdrant/bm25, Qdrant >= 1.15.3) or a plug-in's; an existing "
-        "collection keeps the source it was built with")
-    # How a NEW collection holds its data (an existing one keeps its layout; `ingest --rebuild` applies it).
-    # The defaults take 1.10 KB of serving memory per chunk against 2.97 all in RAM, answer recall
-    # unchanged (docs/scaling.md, "Memory per chunk"); none/false/false: all in RAM.
-    quantization: Literal["none", "int8", "turbo4", "turbo2"] = Field(
-        "int8", description="int8: the dense vectors are also kept as int8 (a quarter of their size) in RAM and "
-        "searched first; the best oversampling x limit are rescored with the float32 originals; turbo4: the same "
-        "copy at 4 bits a dimension (Qdrant's TurboQuant; a server needs Qdrant >= 1.18), 0.94 KB per chunk but "
-        "+0.7 ms a query at 200k chunks per collection; turbo2: at 2 bits, which lost HNSW recall")
-    oversampling: float = Field(2.0, ge=1.0, description="with quantization: candidates rescored per hit asked for")
-    vectors_on_disk: bool = Field(True, description="keep the float32 dense vectors and the BM25 index on disk "
-                                  "(memory-mapped) instead of in RAM; with quantization only the rescored few are "
-                                  "read")
-    payloads_on_disk: bool = Field(True, description="keep the chunks' payloads (their text) on disk instead of in RAM")
-    hnsw_m: PositiveInt = Field(16, description="links per point of a new collection's HNSW graph")
-    hnsw_ef_construct: PositiveInt = Field(
-        256, description="candidates weighed per point while a new collection's HNSW graph is built: 256 instead of "
-        "Qdrant's 100 took dense recall@15 at 200k points from 0.976 to 1.000 for an index build twice as long")
-    # Distributed mode: how new collections are laid out, and how many replicas a read asks.
-    shard_number: PositiveInt = 1
-    replication_factor: PositiveInt = 1
-    write_consistency_factor: PositiveInt = 1
-    read_consistency: PositiveInt | Literal["majority", "quorum", "all"] = 1
-
-
-class ServiceSettings(Section):
-    """``qrag-qdrant serve``."""
-
-    host: str = "127.0.0.1"
-    port: int = Field(8000, ge=1, le=65535)
-    keys: Path = Field(Path(".qrag-keys.toml"), description="the key file: each team's key (hashed), namespace "
-                       "and role; `qrag-qdrant key add` writes it")
-    max_body_bytes: PositiveInt = Field(1 << 20, description="a larger request body is refused with 413")
-    max_upload_bytes: PositiveInt = Field(256 << 20, description="the same for the files of one POST /v1/ingest")
-    cache_entries: NonNegativeInt = Field(1024, description="repeated questions answered from the result cache "
-                                          "(per service, all namespaces); 0: off")
-    max_queued_upload_bytes: PositiveInt = Field(1 << 30, description="uploads one namespace may have waiting for "
-                                                 "or in an ingest; more is refused with 413")
-    rate_query: str | None = Field("120/minute", description="queries per key: COUNT/second|minute|hour, a token "
-                                   "bucket (COUNT at once, refilled at that rate); None: no limit")
-    rate_ingest: str | None = Field("20/minute", description="ingest jobs per key, the same way")
-    rate_feedback: str | None = Field("30/minute", description="feedback ratings per key, the same way")
-    drain_seconds: PositiveFloat = Field(30.0, description="on SIGTERM: how long answers in flight and ingest jobs "
-                                         "may take to finish; jobs still running then stop and read 'interrupted'")
-
-    @model_validator(mode="after")
-    def _rates_parse(self) -> ServiceSettings:
-        for rate in (self.rate_query, self.rate_ingest, self.rate_feedback):
-            if rate is not None:
-                parse_rate(rate)
-        return self
-
-    def rates(self) -> dict[str, tuple[int, float] | None]:
-        """Each kind of request's (burst, refill per second), or None: unlimited."""
-        return {kind: parse_rate(rate) if rate else None for kind, rate in
-                (("query", self.rate_query), ("ingest", self.rate_ingest), ("feedback", self.rate_feedback))}
 
 
 ORIGIN_RETRIEVERS = (
@@ -324,8 +151,7 @@ class Settings(BaseSettings):
     def _consistent(self) -> Settings:
         if not NAMESPACE_PATTERN.match(self.namespace) or len(self.namespace) > NAMESPACE_MAX_LENGTH:
             raise ValueError(
-                f"namespace {self.namespace!r}: use 1-48 lower-case letters, digits, '_' and single '-' "
-                "between them"
+                f"namespace {self.namespace!r}: use 1-48 lower-case letters, digits, '_' and single '-' between them"
             )
         if RESERVED_NAMESPACE_SUFFIX.search(self.namespace):
             raise ValueError(f"namespace {self.namespace!r} must not end like a collection suffix (-c<N>-o<N>)")
@@ -337,8 +163,10 @@ class Settings(BaseSettings):
                 raise ValueError(f"retrievers: duplicate retriever {spec.name}")
             seen.add(spec.name)
         if self.embedding.pooling == "anchored" and self.anchor is None:
-            raise ValueError(f"embedding.anchor_size ({self.embedding.anchor_size}) is not the chunk size of any "
-                             f"retriever: anchored pooling needs one of {sorted({r.size for r in self.retrievers})}")
+            raise ValueError(
+                f"embedding.anchor_size ({self.embedding.anchor_size}) is not the chunk size of any "
+                f"retriever: anchored pooling needs one of {sorted({r.size for r in self.retrievers})}"
+            )
         if self.retrieval.quorum > len(self.retrievers):
             raise ValueError(
                 f"retrieval.quorum ({self.retrieval.quorum}) is greater than the number of "
@@ -362,8 +190,9 @@ class Settings(BaseSettings):
         for spec in self.retrievers:
             grouped.setdefault((spec.size, spec.overlap), []).append(spec)
         return tuple(
-            CollectionSpec(name=collection_name(self.namespace, size, overlap), size=size, overlap=overlap,
-                           retrievers=tuple(specs))
+            CollectionSpec(
+                name=collection_name(self.namespace, size, overlap), size=size, overlap=overlap, retrievers=tuple(specs)
+            )
             for (size, overlap), specs in grouped.items()
         )
 
@@ -380,8 +209,10 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     except ValidationError as exc:
         raise ConfigError(describe_validation_error(exc)) from None
     except SettingsError as exc:  # an environment variable that is not the JSON a list or table needs
-        raise ConfigError(f"invalid config: {exc}: a list in an environment variable is JSON, e.g. "
-                          """QRAG_RETRIEVAL_EXPANSIONS='["hyde"]'""") from None
+        raise ConfigError(
+            f"invalid config: {exc}: a list in an environment variable is JSON, e.g. "
+            """QRAG_RETRIEVAL_EXPANSIONS='["hyde"]'"""
+        ) from None
 
 
 def describe_validation_error(exc: ValidationError) -> str:

@@ -19,7 +19,7 @@ def parse_rate(text: str) -> tuple[int, float]:
     """``"60/minute"`` -> (60 at once, 1.0 a second)."""
     match = RATE.match(text.strip().lower())
     if not match or int(match["count"]) == 0:
-        raise ValueError(f"rate {text!r}: use COUNT/second, COUNT/minute or COUNT/hour, e.g. \"60/minute\"")
+        raise ValueError(f'rate {text!r}: use COUNT/second, COUNT/minute or COUNT/hour, e.g. "60/minute"')
     return int(match["count"]), int(match["count"]) / RATE_PERIOD_SECONDS[match["unit"]]
 
 
@@ -30,7 +30,7 @@ def check_expansions(items: tuple[str, ...]) -> None:
     for item in items:
         match = EXPANSION_ITEM.match(item)
         if not match:
-            raise ValueError(f"expansion {item!r}: use NAME or NAME:COUNT, e.g. \"multi_query:3\" or \"hyde\"")
+            raise ValueError(f'expansion {item!r}: use NAME or NAME:COUNT, e.g. "multi_query:3" or "hyde"')
         names.append(match["name"])
     if len(set(names)) < len(names):
         raise ValueError(f"expansions {list(items)}: each expansion at most once")

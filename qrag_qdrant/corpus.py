@@ -75,27 +75,36 @@ class Corpus:
     def source_of(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
 
-    def documents(self, needs_text: Callable[[str, str], bool] = lambda source, digest: True,
-                  ) -> Iterator[Document]:
-        """Usable documents; files that cannot be used are appended to ``skipped``. Only files for
-        which ``needs_text(source, content_hash)`` holds are extracted; the others come without
-        text. The caller closes each document when done with it."""
+    def documents(
+        self,
+        needs_text: Callable[[str, str], bool] = lambda source, digest: True,
+        on_read: Callable[[str], None] = lambda source: None,
+        on_skip: Callable[[SkippedFile], None] = lambda skipped: None,
+    ) -> Iterator[Document]:
+        """Usable documents; files that cannot be used are appended to ``skipped`` and handed to
+        ``on_skip``, each read one to ``on_read`` as it is read. Only files for which
+        ``needs_text(source, content_hash)`` holds are extracted; the others come without text.
+        The caller closes each document when done with it."""
         for path in self.files:
             source = self.source_of(path)
             try:
                 loader = loader_for(path, self.registered)
                 if loader is None:
-                    self.skipped.append(SkippedFile(source, f"{UNSUPPORTED_FORMAT} ({path.suffix or 'no suffix'})"))
-                    continue
+                    raise LoaderError(f"{UNSUPPORTED_FORMAT} ({path.suffix or 'no suffix'})")
                 digest = content_hash(path)
-                if not needs_text(source, digest):
-                    yield Document(source, path, digest)
-                    continue
-                yield extract(source, path, loader, digest)
+                document = extract(source, path, loader, digest) if needs_text(source, digest) else None
             except LoaderError as exc:
-                self.skipped.append(SkippedFile(source, str(exc)))
+                self._skip(SkippedFile(source, str(exc)), on_skip)
+                continue
             except OSError as exc:
-                self.skipped.append(SkippedFile(source, f"unreadable: {exc.strerror or exc}"))
+                self._skip(SkippedFile(source, f"unreadable: {exc.strerror or exc}"), on_skip)
+                continue
+            on_read(source)
+            yield document or Document(source, path, digest)
+
+    def _skip(self, skipped: SkippedFile, on_skip: Callable[[SkippedFile], None]) -> None:
+        self.skipped.append(skipped)
+        on_skip(skipped)
 
 
 def content_hash(path: Path) -> str:
@@ -109,7 +118,7 @@ def content_hash(path: Path) -> str:
 def extract(source: str, path: Path, loader: Loader, digest: str) -> Document:
     """The file's text, spooled, with the marks of its pages or headings; LoaderError if unusable."""
     separator = getattr(loader, "separator", BLOCK_SEPARATOR)
-    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY, mode="w+", encoding="utf-8")
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY, mode="w+", encoding="utf-8")  # noqa: SIM115 returned to the caller
     marks: list[Mark] = []
     offset, blank = 0, True
     try:
@@ -120,7 +129,8 @@ def extract(source: str, path: Path, loader: Loader, digest: str) -> Document:
                 offset += spool.write(separator)
             heading = HEADING_SEPARATOR.join(block.headings) or None
             if (block.page is not None or heading is not None) and (
-                    not marks or (marks[-1].page, marks[-1].heading) != (block.page, heading)):
+                not marks or (marks[-1].page, marks[-1].heading) != (block.page, heading)
+            ):
                 marks.append(Mark(offset, block.page, heading))
             offset += spool.write(block.text)
             blank = blank and not block.text.strip()

@@ -36,8 +36,10 @@ class EvidenceCluster(BaseModel):
     support: int = Field(description="distinct retrievers that found this evidence")
     retrievers: list[str]
     passages: list[Passage]
-    expansions: list[str] = Field(default_factory=list, description="the query expansions (labels) whose "
-                                  "searches also found this evidence; they add rank, not support")
+    expansions: list[str] = Field(
+        default_factory=list,
+        description="the query expansions (labels) whose searches also found this evidence; they add rank, not support",
+    )
 
 
 class QueryExpansion(BaseModel):
@@ -55,18 +57,26 @@ class Evidence(BaseModel):
     question: str
     abstained: bool
     abstain_reason: AbstainReason | None = Field(
-        None, description="no_quorum: the retrievers did not agree; low_confidence: they agreed on evidence "
+        None,
+        description="no_quorum: the retrievers did not agree; low_confidence: they agreed on evidence "
         "too weak to answer from; model_declined: the model said the passages do not hold the answer; "
-        "unsupported_answer: the judge found claims their passages do not support (generation.unsupported)")
+        "unsupported_answer: the judge found claims their passages do not support (generation.unsupported)",
+    )
     confidence: float | None = Field(None, description="the gate's confidence that the context holds the answer")
-    gate_threshold: float | None = Field(None, description="the confidence below which the gate abstains "
-                                         "(retrieval.min_confidence, or the gate model's own threshold)")
+    gate_threshold: float | None = Field(
+        None,
+        description="the confidence below which the gate abstains "
+        "(retrieval.min_confidence, or the gate model's own threshold)",
+    )
     retrievers: int = Field(description="retrievers consulted; support is out of this many")
     clusters: list[EvidenceCluster]
-    context_policy: str | None = Field(None, description="how much evidence reached the model and why, e.g. "
-                                       "'adaptive: top cluster margin 0.41'")
-    expansions: list[QueryExpansion] = Field(default_factory=list, description="retrieval.expansions: what the "
-                                             "model wrote and was searched beside the question")
+    context_policy: str | None = Field(
+        None, description="how much evidence reached the model and why, e.g. 'adaptive: top cluster margin 0.41'"
+    )
+    expansions: list[QueryExpansion] = Field(
+        default_factory=list,
+        description="retrieval.expansions: what the model wrote and was searched beside the question",
+    )
     timings_ms: dict[str, float]
     #: the gate's inputs, kept for feedback rows (``feedback export``); not part of the JSON
     gate_features: dict[str, float] | None = Field(None, exclude=True)
@@ -88,18 +98,28 @@ class Claim(BaseModel):
     text: str
     citations: list[int]
     invalid_citations: list[int] = Field(default_factory=list, description="cited, but no such passage was shown")
-    grounded: bool | None = Field(None, description="its words (the short answer or quote) occur in a passage it "
-                                  "cites, after normalisation: the exact check, no model call")
-    relevance: float | None = Field(None, description="the share of the question's words found in the sentence "
-                                    "of the cited passage that holds the claim (0 for a claim that only repeats "
-                                    "the question); None when not grounded")
-    supported: bool | None = Field(None, description="grounded, relevant (generation.min_relevance), written with "
-                                   "enough of the model's confidence (generation.min_answer_probability), from "
-                                   "evidence the gate is confident enough of (generation.min_evidence_confidence), "
-                                   "and confirmed by the judge where one is on (generation.judge); None when not "
-                                   "checked")
+    grounded: bool | None = Field(
+        None,
+        description="its words (the short answer or quote) occur in a passage it "
+        "cites, after normalisation: the exact check, no model call",
+    )
+    relevance: float | None = Field(
+        None,
+        description="the share of the question's words found in the sentence "
+        "of the cited passage that holds the claim (0 for a claim that only repeats "
+        "the question); None when not grounded",
+    )
+    supported: bool | None = Field(
+        None,
+        description="grounded, relevant (generation.min_relevance), written with "
+        "enough of the model's confidence (generation.min_answer_probability), from "
+        "evidence the gate is confident enough of (generation.min_evidence_confidence), "
+        "and confirmed by the judge where one is on (generation.judge); None when not "
+        "checked",
+    )
     unsupported: Literal["not found", "off the question", "unsure", "weak evidence", "doubted"] | None = Field(
-        None, description="why it is not supported: which of those checks it failed first")
+        None, description="why it is not supported: which of those checks it failed first"
+    )
     score: float | None = Field(None, description="the judge's P(yes) that the cited passages support the claim")
 
 
@@ -114,15 +134,19 @@ class TokenUsage(BaseModel):
 
 class Answer(Evidence):
     answer: str | None = None
-    short_answer: str | None = Field(None, description="the answer alone, without citations or quote, for "
-                                     "scripts and eval")
+    short_answer: str | None = Field(
+        None, description="the answer alone, without citations or quote, for scripts and eval"
+    )
     complete: bool = Field(True, description="false when the answer stream was cut off")
     error: str | None = None
     decline_probability: float | None = Field(
-        None, description='the model\'s probability of answering "not in the documents" (backends that report it)')
+        None, description='the model\'s probability of answering "not in the documents" (backends that report it)'
+    )
     answer_probability: float | None = Field(
-        None, description="how sure the model was of its short answer: the geometric mean of the probabilities of "
-        "the tokens that wrote it (backends that report log-probabilities)")
+        None,
+        description="how sure the model was of its short answer: the geometric mean of the probabilities of "
+        "the tokens that wrote it (backends that report log-probabilities)",
+    )
     claims: list[Claim] = Field(default_factory=list)
     usage: TokenUsage | None = Field(None, description="the backend's token counts (backends that report them)")
     warnings: list[str] = Field(default_factory=list, description="what was changed or found, in one line each")

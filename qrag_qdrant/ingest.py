@@ -20,13 +20,13 @@ at; every run starts by dropping those.
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from .corpus import Document, SkippedFile, open_corpus
 from .embedding import Bm25Embedder, DenseEmbedder, model_dim
 from .errors import ConfigError, CorpusError
 from .locations import marks_covering
+from .progress import IngestProgress, NoProgress
 from .store import ChunkPayload, ChunkPoint, CollectionManifest, Store
 from .store.base import CALIBRATED_GATE, TERM_STATS
 from .store.points import Sparse, point_id
@@ -54,19 +55,7 @@ WRITES_IN_FLIGHT = 2
 #: a chunk for one writer, with its dense vector when pooling gave one already
 Chunked = tuple["CollectionWriter", Chunk, "np.ndarray | None"]
 
-
-class IngestProgress(Protocol):
-    def files_found(self, total: int) -> None: ...
-    def file_done(self) -> None: ...
-    def chunks_queued(self, count: int) -> None: ...
-    def chunks_embedded(self, count: int) -> None: ...
-
-
-class NoProgress:
-    def files_found(self, total: int) -> None: ...
-    def file_done(self) -> None: ...
-    def chunks_queued(self, count: int) -> None: ...
-    def chunks_embedded(self, count: int) -> None: ...
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -129,8 +118,14 @@ class Ingestor:
             self._embedder = self._embedder_factory()
         return self._embedder
 
-    def run(self, path: Path, prune: bool = False, rebuild: bool = False,
-            progress: IngestProgress | None = None, exclude: Collection[str] = ()) -> IngestReport:
+    def run(
+        self,
+        path: Path,
+        prune: bool = False,
+        rebuild: bool = False,
+        progress: IngestProgress | None = None,
+        exclude: Collection[str] = (),
+    ) -> IngestReport:
         progress = progress or NoProgress()
         started = time.perf_counter()
         self.version = time.time_ns()  # newer runs' versions of a file win over older ones
@@ -139,7 +134,10 @@ class Ingestor:
         progress.files_found(len(corpus.files))
         stored = {spec.name: self._stored_hashes(spec, rebuild) for spec in self.settings.collections}
         documents = corpus.documents(
-            needs_text=lambda source, digest: any(h.get(source) != {digest} for h in stored.values()))
+            needs_text=lambda source, digest: any(h.get(source) != {digest} for h in stored.values()),
+            on_read=progress.file_read,
+            on_skip=progress.file_skipped,
+        )
         first = next(documents, None)
         if first is None:  # nothing readable: say why, and create nothing
             reasons = "; ".join(f"{s.source}: {s.reason}" for s in corpus.skipped[:3])
@@ -164,7 +162,6 @@ class Ingestor:
                 for writer in stale:
                     writer.finished.append(document)
                 document.close()
-                progress.file_done()
             for writer in writers:
                 report.embedded_chunks += self._flush(writer, pool, in_flight, progress)
             for future in in_flight:
@@ -189,14 +186,20 @@ class Ingestor:
             self._save_term_stats(writer, report.chunks[writer.spec.name], stamp)
         if rebuild:
             report.dropped += self._switch({writer.spec.name: writer.target for writer in writers})
-        report.collections = {alias: collection for alias, collection
-                              in self.store.list_collections(self.settings.namespace).items()
-                              if alias in report.chunks}
+        report.collections = {
+            alias: collection
+            for alias, collection in self.store.list_collections(self.settings.namespace).items()
+            if alias in report.chunks
+        }
         report.seconds = time.perf_counter() - started
+        log.info("ingest: %s", report)
         return report
 
-    def _chunked(self, documents: Iterator[Document], writers: list[CollectionWriter],
-                 ) -> Iterator[tuple[Document, list[CollectionWriter], Iterator[Chunked]]]:
+    def _chunked(
+        self,
+        documents: Iterator[Document],
+        writers: list[CollectionWriter],
+    ) -> Iterator[tuple[Document, list[CollectionWriter], Iterator[Chunked]]]:
         """Each document, the writers whose collection lacks it, and their chunks of it. With
         late or anchored pooling the chunks come with their dense vectors, pooled for every
         chunking from one pass of the model; otherwise the vector is left to ``_flush``, which
@@ -222,8 +225,10 @@ class Ingestor:
                 group = []
         yield from self._pooled(group)
 
-    def _pooled(self, group: list[tuple[Document, list[CollectionWriter], str]],
-                ) -> Iterator[tuple[Document, list[CollectionWriter], Iterator[Chunked]]]:
+    def _pooled(
+        self,
+        group: list[tuple[Document, list[CollectionWriter], str]],
+    ) -> Iterator[tuple[Document, list[CollectionWriter], Iterator[Chunked]]]:
         """The documents' chunks with vectors from one ``embed_spans`` over their joined text."""
         if not group:
             return
@@ -233,11 +238,18 @@ class Ingestor:
             chunked.append([(writer, chunk) for writer in stale for chunk in writer.chunks(document)])
             spans += [(offset + chunk.start, offset + chunk.end) for _, chunk in chunked[-1]]
             if anchor is not None:
-                windows += [(offset + c.start, offset + c.end) for c in iter_chunks([text], anchor.size, anchor.overlap)]
+                windows += [
+                    (offset + c.start, offset + c.end) for c in iter_chunks([text], anchor.size, anchor.overlap)
+                ]
             offset += len(text) + len(DOCUMENT_JOINT)
-        vectors = iter(self.embedder.embed_spans(DOCUMENT_JOINT.join(text for _, _, text in group), spans,
-                                                 self.settings.embedding.late_window_stride,
-                                                 windows if anchor is not None else None))
+        vectors = iter(
+            self.embedder.embed_spans(
+                DOCUMENT_JOINT.join(text for _, _, text in group),
+                spans,
+                self.settings.embedding.late_window_stride,
+                windows if anchor is not None else None,
+            )
+        )
         for (document, stale, _), chunks in zip(group, chunked):
             yield document, stale, iter([(writer, chunk, next(vectors)) for writer, chunk in chunks])
 
@@ -266,20 +278,24 @@ class Ingestor:
     def _open(self, spec: CollectionSpec, rebuild: bool, stored_hashes: dict[str, set[str]]) -> CollectionWriter:
         model = self.settings.embedding.model
         pooling = self.settings.embedding.pooled_as
-        manifest = CollectionManifest.expected(self.settings.namespace, spec, model, model_dim(model),
-                                               self.settings.qdrant.bm25_source).model_copy(update={"pooling": pooling})
+        manifest = CollectionManifest.expected(
+            self.settings.namespace, spec, model, model_dim(model), self.settings.qdrant.bm25_source
+        ).model_copy(update={"pooling": pooling})
         if rebuild:
             target = self.store.next_version(spec.name)
             self.store.create_collection(target, manifest)
             # the namespace's calibrated gate outlives a rebuild (``gate calibrate`` refits it on demand)
             self.store.attach(target, CALIBRATED_GATE, self.store.attachment(spec.name, CALIBRATED_GATE))
-            return CollectionWriter(spec, target, manifest.bm25_embedder(), {},
-                                    terms=TermLedger(TermStats.of(Counter(), 0)))
+            return CollectionWriter(
+                spec, target, manifest.bm25_embedder(), {}, terms=TermLedger(TermStats.of(Counter(), 0))
+            )
         stored = self.store.open_collection(spec.name, manifest, create=True)
         assert stored is not None
         if stored.pooling != pooling:  # its unchanged documents would keep the other kind of vector
-            raise ConfigError(f"collection {spec.name} was embedded with pooling {stored.pooling!r}, "
-                              f"not {pooling!r}: ingest --rebuild to change it")
+            raise ConfigError(
+                f"collection {spec.name} was embedded with pooling {stored.pooling!r}, "
+                f"not {pooling!r}: ingest --rebuild to change it"
+            )
         saved = TermStats.current(self.store.attachment(spec.name, TERM_STATS), stored.indexed)
         return CollectionWriter(spec, spec.name, stored.bm25_embedder(), stored_hashes, terms=TermLedger(saved))
 
@@ -311,8 +327,13 @@ class Ingestor:
             self.store.drop_collection(name)
         return replaced
 
-    def _flush(self, writer: CollectionWriter, pool: ThreadPoolExecutor, in_flight: list[Future[None]],
-               progress: IngestProgress) -> int:
+    def _flush(
+        self,
+        writer: CollectionWriter,
+        pool: ThreadPoolExecutor,
+        in_flight: list[Future[None]],
+        progress: IngestProgress,
+    ) -> int:
         """Embed the buffered chunks and hand them, with the documents they finish, to the writer thread."""
         pending, finished = writer.pending, writer.finished
         writer.pending, writer.finished = [], []
@@ -332,28 +353,35 @@ class Ingestor:
             else:
                 rest.append(point)
         # a file emptied between its check and its chunking has no chunk 0: it stays unmarked
-        firsts = [point for document in finished if (point := writer.first_chunks.pop(document.source, None))]
+        firsts = [writer.first_chunks.pop(d.source) for d in finished if d.source in writer.first_chunks]
         hashes = {document.source: document.content_hash for document in finished}
         while len(in_flight) >= WRITES_IN_FLIGHT:
             in_flight.pop(0).result()
         in_flight.append(pool.submit(self._write, writer, rest, hashes, firsts))
         return len(pending)
 
-    def _write(self, writer: CollectionWriter, rest: list[ChunkPoint], finished: dict[str, str],
-               firsts: list[ChunkPoint]) -> None:
+    def _write(
+        self, writer: CollectionWriter, rest: list[ChunkPoint], finished: dict[str, str], firsts: list[ChunkPoint]
+    ) -> None:
         self.store.upsert(writer.target, rest)
         self.store.upsert(writer.target, firsts)
         self.store.delete_stale(writer.target, finished, writer.terms.removing)
 
-    def _point(self, collection: str, document: Document, chunk: Chunk, dense: object,
-               sparse: Sparse) -> ChunkPoint:
+    def _point(self, collection: str, document: Document, chunk: Chunk, dense: object, sparse: Sparse) -> ChunkPoint:
         return ChunkPoint(
             id=point_id(collection, document.source, chunk.index, document.content_hash),
             dense=dense,  # type: ignore[arg-type]
             sparse=sparse,
             payload=ChunkPayload(
-                source=document.source, doc_hash=document.content_hash, chunk_index=chunk.index,
-                word_start=chunk.word_start, word_end=chunk.word_end, start=chunk.start, end=chunk.end,
-                text=chunk.text, version=self.version,
-                marks=tuple(marks_covering(document.marks, chunk.start, chunk.end)) if document.marks else ()),
+                source=document.source,
+                doc_hash=document.content_hash,
+                chunk_index=chunk.index,
+                word_start=chunk.word_start,
+                word_end=chunk.word_end,
+                start=chunk.start,
+                end=chunk.end,
+                text=chunk.text,
+                version=self.version,
+                marks=tuple(marks_covering(document.marks, chunk.start, chunk.end)) if document.marks else (),
+            ),
         )

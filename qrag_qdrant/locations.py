@@ -27,11 +27,11 @@ def marks_covering(marks: Sequence[Mark], start: int, end: int) -> list[Mark]:
 
 def locate(marks: Iterable[Mark | Sequence[object]], start: int, end: int) -> tuple[list[int] | None, str | None]:
     """The [first, last] page of the span ``[start, end)``, and the heading over most of its text."""
-    covering = marks_covering(sorted(Mark(*m) for m in marks), start, end)  # type: ignore[arg-type]
+    covering = marks_covering(sorted(Mark(*m) for m in marks), start, end)
     pages = [m.page for m in covering if m.page is not None]
     bounds = [max(m.offset, start) for m in covering] + [end]
     lengths: dict[str, int] = {}
     for mark, left, right in zip(covering, bounds, bounds[1:]):
         if mark.heading is not None:
             lengths[mark.heading] = lengths.get(mark.heading, 0) + right - left
-    return ([min(pages), max(pages)] if pages else None), (max(lengths, key=lengths.get) if lengths else None)
+    return ([min(pages), max(pages)] if pages else None), (max(lengths, key=lengths.__getitem__) if lengths else None)

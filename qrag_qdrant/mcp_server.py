@@ -27,7 +27,8 @@ INSTRUCTIONS = (
     "three chunk sizes and BM25) must agree before a passage counts as evidence. Use search_evidence to get the "
     "agreed passages with their sources, locations, support and a confidence; use ask for a short cited answer "
     "written from them. An abstention is an answer: it means the documents do not hold reliable evidence for "
-    "the question, so do not guess or retry with the same words.")
+    "the question, so do not guess or retry with the same words."
+)
 
 
 class Namespace(Protocol):
@@ -60,22 +61,28 @@ def build_server(resolve: Resolver) -> "MCPServer":
         except QragError as exc:
             raise ToolError(str(exc)) from None
 
-    @server.tool(description=(
-        "Find the passages of the team's documents that several independent retrievers agree answer the "
-        "question, best first, with each passage's source, location and citation number, each cluster's support "
-        "(how many retrievers found it) and the evidence gate's confidence. No language model is called. If "
-        "abstained is true, the documents hold no reliable evidence (abstain_reason says why)."))
+    @server.tool(
+        description=(
+            "Find the passages of the team's documents that several independent retrievers agree answer the "
+            "question, best first, with each passage's source, location and citation number, each cluster's support "
+            "(how many retrievers found it) and the evidence gate's confidence. No language model is called. If "
+            "abstained is true, the documents hold no reliable evidence (abstain_reason says why)."
+        )
+    )
     def search_evidence(question: str, ctx: Context, clusters: int | None = None) -> dict[str, Any]:
         with told(ctx) as namespace:
             shown = namespace.retrieve(question).model_dump(mode="json")
         if clusters is not None:
-            shown["clusters"] = shown["clusters"][:max(clusters, 1)]
+            shown["clusters"] = shown["clusters"][: max(clusters, 1)]
         return shown
 
-    @server.tool(description=(
-        "Answer the question from the team's documents with a short answer and [n] citations of the agreed "
-        "passages, or abstain. abstained true means no reliable answer is in the documents (abstain_reason: "
-        "no_quorum, low_confidence, model_declined or unsupported_answer): report that rather than guessing."))
+    @server.tool(
+        description=(
+            "Answer the question from the team's documents with a short answer and [n] citations of the agreed "
+            "passages, or abstain. abstained true means no reliable answer is in the documents (abstain_reason: "
+            "no_quorum, low_confidence, model_declined or unsupported_answer): report that rather than guessing."
+        )
+    )
     def ask(question: str, ctx: Context) -> dict[str, Any]:
         with told(ctx) as namespace:
             return namespace.answer(namespace.retrieve(question)).model_dump(mode="json")
@@ -102,5 +109,3 @@ class LocalNamespace:
 
     def collections(self) -> "list[CollectionInfo]":
         return self.rag.collections()
-
-

@@ -12,7 +12,10 @@ from pathlib import Path
 
 def cache_dir() -> Path:
     """Where models are laid out once: QRAG_CACHE_DIR, else the user's cache folder."""
-    base = os.environ.get("QRAG_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "qrag-qdrant"
+    base = (
+        os.environ.get("QRAG_CACHE_DIR")
+        or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "qrag-qdrant"
+    )
     return Path(base)
 
 

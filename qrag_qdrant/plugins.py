@@ -74,6 +74,8 @@ class Registry(Generic[Item]):
         if point is not None:
             return self.load(point.load())
         if not (known := self.names()):
-            raise ConfigError(f"no {self.kind} is registered: reinstall qrag-qdrant (pip install -e .) so that its "
-                              f"entry points ({self.group}) are written")
+            raise ConfigError(
+                f"no {self.kind} is registered: reinstall qrag-qdrant (pip install -e .) so that its "
+                f"entry points ({self.group}) are written"
+            )
         raise ConfigError(f"{self.setting} {name!r} is not registered; known: {', '.join(known)}")

@@ -65,8 +65,12 @@ class TermStats:
     @classmethod
     def of(cls, counts: Counter[int], chunks: int, indexed: int = 0) -> TermStats:
         kept = sorted((term, n) for term, n in counts.items() if n > 0)
-        return cls(chunks, np.array([t for t, _ in kept], dtype=np.int64),
-                   np.array([n for _, n in kept], dtype=np.int64), indexed)
+        return cls(
+            chunks,
+            np.array([t for t, _ in kept], dtype=np.int64),
+            np.array([n for _, n in kept], dtype=np.int64),
+            indexed,
+        )
 
     def updated(self, added: Counter[int], removed: Counter[int], chunks: int, indexed: int) -> TermStats:
         """These counts with one ingest's added and removed chunks' terms."""

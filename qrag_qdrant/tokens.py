@@ -36,8 +36,9 @@ class MintedToken:
     claims: dict[str, Any]
 
 
-def mint_token(api_key: str, collections: list[str], read_only: bool, ttl_seconds: int,
-               now: float | None = None) -> MintedToken:
+def mint_token(
+    api_key: str, collections: list[str], read_only: bool, ttl_seconds: int, now: float | None = None
+) -> MintedToken:
     """A token, signed with the server's API key (HS256), for exactly these collections."""
     if looks_like_token(api_key):
         raise ConfigError("sign tokens with the server's API key (QRAG_QDRANT_API_KEY), not with a token")

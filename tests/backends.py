@@ -89,8 +89,12 @@ class RagOpener:
         key = namespace if self.backend == "edge" else "shared"
         if key not in self.stores:
             self.stores[key] = self.factory(namespace)
-        rag = QuorumRAG(load_settings(namespace=namespace, **overrides), store=self.stores[key],
-                        embedder=self.embedder, generator=generator)
+        rag = QuorumRAG(
+            load_settings(namespace=namespace, **overrides),
+            store=self.stores[key],
+            embedder=self.embedder,
+            generator=generator,
+        )
         self.opened.append(rag)
         return rag
 

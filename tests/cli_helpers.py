@@ -31,9 +31,15 @@ def assert_clean_error(result, code: int, *fragments: str) -> None:
 def namespace_held_elsewhere(store: Path, namespace: str = "default") -> Iterator[None]:
     """Another process that opens the store's namespace and keeps it."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import time; from qrag_qdrant.store.edge import EdgeStore; "
-         f"s = EdgeStore({str(store)!r}, {namespace!r}); print('ready', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import time; from qrag_qdrant.store.edge import EdgeStore; "
+            f"s = EdgeStore({str(store)!r}, {namespace!r}); print('ready', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "ready"
         yield

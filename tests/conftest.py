@@ -65,7 +65,7 @@ def corpus(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def repo_config() -> Iterator[Path]:
-    yield REPO / "configs" / "default.toml"
+    yield REPO / "qrag_qdrant" / "configs" / "default.toml"
 
 
 @pytest.fixture(params=BACKENDS)
@@ -76,8 +76,9 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def open_rag(backend: str, tmp_path: Path, request: pytest.FixtureRequest,
-             embedder: DenseEmbedder) -> Iterator[RagOpener]:
+def open_rag(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, embedder: DenseEmbedder
+) -> Iterator[RagOpener]:
     """Opens QuorumRAG on the test's store, by namespace; closes everything it opened."""
     opener = RagOpener(backend, tmp_path, request, embedder)
     yield opener

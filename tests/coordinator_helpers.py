@@ -11,11 +11,25 @@ def unit(*values: float) -> np.ndarray:
     return vector / np.linalg.norm(vector)
 
 
-def hit(point_id: str, vector=(1.0, 0.0, 0.0), source: str = "a.txt", start: int = 0, end: int = 10,
-        text: str | None = None) -> Hit:
-    return Hit(point_id, 1.0, unit(*vector), ChunkPayload(
-        source=source, doc_hash="h", chunk_index=0, word_start=0, word_end=0, start=start, end=end,
-        text=text if text is not None else "x" * (end - start), version=0))
+def hit(
+    point_id: str, vector=(1.0, 0.0, 0.0), source: str = "a.txt", start: int = 0, end: int = 10, text: str | None = None
+) -> Hit:
+    return Hit(
+        point_id,
+        1.0,
+        unit(*vector),
+        ChunkPayload(
+            source=source,
+            doc_hash="h",
+            chunk_index=0,
+            word_start=0,
+            word_end=0,
+            start=start,
+            end=end,
+            text=text if text is not None else "x" * (end - start),
+            version=0,
+        ),
+    )
 
 
 def candidate(point_id: str, retrievers=("r1",), rrf: float = 0.1, **hit_args) -> Candidate:

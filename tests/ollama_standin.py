@@ -34,12 +34,23 @@ class OllamaStandIn:
 
 
 @contextmanager
-def ollama_standin(model: str = "mistral", tokens: list[str] | None = None, cut_after: int | None = None,
-                   hold: threading.Event | None = None,
-                   first_alternatives: list[tuple[str, float]] | None = None,
-                   logprobs: list[float] | None = None) -> Iterator[OllamaStandIn]:
-    state = OllamaStandIn("", model, tokens or ["Foragers ", "perform ", "the waggle dance ", "[1]."], cut_after,
-                          hold=hold, first_alternatives=first_alternatives, logprobs=logprobs)
+def ollama_standin(
+    model: str = "mistral",
+    tokens: list[str] | None = None,
+    cut_after: int | None = None,
+    hold: threading.Event | None = None,
+    first_alternatives: list[tuple[str, float]] | None = None,
+    logprobs: list[float] | None = None,
+) -> Iterator[OllamaStandIn]:
+    state = OllamaStandIn(
+        "",
+        model,
+        tokens or ["Foragers ", "perform ", "the waggle dance ", "[1]."],
+        cut_after,
+        hold=hold,
+        first_alternatives=first_alternatives,
+        logprobs=logprobs,
+    )
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -67,16 +78,29 @@ def ollama_standin(model: str = "mistral", tokens: list[str] | None = None, cut_
                 if body.get("logprobs") and state.first_alternatives is not None:
                     top = state.first_alternatives if count == 0 else []
                     own = state.logprobs[count] if state.logprobs else top[0][1] if top else 0.0
-                    chunk["logprobs"] = [{"token": token, "logprob": own, "top_logprobs": [
-                        {"token": t, "logprob": lp} for t, lp in top[:body["top_logprobs"]]]}]
+                    chunk["logprobs"] = [
+                        {
+                            "token": token,
+                            "logprob": own,
+                            "top_logprobs": [{"token": t, "logprob": lp} for t, lp in top[: body["top_logprobs"]]],
+                        }
+                    ]
                 self._chunk(chunk)
                 if count == 0:
                     state.first_token_sent.set()
                     if state.hold is not None:
                         state.hold.wait()
-            self._chunk({"model": state.model, "message": {"role": "assistant", "content": ""}, "done": True,
-                         "done_reason": "stop", "prompt_eval_count": len(json.dumps(body["messages"])) // 4,
-                         "eval_count": len(state.tokens), "eval_duration": 2_000_000 * len(state.tokens)})
+            self._chunk(
+                {
+                    "model": state.model,
+                    "message": {"role": "assistant", "content": ""},
+                    "done": True,
+                    "done_reason": "stop",
+                    "prompt_eval_count": len(json.dumps(body["messages"])) // 4,
+                    "eval_count": len(state.tokens),
+                    "eval_duration": 2_000_000 * len(state.tokens),
+                }
+            )
             self.wfile.write(b"0\r\n\r\n")
 
         def _chunk(self, message: dict[str, Any]) -> None:

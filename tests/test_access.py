@@ -43,20 +43,24 @@ def test_token_json_and_an_expired_token_is_rejected_by_its_claims():
     result = run("token", "--namespace", "team-b", "--json", env={"QRAG_QDRANT_API_KEY": ADMIN_KEY})
     payload = json.loads(result.stdout)
     assert payload["namespace"] == "team-b" and {a["collection"] for a in payload["access"]} == {
-        name.replace("team-a", "team-b") for name in ALIASES}
+        name.replace("team-a", "team-b") for name in ALIASES
+    }
     assert abs(payload["exp"] - (time.time() + 30 * 86400)) < 60  # the default lifetime: 30 days
     expired = mint_token(ADMIN_KEY, ALIASES, read_only=True, ttl_seconds=60, now=time.time() - 3600).token
     with pytest.raises(jwt.ExpiredSignatureError):
         jwt.decode(expired, ADMIN_KEY, algorithms=["HS256"])
 
 
-@pytest.mark.parametrize("args, env, message", [
-    (["--ttl", "30"], {"QRAG_QDRANT_API_KEY": ADMIN_KEY}, "--ttl '30': use a positive number and a unit"),
-    (["--ttl", "0d"], {"QRAG_QDRANT_API_KEY": ADMIN_KEY}, "use a positive number"),
-    ([], {}, "set QRAG_QDRANT_API_KEY to the server's API key"),
-    ([], {"QRAG_QDRANT_API_KEY": mint_token(ADMIN_KEY, ALIASES, False, 60).token}, "not with a token"),
-    (["--namespace", "Team A"], {"QRAG_QDRANT_API_KEY": ADMIN_KEY}, "namespace 'Team A'"),
-])
+@pytest.mark.parametrize(
+    "args, env, message",
+    [
+        (["--ttl", "30"], {"QRAG_QDRANT_API_KEY": ADMIN_KEY}, "--ttl '30': use a positive number and a unit"),
+        (["--ttl", "0d"], {"QRAG_QDRANT_API_KEY": ADMIN_KEY}, "use a positive number"),
+        ([], {}, "set QRAG_QDRANT_API_KEY to the server's API key"),
+        ([], {"QRAG_QDRANT_API_KEY": mint_token(ADMIN_KEY, ALIASES, False, 60).token}, "not with a token"),
+        (["--namespace", "Team A"], {"QRAG_QDRANT_API_KEY": ADMIN_KEY}, "namespace 'Team A'"),
+    ],
+)
 def test_token_refuses_bad_input_in_one_line(args, env, message):
     assert_clean_error(run("token", *args, env=env), 1, message)
 
@@ -76,23 +80,36 @@ def test_collections_all_lists_every_namespace_of_an_embedded_store(tmp_path, co
 
 def test_collections_all_needs_more_than_a_namespace_token():
     token = mint_token(ADMIN_KEY, ALIASES, read_only=True, ttl_seconds=600).token
-    result = run("collections", "--all", "--namespace", "team-a",
-                 env={"QRAG_QDRANT_URL": "http://127.0.0.1:9", "QRAG_QDRANT_API_KEY": token})
+    result = run(
+        "collections",
+        "--all",
+        "--namespace",
+        "team-a",
+        env={"QRAG_QDRANT_URL": "http://127.0.0.1:9", "QRAG_QDRANT_API_KEY": token},
+    )
     assert_clean_error(result, 1, "listing every namespace needs the server's API key")
 
 
 def point(n: int) -> ChunkPoint:
-    return ChunkPoint(f"00000000-0000-0000-0000-{n:012d}", [1.0, 0.0], SparseVec([1], [1.0]),
-                      ChunkPayload(source="a.txt", doc_hash="h", chunk_index=n, word_start=0, word_end=1, start=0,
-                                   end=1, text="x", version=0))
+    return ChunkPoint(
+        f"00000000-0000-0000-0000-{n:012d}",
+        [1.0, 0.0],
+        SparseVec([1], [1.0]),
+        ChunkPayload(
+            source="a.txt", doc_hash="h", chunk_index=n, word_start=0, word_end=1, start=0, end=1, text="x", version=0
+        ),
+    )
 
 
 @pytest.fixture
 def flaky_store(tmp_path, monkeypatch):
     """A local-mode store whose upserts fail with the given HTTP statuses before going through."""
     client = QdrantClient(path=str(tmp_path / "local"))
-    client.create_collection("c", vectors_config={"dense": models.VectorParams(size=2, distance="Cosine")},
-                             sparse_vectors_config={"bm25": models.SparseVectorParams()})
+    client.create_collection(
+        "c",
+        vectors_config={"dense": models.VectorParams(size=2, distance="Cosine")},
+        sparse_vectors_config={"bm25": models.SparseVectorParams()},
+    )
     store = ServerStore(client, "local", QdrantSettings(retries=2, backoff=0.01))
     real_upsert, failures, calls = client.upsert, [], []
 
@@ -100,8 +117,9 @@ def flaky_store(tmp_path, monkeypatch):
         calls.append(1)
         if failures:
             status = failures.pop(0)
-            raise UnexpectedResponse(status, "Service Unavailable", b'{"status":{"error":"not enough replicas"}}',
-                                     httpx.Headers())
+            raise UnexpectedResponse(
+                status, "Service Unavailable", b'{"status":{"error":"not enough replicas"}}', httpx.Headers()
+            )
         return real_upsert(*args, **kwargs)
 
     monkeypatch.setattr(client, "upsert", upsert)
@@ -134,8 +152,10 @@ def test_a_refused_write_is_not_retried_and_names_the_key(flaky_store):
 
 @pytest.mark.server
 def test_collections_get_the_configured_shards_and_reads_ask_a_majority(server_url, corpus, embedder):
-    settings = load_settings(namespace=unique_namespace(), qdrant={
-        "url": server_url, "api_key": server_api_key(), "read_consistency": "majority", "shard_number": 2})
+    settings = load_settings(
+        namespace=unique_namespace(),
+        qdrant={"url": server_url, "api_key": server_api_key(), "read_consistency": "majority", "shard_number": 2},
+    )
     with QuorumRAG(settings, embedder=embedder) as rag:
         report = rag.ingest(corpus)
         for collection in report.collections.values():
@@ -152,13 +172,15 @@ def test_a_namespace_token_reads_its_namespace_only_and_writes_nothing_when_read
         pytest.skip("QRAG_TEST_QDRANT_API_KEY unset: the test server has no JWT RBAC to check")
     team_a, team_b = unique_namespace(), unique_namespace()
     for namespace in (team_a, team_b):
-        with QuorumRAG(load_settings(namespace=namespace, qdrant={"url": server_url, "api_key": admin_key}),
-                       embedder=embedder) as rag:
+        with QuorumRAG(
+            load_settings(namespace=namespace, qdrant={"url": server_url, "api_key": admin_key}), embedder=embedder
+        ) as rag:
             rag.ingest(corpus)
     aliases = [spec.name for spec in load_settings(namespace=team_a).collections]
     token = mint_token(admin_key, aliases, read_only=True, ttl_seconds=600).token
-    with QuorumRAG(load_settings(namespace=team_a, qdrant={"url": server_url, "api_key": token}),
-                   embedder=embedder) as rag:
+    with QuorumRAG(
+        load_settings(namespace=team_a, qdrant={"url": server_url, "api_key": token}), embedder=embedder
+    ) as rag:
         assert not rag.retrieve("How do honeybees tell the direction of flowers?").abstained
         with pytest.raises(StoreError, match="HTTP 403"):
             rag.store.delete_sources(aliases[0], ["honeybees.txt"])
@@ -177,8 +199,9 @@ def test_the_embedded_store_refuses_server_side_bm25_in_one_line(tmp_path, corpu
 def test_server_side_bm25_is_recorded_and_used_for_the_collections_life(server_url, corpus, embedder):
     qdrant = {"url": server_url, "api_key": server_api_key()}
     namespace = unique_namespace()
-    with QuorumRAG(load_settings(namespace=namespace, qdrant={**qdrant, "bm25_source": "server"}),
-                   embedder=embedder) as rag:
+    with QuorumRAG(
+        load_settings(namespace=namespace, qdrant={**qdrant, "bm25_source": "server"}), embedder=embedder
+    ) as rag:
         rag.ingest(corpus)
         assert {rag.store.manifest(s.name).bm25_source for s in rag.settings.collections} == {"server"}
     # a later run configured for client BM25 still uses the recorded server source

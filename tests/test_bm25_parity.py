@@ -35,8 +35,9 @@ def fastembed_bm25(tmp_path):
         model_dir = tmp_path / "qdrant-bm25"  # the model repo's files, minus its stopword lists
         model_dir.mkdir(exist_ok=True)
         (model_dir / "config.json").write_text("{}")
-        return Bm25("Qdrant/bm25", specific_model_path=str(model_dir), k=1.2, b=0.75, avg_len=100.0,
-                    stopwords=stopwords)
+        return Bm25(
+            "Qdrant/bm25", specific_model_path=str(model_dir), k=1.2, b=0.75, avg_len=100.0, stopwords=stopwords
+        )
 
     return make
 
@@ -74,6 +75,9 @@ def test_without_the_stopword_file_fastembed_disagrees(fastembed_bm25):
 
 def test_qdrants_english_stopwords_look_like_nltks():
     edge = SparseEmbedder(Bm25Settings(avg_len=100.0))
-    dropped = {word for word in ("mightn", "shan", "needn", "yourselves", "nor", "could", "would", "also")
-               if not edge.query_embed(word).indices}
+    dropped = {
+        word
+        for word in ("mightn", "shan", "needn", "yourselves", "nor", "could", "would", "also")
+        if not edge.query_embed(word).indices
+    }
     assert dropped == {"mightn", "shan", "needn", "yourselves", "nor"}

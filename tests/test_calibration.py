@@ -93,7 +93,23 @@ def test_without_a_model_auto_falls_back_to_sentences_and_model_says_why(setting
     assert question_writer(settings, no_model, "auto", 0, QuestionCache(Path("x.jsonl")))[0] == "sentences"
     with pytest.raises(QragError, match="no model installed"):
         question_writer(settings, no_model, "model", 0, QuestionCache(Path("x.jsonl")))
-    words = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split()
+    words = [
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+    ]
     query = sentence_question("Short one. " + " ".join(words) + ".", seed=1)
     assert len(query.split()) == 12 and query in " ".join(words) + "."
 
@@ -149,10 +165,13 @@ def test_the_kept_threshold_moves_the_measured_share_of_the_way_from_the_shipped
     info = measured.gate.info["calibrated_on"]
     synthetic, kept = info["synthetic_threshold"], measured.gate.systems["quorum"].threshold
     assert info["shipped_threshold"] == SHIPPED_THRESHOLD and info["blend"] == 0.1
-    assert synthetic != SHIPPED_THRESHOLD and min(synthetic, SHIPPED_THRESHOLD) < kept < max(synthetic, SHIPPED_THRESHOLD)
+    assert synthetic != SHIPPED_THRESHOLD and min(synthetic, SHIPPED_THRESHOLD) < kept < max(
+        synthetic, SHIPPED_THRESHOLD
+    )
     assert logit(kept) == pytest.approx(0.9 * logit(SHIPPED_THRESHOLD) + 0.1 * logit(synthetic), abs=1e-3)
-    all_the_way = calibrate(rag.settings, rag.store, rag.pipeline, write, "sentences", passages=40, hold_out=0.3,
-                            blend=1.0)
+    all_the_way = calibrate(
+        rag.settings, rag.store, rag.pipeline, write, "sentences", passages=40, hold_out=0.3, blend=1.0
+    )
     assert all_the_way.gate.systems["quorum"].threshold == synthetic  # the same questions, the same cut
 
 

@@ -63,10 +63,23 @@ def test_a_json_query_prints_all_its_output_without_rich_and_leaves_its_garbage_
     """main() freezes the collector once the command is done, so the interpreter's exit skips a
     walk over every object (0.1 s of a CLI query); the output must still arrive whole. A --json
     query prints no message, so it never imports rich (about 40 ms)."""
-    report = ("import atexit, gc, sys; atexit.register(lambda: sys.stderr.write("
-              "f'frozen {gc.get_freeze_count()} rich {\"rich\" in sys.modules}'))")
-    done = subprocess.run([sys.executable, "-c", f"{report}; from qrag_qdrant.cli import main; main()",
-                           "query", "--no-generate", "--json", QUESTION], capture_output=True, text=True)
+    report = (
+        "import atexit, gc, sys; atexit.register(lambda: sys.stderr.write("
+        "f'frozen {gc.get_freeze_count()} rich {\"rich\" in sys.modules}'))"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"{report}; from qrag_qdrant.cli import main; main()",
+            "query",
+            "--no-generate",
+            "--json",
+            QUESTION,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["clusters"][0]["passages"][0]["source"] == "honeybees.txt"
     frozen, rich = done.stderr.rsplit("frozen ", 1)[1].split(" rich ")
@@ -108,20 +121,22 @@ def test_collections_lists_counts_model_and_retrievers(ingested):
     assert result.exit_code == 0
     data = json.loads(result.stdout)
     assert data["namespace"] == "default" and data["count"] == 2
-    assert {c["name"]: c["retrievers"] for c in data["collections"]}["default-c100-o50"] == ["dense-c100",
-                                                                                           "bm25-c100"]
+    assert {c["name"]: c["retrievers"] for c in data["collections"]}["default-c100-o50"] == ["dense-c100", "bm25-c100"]
     table = run("collections")
     assert "2 collections in namespace 'default'" in table.stdout
 
 
-@pytest.mark.parametrize(("args", "fragments"), [
-    (("query", "   "), ("the question is empty",)),
-    (("query", "x" * 5000), ("5000 characters long", "max_question_chars")),
-    (("query", QUESTION), ("nothing ingested in namespace 'default'", "qrag-qdrant ingest")),
-    (("ingest", "does-not-exist"), ("path does not exist: does-not-exist",)),
-    (("query", QUESTION, "--config", "missing.toml"), ("config file not found",)),
-    (("query", QUESTION, "--namespace", "Bad Name"), ("namespace 'Bad Name'",)),
-])
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (("query", "   "), ("the question is empty",)),
+        (("query", "x" * 5000), ("5000 characters long", "max_question_chars")),
+        (("query", QUESTION), ("nothing ingested in namespace 'default'", "qrag-qdrant ingest")),
+        (("ingest", "does-not-exist"), ("path does not exist: does-not-exist",)),
+        (("query", QUESTION, "--config", "missing.toml"), ("config file not found",)),
+        (("query", QUESTION, "--namespace", "Bad Name"), ("namespace 'Bad Name'",)),
+    ],
+)
 def test_bad_input_is_one_clear_line(args, fragments):
     assert_clean_error(run(*args), 1, *fragments)
 
@@ -170,28 +185,46 @@ def test_store_held_by_another_process_is_a_clear_error(tmp_path):
     assert run("collections", "--store", str(store)).exit_code == 0  # free again once the holder is gone
 
 
-@pytest.mark.parametrize(("tokens", "sure", "why"), [
-    (["performs the waggle dance [1][9]"], None, "(cites passages that were not shown)"),
-    (["They sing to each other [1]"], None, "(not in the passages it cites)"),
-    (["a single queen [1]"], None, "(its sentence holds 14% of the question's words)"),
-    (["the angle of the waggle run [1]"], 0.2, "(the model was 20% sure of it)"),
-])
+@pytest.mark.parametrize(
+    ("tokens", "sure", "why"),
+    [
+        (["performs the waggle dance [1][9]"], None, "(cites passages that were not shown)"),
+        (["They sing to each other [1]"], None, "(not in the passages it cites)"),
+        (["a single queen [1]"], None, "(its sentence holds 14% of the question's words)"),
+        (["the angle of the waggle run [1]"], 0.2, "(the model was 20% sure of it)"),
+    ],
+)
 def test_the_query_output_says_why_a_claim_is_unsupported(ingested, tokens, sure, why):
     alternatives = [(tokens[0], math.log(sure))] if sure else None
     with ollama_standin(tokens=tokens, first_alternatives=alternatives) as ollama:
-        result = run("query", QUESTION, env={"QRAG_GENERATION_BACKEND": "ollama", "QRAG_OLLAMA_HOST": ollama.host,
-                                             "QRAG_GENERATION_MIN_ANSWER_PROBABILITY": "0.5"})
+        result = run(
+            "query",
+            QUESTION,
+            env={
+                "QRAG_GENERATION_BACKEND": "ollama",
+                "QRAG_OLLAMA_HOST": ollama.host,
+                "QRAG_GENERATION_MIN_ANSWER_PROBABILITY": "0.5",
+            },
+        )
     assert result.exit_code == 0, result.stderr
     assert f"unsupported {why}: {tokens[0]}" in result.stdout, result.stdout
 
 
 def test_the_query_output_names_weak_evidence_when_asked_to_check_it(ingested):
     with ollama_standin(tokens=["the angle of the waggle run [1]"]) as ollama:
-        result = run("query", QUESTION, env={"QRAG_GENERATION_BACKEND": "ollama", "QRAG_OLLAMA_HOST": ollama.host,
-                                             "QRAG_GENERATION_MIN_EVIDENCE_CONFIDENCE": "1"})
+        result = run(
+            "query",
+            QUESTION,
+            env={
+                "QRAG_GENERATION_BACKEND": "ollama",
+                "QRAG_OLLAMA_HOST": ollama.host,
+                "QRAG_GENERATION_MIN_EVIDENCE_CONFIDENCE": "1",
+            },
+        )
     assert result.exit_code == 0, result.stderr
-    assert re.search(r"unsupported \(the evidence's confidence 0\.\d{3}\): the angle of the waggle run \[1\]",
-                     result.stdout), result.stdout
+    assert re.search(
+        r"unsupported \(the evidence's confidence 0\.\d{3}\): the angle of the waggle run \[1\]", result.stdout
+    ), result.stdout
 
 
 def test_the_processes_the_cli_starts_run_blas_on_one_thread(monkeypatch):

@@ -10,10 +10,23 @@ def test_origin_toml_is_the_origin_pipeline(repo_config):
     settings = load_settings(repo_config.parent / "origin.toml")
     assert settings.retrievers == ORIGIN_RETRIEVERS
     assert [(r.kind, r.size, r.overlap) for r in settings.retrievers] == [
-        ("dense", 50, 25), ("dense", 100, 50), ("dense", 200, 100), ("bm25", 100, 50)]
+        ("dense", 50, 25),
+        ("dense", 100, 50),
+        ("dense", 200, 100),
+        ("bm25", 100, 50),
+    ]
     r = settings.retrieval
-    assert (r.quorum, r.top_k, r.rrf_k, r.cluster_threshold, r.weight_rrf, r.weight_support,
-            r.context_clusters, r.word_budget, r.min_similarity) == (2, 15, 60, 0.85, 0.7, 0.3, 5, 0, 0)
+    assert (
+        r.quorum,
+        r.top_k,
+        r.rrf_k,
+        r.cluster_threshold,
+        r.weight_rrf,
+        r.weight_support,
+        r.context_clusters,
+        r.word_budget,
+        r.min_similarity,
+    ) == (2, 15, 60, 0.85, 0.7, 0.3, 5, 0, 0)
     assert settings.ollama.model == "mistral"
     assert settings.embedding.model == "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -31,7 +44,9 @@ def test_two_collections_serve_the_four_default_retrievers():
     collections = load_settings().collections
     assert [c.name for c in collections] == ["default-c50-o25", "default-c100-o50"]
     assert [[r.name for r in c.retrievers] for c in collections] == [
-        ["dense-c50", "bm25-c50"], ["dense-c100", "bm25-c100"]]
+        ["dense-c50", "bm25-c50"],
+        ["dense-c100", "bm25-c100"],
+    ]
 
 
 def test_adding_bm25_on_an_existing_chunking_adds_no_collection():
@@ -72,7 +87,9 @@ def test_a_list_from_the_environment_is_json_or_one_clear_error(monkeypatch):
     monkeypatch.setenv("QRAG_RETRIEVAL_EXPANSIONS", '["multi_query:2", "hyde"]')
     assert load_settings().retrieval.expansions == ("multi_query:2", "hyde")
     monkeypatch.setenv("QRAG_RETRIEVAL_EXPANSIONS", "multi_query:2")
-    with pytest.raises(ConfigError, match="""field "retrieval" .* is JSON, e.g. QRAG_RETRIEVAL_EXPANSIONS='\\["hyde"\\]'"""):
+    with pytest.raises(
+        ConfigError, match="""field "retrieval" .* is JSON, e.g. QRAG_RETRIEVAL_EXPANSIONS='\\["hyde"\\]'"""
+    ):
         load_settings()
 
 
@@ -80,23 +97,28 @@ def dense(size, overlap):
     return {"kind": "dense", "size": size, "overlap": overlap}
 
 
-@pytest.mark.parametrize(("overrides", "message"), [
-    ({"retrievers": [dense(50, 50)]}, "retrievers.0: overlap (50) must be smaller than size (50)"),
-    ({"retrievers": [dense(50, 25)], "retrieval": {"quorum": 2}},
-     "retrieval.quorum (2) is greater than the number of retrievers (1)"),
-    ({"retrievers": [{"kind": "splade", "size": 50, "overlap": 25}]}, "retrievers.0.kind"),
-    ({"retrievers": [dense(50, 25), dense(50, 25)]}, "duplicate retriever dense-c50"),
-    ({"retrievers": []}, "at least one retriever"),
-    ({"retrieval": {"top_k": 0}}, "retrieval.top_k"),
-    ({"retrieval": {"cluster_threshold": 1.5}}, "retrieval.cluster_threshold"),
-    ({"retrieval": {"qourum": 2}}, "retrieval.qourum: unknown key"),
-    ({"namespace": "Team A"}, "namespace 'Team A'"),
-    ({"namespace": "team-c100-o50"}, "must not end like a collection suffix"),
-    ({"namespace": "team-c100-o50-v2"}, "must not end like a collection suffix"),
-    ({"namespace": "team/a"}, "namespace 'team/a'"),
-    ({"namespace": "a" * 49}, "1-48 lower-case letters"),
-    ({"qdrant": {"read_consistency": "most"}}, "qdrant.read_consistency"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"retrievers": [dense(50, 50)]}, "retrievers.0: overlap (50) must be smaller than size (50)"),
+        (
+            {"retrievers": [dense(50, 25)], "retrieval": {"quorum": 2}},
+            "retrieval.quorum (2) is greater than the number of retrievers (1)",
+        ),
+        ({"retrievers": [{"kind": "splade", "size": 50, "overlap": 25}]}, "retrievers.0.kind"),
+        ({"retrievers": [dense(50, 25), dense(50, 25)]}, "duplicate retriever dense-c50"),
+        ({"retrievers": []}, "at least one retriever"),
+        ({"retrieval": {"top_k": 0}}, "retrieval.top_k"),
+        ({"retrieval": {"cluster_threshold": 1.5}}, "retrieval.cluster_threshold"),
+        ({"retrieval": {"qourum": 2}}, "retrieval.qourum: unknown key"),
+        ({"namespace": "Team A"}, "namespace 'Team A'"),
+        ({"namespace": "team-c100-o50"}, "must not end like a collection suffix"),
+        ({"namespace": "team-c100-o50-v2"}, "must not end like a collection suffix"),
+        ({"namespace": "team/a"}, "namespace 'team/a'"),
+        ({"namespace": "a" * 49}, "1-48 lower-case letters"),
+        ({"qdrant": {"read_consistency": "most"}}, "qdrant.read_consistency"),
+    ],
+)
 def test_invalid_config_names_the_field(overrides, message):
     with pytest.raises(ConfigError) as caught:
         load_settings(**overrides)

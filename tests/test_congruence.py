@@ -38,8 +38,12 @@ def evidence_summary(rag: QuorumRAG) -> list[tuple[bool, list[tuple[frozenset[st
     summary = []
     for question in QUESTIONS:
         evidence = rag.retrieve(question)
-        summary.append((evidence.abstained, [(frozenset(p.source for p in c.passages), c.support, c.score)
-                                             for c in evidence.clusters]))
+        summary.append(
+            (
+                evidence.abstained,
+                [(frozenset(p.source for p in c.passages), c.support, c.score) for c in evidence.clusters],
+            )
+        )
     return summary
 
 
@@ -53,7 +57,8 @@ def test_edge_and_the_client_path_agree_on_the_evidence(tmp_path, request, embed
             client_rag.store.open_collection(spec.name, edge_rag.store.manifest(spec.name), create=True)
             client_rag.store.upsert(spec.name, list(edge_rag.store.scroll_points(spec.name)))
         assert [client_rag.store.count(s.name) for s in client_rag.settings.collections] == [
-            edge_rag.store.count(s.name) for s in edge_rag.settings.collections]
+            edge_rag.store.count(s.name) for s in edge_rag.settings.collections
+        ]
         edge, client = evidence_summary(edge_rag), evidence_summary(client_rag)
     finally:
         edge_opener.close()
@@ -64,4 +69,3 @@ def test_edge_and_the_client_path_agree_on_the_evidence(tmp_path, request, embed
         assert [c[:2] for c in edge_clusters] == [c[:2] for c in client_clusters], question
         assert [c[2] for c in edge_clusters] == pytest.approx([c[2] for c in client_clusters], abs=1e-6), question
     assert sum(not abstained for abstained, _ in edge) == len(QUESTIONS) - 1  # only Mongolia abstains
-

@@ -1,8 +1,16 @@
-from qrag_qdrant.coordinator.context import (Span, adaptive_plan, agreement_window, build_context, candidate_span,
-                                            merge_spans, to_sentences, unsent_parts)
 from qrag_qdrant.coordinator.clustering import Cluster
-from qrag_qdrant.locations import Mark
+from qrag_qdrant.coordinator.context import (
+    Span,
+    adaptive_plan,
+    agreement_window,
+    build_context,
+    candidate_span,
+    merge_spans,
+    to_sentences,
+    unsent_parts,
+)
 from qrag_qdrant.coordinator.ranking import ScoredCluster
+from qrag_qdrant.locations import Mark
 
 from .coordinator_helpers import candidate
 
@@ -39,37 +47,55 @@ def test_different_sources_never_merge_and_keep_first_seen_order():
 
 
 def test_passages_are_numbered_across_clusters_with_support_and_retrievers():
-    first = Cluster([candidate("a", retrievers=("dense-c50", "bm25-c100"), source="s.txt", start=0, end=19,
-                               text=SOURCE[0:19]),
-                     candidate("b", retrievers=("dense-c100",), source="s.txt", start=10, end=43,
-                               text=SOURCE[10:43])])
-    second = Cluster([candidate("c", retrievers=("dense-c200", "dense-c50"), source="t.txt", start=0, end=5,
-                                text="hello"),
-                      candidate("d", retrievers=("dense-c200",), source="u.txt", start=3, end=8, text="world")])
+    first = Cluster(
+        [
+            candidate("a", retrievers=("dense-c50", "bm25-c100"), source="s.txt", start=0, end=19, text=SOURCE[0:19]),
+            candidate("b", retrievers=("dense-c100",), source="s.txt", start=10, end=43, text=SOURCE[10:43]),
+        ]
+    )
+    second = Cluster(
+        [
+            candidate("c", retrievers=("dense-c200", "dense-c50"), source="t.txt", start=0, end=5, text="hello"),
+            candidate("d", retrievers=("dense-c200",), source="u.txt", start=3, end=8, text="world"),
+        ]
+    )
     clusters = build_context([ScoredCluster(first, 0.9), ScoredCluster(second, 0.5)], limit=5)
     assert [(c.rank, c.support, c.retrievers) for c in clusters] == [
-        (1, 3, ["dense-c50", "bm25-c100", "dense-c100"]), (2, 2, ["dense-c200", "dense-c50"])]
+        (1, 3, ["dense-c50", "bm25-c100", "dense-c100"]),
+        (2, 2, ["dense-c200", "dense-c50"]),
+    ]
     assert [(p.citation, p.source, p.start, p.end, p.text) for c in clusters for p in c.passages] == [
-        (1, "s.txt", 0, 43, SOURCE[0:43]), (2, "t.txt", 0, 5, "hello"), (3, "u.txt", 3, 8, "world")]
+        (1, "s.txt", 0, 43, SOURCE[0:43]),
+        (2, "t.txt", 0, 5, "hello"),
+        (3, "u.txt", 3, 8, "world"),
+    ]
 
 
 def test_unsent_parts_cut_what_was_sent_on_word_boundaries():
     whole = span(0, len(SOURCE))
     parts = unsent_parts(whole, [(40, 57), (10, 25)])
     assert [(p.start, p.end, p.text) for p in parts] == [
-        (0, 9, "The quick"), (26, 39, "over the lazy"), (58, len(SOURCE), SOURCE[58:])]
-    assert all(SOURCE[p.start:p.end] == p.text for p in parts)
+        (0, 9, "The quick"),
+        (26, 39, "over the lazy"),
+        (58, len(SOURCE), SOURCE[58:]),
+    ]
+    assert all(SOURCE[p.start : p.end] == p.text for p in parts)
     assert unsent_parts(span(10, 20), [(0, 30)]) == []
     assert unsent_parts(span(10, 19), []) == [span(10, 19)]
 
 
 def test_text_sent_by_an_earlier_cluster_is_not_sent_again():
     def cluster(point_id, start, end):
-        return Cluster([candidate(point_id, retrievers=("r1", "r2"), source="s.txt", start=start, end=end,
-                                  text=SOURCE[start:end])])
+        return Cluster(
+            [candidate(point_id, retrievers=("r1", "r2"), source="s.txt", start=start, end=end, text=SOURCE[start:end])]
+        )
 
-    ranked = [ScoredCluster(cluster("a", 0, 43), 0.9), ScoredCluster(cluster("inside", 10, 30), 0.8),
-              ScoredCluster(cluster("b", 20, 64), 0.7), ScoredCluster(cluster("c", 65, 67), 0.6)]
+    ranked = [
+        ScoredCluster(cluster("a", 0, 43), 0.9),
+        ScoredCluster(cluster("inside", 10, 30), 0.8),
+        ScoredCluster(cluster("b", 20, 64), 0.7),
+        ScoredCluster(cluster("c", 65, 67), 0.6),
+    ]
     clusters = build_context(ranked, limit=2)
     assert [(c.rank, c.score) for c in clusters] == [(1, 0.9), (2, 0.7)]  # "inside" adds nothing
     assert [(p.citation, p.start, p.end) for c in clusters for p in c.passages] == [(1, 0, 43), (2, 44, 64)]
@@ -78,21 +104,23 @@ def test_text_sent_by_an_earlier_cluster_is_not_sent_again():
 
 def test_agreement_window_settles_where_the_best_members_overlap():
     # three chunks over one source; words 8..12 are covered by all of them
-    members = [candidate("a", source="s.txt", start=0, end=64, text=SOURCE[0:64], rrf=0.05),
-               candidate("b", source="s.txt", start=31, end=87, text=SOURCE[31:87], rrf=0.03),
-               candidate("c", source="s.txt", start=44, end=75, text=SOURCE[44:75], rrf=0.03)]
+    members = [
+        candidate("a", source="s.txt", start=0, end=64, text=SOURCE[0:64], rrf=0.05),
+        candidate("b", source="s.txt", start=31, end=87, text=SOURCE[31:87], rrf=0.03),
+        candidate("c", source="s.txt", start=44, end=75, text=SOURCE[44:75], rrf=0.03),
+    ]
     merged = merge_spans(candidate_span(m) for m in members)
     window = agreement_window(merged, members, 4)
     assert window.text == "while the cat sleeps"  # covered by a, b and c
-    assert SOURCE[window.start:window.end] == window.text
+    assert SOURCE[window.start : window.end] == window.text
     assert agreement_window(merged, members, 100).text == merged[0].text  # budget above the span: all of it
 
 
 def test_word_budget_is_shared_by_one_over_rank():
     other = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma"
+
     def cluster(point_id, source, text):
-        return Cluster([candidate(point_id, retrievers=("r1", "r2"), source=source, start=0, end=len(text),
-                                  text=text)])
+        return Cluster([candidate(point_id, retrievers=("r1", "r2"), source=source, start=0, end=len(text), text=text)])
 
     ranked = [ScoredCluster(cluster(f"c{i}", f"s{i}.txt", other), 1 - i / 10) for i in range(3)]
     clusters = build_context(ranked, limit=3, word_budget=22)
@@ -104,9 +132,11 @@ def test_word_budget_is_shared_by_one_over_rank():
 
 
 def test_chunks_mode_sends_whole_member_chunks_best_first_within_the_share():
-    members = [candidate("a", source="s.txt", start=0, end=43, text=SOURCE[0:43], rrf=0.05),     # 9 words
-               candidate("b", source="s.txt", start=20, end=64, text=SOURCE[20:64], rrf=0.04),   # 9 words
-               candidate("c", source="s.txt", start=0, end=87, text=SOURCE[0:87], rrf=0.06)]     # 19 words
+    members = [
+        candidate("a", source="s.txt", start=0, end=43, text=SOURCE[0:43], rrf=0.05),  # 9 words
+        candidate("b", source="s.txt", start=20, end=64, text=SOURCE[20:64], rrf=0.04),  # 9 words
+        candidate("c", source="s.txt", start=0, end=87, text=SOURCE[0:87], rrf=0.06),
+    ]  # 19 words
     ranked = [ScoredCluster(Cluster(members), 0.9)]
     clusters = build_context(ranked, limit=1, word_budget=19, mode="chunks")
     # c, the best, fills the share alone: it is sent; a and b no longer fit
@@ -116,7 +146,8 @@ def test_chunks_mode_sends_whole_member_chunks_best_first_within_the_share():
     assert [(p.citation, p.start, p.end) for p in clusters[0].passages] == [(1, 0, 43), (2, 20, 64)]
     # no member fits: the cluster's agreement window, as in window mode
     assert [p.text for p in build_context(ranked, limit=1, word_budget=4, mode="chunks")[0].passages] == [
-        p.text for p in build_context(ranked, limit=1, word_budget=4)[0].passages]
+        p.text for p in build_context(ranked, limit=1, word_budget=4)[0].passages
+    ]
 
 
 def test_chunks_mode_sends_a_chunk_once_across_clusters_but_overlaps_whole():
@@ -130,16 +161,19 @@ def test_chunks_mode_sends_a_chunk_once_across_clusters_but_overlaps_whole():
     assert [[(p.start, p.end) for p in c.passages] for c in window] == [[(0, 43)], [(44, 64)]]
 
 
-PROSE = ("The river rises in the hills. It flows east for 320 kilometres past three towns. "
-         "The largest town is Newcastle, founded in 1804. Its port ships coal.")
+PROSE = (
+    "The river rises in the hills. It flows east for 320 kilometres past three towns. "
+    "The largest town is Newcastle, founded in 1804. Its port ships coal."
+)
 
 
 def test_a_window_widens_to_whole_sentences_within_its_slack():
     # "past three towns. The largest": cut mid-sentence on both sides, 6 words from either boundary
     start, end = PROSE.index("past"), PROSE.index("largest") + len("largest")
     new_start, new_end = to_sentences(PROSE, start, end, words=30)  # slack: 6 words a side
-    assert PROSE[new_start:new_end] == ("It flows east for 320 kilometres past three towns. "
-                                        "The largest town is Newcastle, founded in 1804.")
+    assert PROSE[new_start:new_end] == (
+        "It flows east for 320 kilometres past three towns. The largest town is Newcastle, founded in 1804."
+    )
     # boundaries further than the slack (5 words) leave the word cut as it was
     assert to_sentences(PROSE, start, end, words=25) == (start, end)
 
@@ -153,18 +187,23 @@ def test_text_with_no_sentence_boundary_keeps_its_word_window():
 
 def test_the_agreement_window_is_cut_at_sentence_boundaries():
     start, end = PROSE.index("for 320"), PROSE.index("largest town") + len("largest town")
-    members = [candidate("a", source="p.txt", start=0, end=len(PROSE), text=PROSE, rrf=0.01),
-               candidate("b", source="p.txt", start=start, end=end, text=PROSE[start:end], rrf=0.05)]
+    members = [
+        candidate("a", source="p.txt", start=0, end=len(PROSE), text=PROSE, rrf=0.01),
+        candidate("b", source="p.txt", start=start, end=end, text=PROSE[start:end], rrf=0.05),
+    ]
     window = agreement_window(merge_spans(candidate_span(m) for m in members), members, 9)
     # b's 9 words, widened by 3 words back and 5 forward to whole sentences
-    assert window.text == ("It flows east for 320 kilometres past three towns. "
-                           "The largest town is Newcastle, founded in 1804.")
-    assert PROSE[window.start:window.end] == window.text
+    assert window.text == (
+        "It flows east for 320 kilometres past three towns. The largest town is Newcastle, founded in 1804."
+    )
+    assert PROSE[window.start : window.end] == window.text
 
 
 def ranked_scores(*scores):
-    return [ScoredCluster(Cluster([candidate(f"c{i}", source=f"s{i}.txt", start=0, end=5, text="hello")]), score)
-            for i, score in enumerate(scores)]
+    return [
+        ScoredCluster(Cluster([candidate(f"c{i}", source=f"s{i}.txt", start=0, end=5, text="hello")]), score)
+        for i, score in enumerate(scores)
+    ]
 
 
 def test_adaptive_plan_sends_a_clear_leader_alone_and_widens_when_evidence_is_spread():
@@ -185,7 +224,7 @@ def test_sentence_widening_counts_words_as_split_does_on_random_prose():
         starts = [0, *(m.end() for m in re.finditer(r"(?<=[.!?])[\"')\]’”]*\s+", text)), len(text)]
         before = [b for b in starts if b <= start and len(text[b:start].split()) <= slack]
         after = [b for b in starts if b >= end and len(text[end:b].split()) <= slack]
-        new_end = len(text[:min(after)].rstrip()) if after else end
+        new_end = len(text[: min(after)].rstrip()) if after else end
         return (max(before) if before else start), max(new_end, end)
 
     rng = random.Random(1)

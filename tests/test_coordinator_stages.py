@@ -31,8 +31,11 @@ class TestRRF:
         assert len(fused) == 2 and all(c.rrf == 1.0 for c in fused)
 
     def test_best_first_and_empty_lists(self):
-        lists = [RankedList("r1", "c", [hit("x"), hit("y")]), RankedList("r2", "c", [hit("y")]),
-                 RankedList("r3", "c", [])]
+        lists = [
+            RankedList("r1", "c", [hit("x"), hit("y")]),
+            RankedList("r2", "c", [hit("y")]),
+            RankedList("r3", "c", []),
+        ]
         assert [c.hit.id for c in reciprocal_rank_fusion(lists, k=60)] == ["y", "x"]
         assert reciprocal_rank_fusion([], k=60) == []
 
@@ -41,9 +44,12 @@ class TestClustering:
     def test_cosine_at_or_above_threshold_links(self):
         angle = math.acos(0.85)
         near = (math.cos(angle * 0.99), math.sin(angle * 0.99), 0.0)  # cosine just above 0.85
-        far = (math.cos(angle * 1.01), math.sin(angle * 1.01), 0.0)   # just below
-        cands = [candidate("a", vector=(1, 0, 0), source="s1"), candidate("b", vector=near, source="s2"),
-                 candidate("c", vector=far, source="s3")]
+        far = (math.cos(angle * 1.01), math.sin(angle * 1.01), 0.0)  # just below
+        cands = [
+            candidate("a", vector=(1, 0, 0), source="s1"),
+            candidate("b", vector=near, source="s2"),
+            candidate("c", vector=far, source="s3"),
+        ]
         links = link_matrix(cands, 0.85)
         assert links[0, 1] and not links[0, 2]
         assert np.array_equal(links, links.T) and links.diagonal().all()
@@ -56,27 +62,44 @@ class TestClustering:
             candidate("other-doc", vector=(0, 1, 0.01), source="other.txt", start=400, end=600),
         ]
         links = link_matrix(cands, 0.85)
-        assert links[0, 1]          # nested span
-        assert not links[0, 2]      # only touching: end == start
-        assert not links[0, 3]      # same offsets, other source
-        assert links[1, 3]          # but near-identical vectors link across sources
+        assert links[0, 1]  # nested span
+        assert not links[0, 2]  # only touching: end == start
+        assert not links[0, 3]  # same offsets, other source
+        assert links[1, 3]  # but near-identical vectors link across sources
 
     def test_greedy_joins_the_first_linked_leader(self):
-        cands = [candidate("a1", vector=(1, 0, 0), source="a"), candidate("b1", vector=(0, 1, 0), source="b"),
-                 candidate("a2", vector=(0.99, 0.05, 0), source="c"), candidate("b2", vector=(0.05, 1, 0), source="d")]
+        cands = [
+            candidate("a1", vector=(1, 0, 0), source="a"),
+            candidate("b1", vector=(0, 1, 0), source="b"),
+            candidate("a2", vector=(0.99, 0.05, 0), source="c"),
+            candidate("b2", vector=(0.05, 1, 0), source="d"),
+        ]
         clusters = greedy_clusters(cands, 0.85)
         assert [[m.hit.id for m in c.members] for c in clusters] == [["a1", "a2"], ["b1", "b2"]]
 
     def test_members_only_compare_with_the_leader_so_windows_do_not_chain(self):
         # w1 overlaps w2, w2 overlaps w3, but w3 does not overlap the leader w1
-        cands = [candidate(f"w{i}", vector=(1, 0, 0) if i == 1 else (0, 1, 0) if i == 2 else (0, 0, 1),
-                           source="doc", start=(i - 1) * 50, end=(i - 1) * 50 + 100) for i in (1, 2, 3)]
+        cands = [
+            candidate(
+                f"w{i}",
+                vector=(1, 0, 0) if i == 1 else (0, 1, 0) if i == 2 else (0, 0, 1),
+                source="doc",
+                start=(i - 1) * 50,
+                end=(i - 1) * 50 + 100,
+            )
+            for i in (1, 2, 3)
+        ]
         clusters = greedy_clusters(cands, 0.85)
         assert [[m.hit.id for m in c.members] for c in clusters] == [["w1", "w2"], ["w3"]]
 
     def test_support_counts_distinct_retrievers(self):
-        cluster = Cluster([candidate("a", retrievers=("dense-c50", "bm25-c100")),
-                           candidate("b", retrievers=("dense-c50",)), candidate("c", retrievers=("dense-c200",))])
+        cluster = Cluster(
+            [
+                candidate("a", retrievers=("dense-c50", "bm25-c100")),
+                candidate("b", retrievers=("dense-c50",)),
+                candidate("c", retrievers=("dense-c200",)),
+            ]
+        )
         assert cluster.retrievers == ["dense-c50", "bm25-c100", "dense-c200"]
         assert cluster.support == 3
 
@@ -101,8 +124,8 @@ class TestQuorumAndRanking:
 
     def test_score_is_weighted_normalised_average_rrf_plus_support(self):
         k, retrievers = 60, 4
-        top = cluster_of({f"r{j}": 1 for j in range(4)})   # first for every retriever
-        two = cluster_of({"r0": 1}, {"r0": 3, "r1": 2})     # best ranks 1 and 2
+        top = cluster_of({f"r{j}": 1 for j in range(4)})  # first for every retriever
+        two = cluster_of({"r0": 1}, {"r0": 3, "r1": 2})  # best ranks 1 and 2
         assert mean_reciprocal_rank(top, k) == 1.0
         assert mean_reciprocal_rank(two, k) == pytest.approx((61 / 61 + 61 / 62) / 2)
         scored = rank_clusters([two, top], retrievers, k, 0.7, 0.3)

@@ -37,9 +37,17 @@ class ScriptedServer:
             choice: dict[str, Any] = {"index": 0, "delta": {"content": token}}
             if request.get("logprobs"):
                 first = index == 0 and not prefilled
-                choice["logprobs"] = {"content": [{
-                    "token": token, "logprob": self.alternatives[0][1] if first else LATER_TOKEN,
-                    "top_logprobs": [{"token": t, "logprob": lp} for t, lp in self.alternatives] if first else []}]}
+                choice["logprobs"] = {
+                    "content": [
+                        {
+                            "token": token,
+                            "logprob": self.alternatives[0][1] if first else LATER_TOKEN,
+                            "top_logprobs": [{"token": t, "logprob": lp} for t, lp in self.alternatives]
+                            if first
+                            else [],
+                        }
+                    ]
+                }
             if on_chunk({"choices": [choice]}):
                 return
 
@@ -57,11 +65,23 @@ ANSWERS = ["Joseph", " Strauss", " [1]"]
 
 
 def test_the_decline_probability_sums_the_first_tokens_that_begin_the_reply():
-    alternatives = [("not", math.log(0.3)), ("Not", math.log(0.1)), ('"not', math.log(0.05)), ("The", math.log(0.5)),
-                    ("no", math.log(0.05))]
+    alternatives = [
+        ("not", math.log(0.3)),
+        ("Not", math.log(0.1)),
+        ('"not', math.log(0.05)),
+        ("The", math.log(0.5)),
+        ("no", math.log(0.05)),
+    ]
     assert decline_probability(alternatives) == pytest.approx(0.45)
     assert [begins_decline(t) for t in ("not", " Not", "'not", "no", "n", "Note", "The")] == [
-        True, True, True, False, False, False, False]
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
 
 
 @pytest.mark.parametrize("threshold", [None, 0.9])
@@ -82,8 +102,9 @@ def test_at_the_threshold_an_answer_becomes_a_decline_and_the_model_stops():
 
 
 def test_below_the_threshold_a_greedy_decline_becomes_the_likeliest_other_answer():
-    server = ScriptedServer(DECLINES, [("not", math.log(0.35)), ("Joseph", math.log(0.3)), ("The", math.log(0.2))],
-                            [" Strauss", " [1]"])
+    server = ScriptedServer(
+        DECLINES, [("not", math.log(0.35)), ("Joseph", math.log(0.3)), ("The", math.log(0.2))], [" Strauss", " [1]"]
+    )
     backend = generator(server, 0.5)
     assert "".join(backend.stream("Who built it?", PASSAGES)) == "Joseph Strauss [1]"
     prefill = server.requests[1]["messages"][-1]

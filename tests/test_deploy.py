@@ -20,8 +20,11 @@ def compose(path: Path) -> dict:
 
 
 def qdrant_services(path: Path) -> dict[str, dict]:
-    return {name: service for name, service in compose(path)["services"].items()
-            if service["image"].startswith("qdrant/qdrant")}
+    return {
+        name: service
+        for name, service in compose(path)["services"].items()
+        if service["image"].startswith("qdrant/qdrant")
+    }
 
 
 @pytest.mark.parametrize("path", COMPOSE_FILES, ids=lambda p: str(p.relative_to(DEPLOY)))
@@ -48,8 +51,9 @@ def test_every_file_a_compose_file_references_exists(path):
             template = target.with_name(target.name + ".example")
             assert template.is_file(), f"{name}: {env_file} has no committed template {template.name}"
             assert target.name in (target.parent / ".gitignore").read_text().split()
-            keys = dict(line.split("=", 1) for line in template.read_text().splitlines()
-                        if line and not line.startswith("#"))
+            keys = dict(
+                line.split("=", 1) for line in template.read_text().splitlines() if line and not line.startswith("#")
+            )
             assert {"QDRANT__SERVICE__API_KEY", "QDRANT__SERVICE__READ_ONLY_API_KEY"} <= keys.keys()
         for volume in service.get("volumes", []):
             source = volume.split(":")[0]
@@ -94,7 +98,10 @@ def test_the_single_server_runs_the_service_beside_qdrant_and_ollama():
     qrag = document["services"]["qrag"]
     assert (DEPLOY / qrag["build"]["context"] / qrag["build"]["dockerfile"]).resolve().is_file()
     environment = qrag["environment"]
-    assert environment["QRAG_QDRANT_URL"] == "http://qdrant:6333" and environment["QRAG_OLLAMA_HOST"] == "http://ollama:11434"
+    assert (
+        environment["QRAG_QDRANT_URL"] == "http://qdrant:6333"
+        and environment["QRAG_OLLAMA_HOST"] == "http://ollama:11434"
+    )
     assert environment["QRAG_QDRANT_API_KEY"].startswith("${QRAG_QDRANT_API_KEY:?")  # never written in the file
     assert qrag["depends_on"]["qdrant"]["condition"] == "service_healthy"
     assert "readyz" in " ".join(qrag["healthcheck"]["test"]) and "8000:8000" in qrag["ports"]

@@ -7,7 +7,6 @@ import math
 
 import pytest
 
-
 from qrag_qdrant.coordinator.gate import QUORUM_FEATURES, GateModel
 
 from .cli_helpers import assert_clean_error, run
@@ -15,24 +14,35 @@ from .ollama_standin import ollama_standin
 from .sample_corpus import DOCUMENTS
 
 QA = [
-    {"id": "bees", "question": "What dance do honeybee foragers perform to show where flowers are?",
-     "answers": ["waggle dance"]},
-    {"id": "vesuvius", "question": "Which Roman towns did Mount Vesuvius bury in the year 79?",
-     "answers": ["Pompeii"]},
-    {"id": "fresnel", "question": "Who invented the lens that bends lighthouse light into a narrow beam?",
-     "answers": ["Augustin Fresnel"]},
+    {
+        "id": "bees",
+        "question": "What dance do honeybee foragers perform to show where flowers are?",
+        "answers": ["waggle dance"],
+    },
+    {"id": "vesuvius", "question": "Which Roman towns did Mount Vesuvius bury in the year 79?", "answers": ["Pompeii"]},
+    {
+        "id": "fresnel",
+        "question": "Who invented the lens that bends lighthouse light into a narrow beam?",
+        "answers": ["Augustin Fresnel"],
+    },
     {"id": "deep-blue", "question": "Which IBM machine defeated Garry Kasparov in 1997?", "answers": ["Deep Blue"]},
     {"id": "mongolia", "question": "What is the capital of Mongolia?", "answers": [], "unanswerable": True},
 ]
 #: two to three questions written on each sample document, for a split by document
 QA_BY_DOC = {
-    "honeybees.txt": [("What dance do honeybee foragers perform?", "waggle dance"),
-                      ("Who decoded the bee dance language?", "Karl von Frisch"),
-                      ("What do varroa mites threaten?", "colony")],
-    "volcanoes.md": [("Which volcano is the largest active one by volume?", "Mauna Loa"),
-                     ("Which towns did Vesuvius bury?", "Pompeii")],
-    "sourdough.txt": [("What leavens sourdough bread?", "starter"),
-                      ("Which bacterium is named after San Francisco?", "Lactobacillus sanfranciscensis")],
+    "honeybees.txt": [
+        ("What dance do honeybee foragers perform?", "waggle dance"),
+        ("Who decoded the bee dance language?", "Karl von Frisch"),
+        ("What do varroa mites threaten?", "colony"),
+    ],
+    "volcanoes.md": [
+        ("Which volcano is the largest active one by volume?", "Mauna Loa"),
+        ("Which towns did Vesuvius bury?", "Pompeii"),
+    ],
+    "sourdough.txt": [
+        ("What leavens sourdough bread?", "starter"),
+        ("Which bacterium is named after San Francisco?", "Lactobacillus sanfranciscensis"),
+    ],
     "chess.txt": [("Which machine defeated Kasparov in 1997?", "Deep Blue")],
     "lighthouses.txt": [("Who invented the lighthouse lens in 1822?", "Augustin Fresnel")],
 }
@@ -60,17 +70,42 @@ def tiny_qa(tmp_path):
 def test_eval_qa_compares_every_system_on_the_same_questions(tiny_qa, tmp_path):
     out = tmp_path / "result.json"
     report = tmp_path / "report"
-    result = run("eval", str(tiny_qa), "--json-out", str(out), "--report", str(report),
-                 "--sweep", "quorum=1,2", "cluster_threshold=0.85")
+    result = run(
+        "eval",
+        str(tiny_qa),
+        "--json-out",
+        str(out),
+        "--report",
+        str(report),
+        "--sweep",
+        "quorum=1,2",
+        "cluster_threshold=0.85",
+    )
     assert result.exit_code == 0, result.stderr
     data = json.loads(out.read_text())
     assert data["dataset"] == "tiny-qa" and data["questions"] == 5
     assert data["config"]["namespace"] == "eval-tiny-qa"
-    assert list(data["systems"]) == ["dense-c50", "dense-c100", "bm25-c50", "bm25-c100",
-                                     "qdrant-hybrid", "rrf-all", "quorum"]
+    assert list(data["systems"]) == [
+        "dense-c50",
+        "dense-c100",
+        "bm25-c50",
+        "bm25-c100",
+        "qdrant-hybrid",
+        "rrf-all",
+        "quorum",
+    ]
     for metrics in data["systems"].values():
-        assert set(metrics) == {"answer_recall", "answered_recall", "mrr", "context_words", "abstain_rate", "aurc",
-                                "risk_coverage", "p50_ms", "p95_ms"}
+        assert set(metrics) == {
+            "answer_recall",
+            "answered_recall",
+            "mrr",
+            "context_words",
+            "abstain_rate",
+            "aurc",
+            "risk_coverage",
+            "p50_ms",
+            "p95_ms",
+        }
     quorum, _hybrid = data["systems"]["quorum"], data["systems"]["qdrant-hybrid"]
     assert quorum["answer_recall"] == 1.0 and quorum["mrr"] == 1.0 and quorum["answered_recall"] == 1.0
     # the off-topic question: the quorum abstains; Qdrant's hybrid query returns chunks, which only its
@@ -95,11 +130,22 @@ def test_eval_qa_compares_every_system_on_the_same_questions(tiny_qa, tmp_path):
 def test_eval_generate_scores_each_systems_answers_from_the_same_model(tiny_qa, tmp_path):
     out, lines = tmp_path / "result.json", tmp_path / "answers.jsonl"
     alternatives = [("Foragers", math.log(0.65)), ("not", math.log(0.35))]
-    with ollama_standin(tokens=["Foragers ", "perform ", "the waggle dance ", "[1]."],
-                        first_alternatives=alternatives) as ollama:
-        result = run("eval", str(tiny_qa), "--systems", "quorum,qdrant-hybrid", "--generate", "5",
-                     "--json-out", str(out), "--answers-out", str(lines),
-                     env={"QRAG_GENERATION_BACKEND": "ollama", "QRAG_OLLAMA_HOST": ollama.host})
+    with ollama_standin(
+        tokens=["Foragers ", "perform ", "the waggle dance ", "[1]."], first_alternatives=alternatives
+    ) as ollama:
+        result = run(
+            "eval",
+            str(tiny_qa),
+            "--systems",
+            "quorum,qdrant-hybrid",
+            "--generate",
+            "5",
+            "--json-out",
+            str(out),
+            "--answers-out",
+            str(lines),
+            env={"QRAG_GENERATION_BACKEND": "ollama", "QRAG_OLLAMA_HOST": ollama.host},
+        )
         asked = len(ollama.requests)
     assert result.exit_code == 0, result.stderr
     generation = json.loads(out.read_text())["generation"]
@@ -138,19 +184,41 @@ def test_eval_generate_can_draw_only_some_kinds_of_question(tiny_qa, tmp_path):
     out = tmp_path / "result.json"
     with ollama_standin(tokens=["waggle dance ", "[1]"]) as ollama:
         env = {"QRAG_GENERATION_BACKEND": "ollama", "QRAG_OLLAMA_HOST": ollama.host}
-        result = run("eval", str(tiny_qa), "--systems", "quorum", "--generate", "5", "--generate-kinds",
-                     "unanswerable", "--json-out", str(out), env=env)
+        result = run(
+            "eval",
+            str(tiny_qa),
+            "--systems",
+            "quorum",
+            "--generate",
+            "5",
+            "--generate-kinds",
+            "unanswerable",
+            "--json-out",
+            str(out),
+            env=env,
+        )
         assert result.exit_code == 0, result.stderr
         rows = json.loads(out.read_text())["generation"]["rows"]
         assert [(row["id"], row["category"]) for row in rows] == [("mongolia", "unanswerable")]
-        assert_clean_error(run("eval", str(tiny_qa), "--generate", "5", "--generate-kinds", "tricky", env=env), 1,
-                           "--generate-kinds tricky")
+        assert_clean_error(
+            run("eval", str(tiny_qa), "--generate", "5", "--generate-kinds", "tricky", env=env),
+            1,
+            "--generate-kinds tricky",
+        )
 
 
 def test_eval_compares_query_expansions_with_quorum_and_reuses_what_the_model_wrote(tiny_qa, tmp_path):
     out, cache = tmp_path / "result.json", tmp_path / "expansions.jsonl"
-    args = ("eval", str(tiny_qa), "--systems", "quorum,quorum+mq,quorum+hyde", "--json-out", str(out),
-            "--expansions-cache", str(cache))
+    args = (
+        "eval",
+        str(tiny_qa),
+        "--systems",
+        "quorum,quorum+mq,quorum+hyde",
+        "--json-out",
+        str(out),
+        "--expansions-cache",
+        str(cache),
+    )
     reply = ["- which dance do bee foragers perform\n", "- the Fresnel lens of lighthouses"]
     with ollama_standin(tokens=reply) as ollama:
         env = {"QRAG_GENERATION_BACKEND": "ollama", "QRAG_OLLAMA_HOST": ollama.host}
@@ -180,18 +248,41 @@ def test_eval_relevance_set(tmp_path):
     result = run("eval", str(dataset), "--json-out", str(out))
     assert result.exit_code == 0, result.stderr
     systems = json.loads(out.read_text())["systems"]
-    assert set(systems["quorum"]) == {"ndcg@10", "recall@100", "context_words", "abstain_rate", "aurc",
-                                      "risk_coverage", "p50_ms", "p95_ms"}
+    assert set(systems["quorum"]) == {
+        "ndcg@10",
+        "recall@100",
+        "context_words",
+        "abstain_rate",
+        "aurc",
+        "risk_coverage",
+        "p50_ms",
+        "p95_ms",
+    }
     assert systems["quorum"]["ndcg@10"] == 1.0 and systems["quorum"]["recall@100"] == 1.0
 
 
 def test_held_out_documents_make_out_of_corpus_questions_and_rows_train_a_gate(tmp_path):
-    rows = [{"id": f"{doc}-{n}", "question": question, "answers": [answer], "doc": doc}
-            for doc, qa in QA_BY_DOC.items() for n, (question, answer) in enumerate(qa)]
+    rows = [
+        {"id": f"{doc}-{n}", "question": question, "answers": [answer], "doc": doc}
+        for doc, qa in QA_BY_DOC.items()
+        for n, (question, answer) in enumerate(qa)
+    ]
     dataset = write_dataset(tmp_path, "tiny-split", rows)
     out, rows_out = tmp_path / "result.json", tmp_path / "rows.jsonl"
-    result = run("eval", str(dataset), "--hold-out", "0.4", "--split-seed", "3", "--json-out", str(out),
-                 "--rows-out", str(rows_out), "--foreign", str(write_dataset(tmp_path, "tiny-rel", RELEVANCE)))
+    result = run(
+        "eval",
+        str(dataset),
+        "--hold-out",
+        "0.4",
+        "--split-seed",
+        "3",
+        "--json-out",
+        str(out),
+        "--rows-out",
+        str(rows_out),
+        "--foreign",
+        str(write_dataset(tmp_path, "tiny-rel", RELEVANCE)),
+    )
     assert result.exit_code == 0, result.stderr
     data = json.loads(out.read_text())
     held = data["held_out_docs"]
@@ -199,8 +290,11 @@ def test_held_out_documents_make_out_of_corpus_questions_and_rows_train_a_gate(t
     on_held = sum(len(QA_BY_DOC[doc]) for doc in held)
     # a foreign question on a document this index holds is no out-of-corpus question: it is left out
     foreign = sum(all(doc in held for doc in row["relevant_docs"]) for row in RELEVANCE)
-    assert data["categories"] == {"answerable": len(rows) - on_held, "unanswerable": 0,
-                                  "out_of_corpus": on_held + foreign}
+    assert data["categories"] == {
+        "answerable": len(rows) - on_held,
+        "unanswerable": 0,
+        "out_of_corpus": on_held + foreign,
+    }
     assert "abstain (ans / ooc)" in result.stdout
     table = [json.loads(line) for line in rows_out.read_text().splitlines()]
     assert len(table) == 7 * (len(rows) + foreign)  # every system, every question
@@ -210,8 +304,9 @@ def test_held_out_documents_make_out_of_corpus_questions_and_rows_train_a_gate(t
     assert all(set(r["features"]) == set(QUORUM_FEATURES) for r in quorum_rows if r["features"])
 
     model_path = tmp_path / "gate.json"
-    trained = run("gate", "train", str(rows_out), "--out", str(model_path), "--test-share", "0.4",
-                  "--target-abstain", "0.0")
+    trained = run(
+        "gate", "train", str(rows_out), "--out", str(model_path), "--test-share", "0.4", "--target-abstain", "0.0"
+    )
     assert trained.exit_code == 0, trained.stderr
     model = GateModel.load(model_path)
     assert set(model.systems) >= {"quorum", "qdrant-hybrid", "rrf-all"}
@@ -220,11 +315,14 @@ def test_held_out_documents_make_out_of_corpus_questions_and_rows_train_a_gate(t
     assert "retrieval.gate_model" in trained.stdout
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--systems", "quorum,splade"], "unknown systems splade"),
-    (["--sweep", "qorum=1"], "NAME one of"),
-    (["quorum=1"], "did you mean --sweep"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--systems", "quorum,splade"], "unknown systems splade"),
+        (["--sweep", "qorum=1"], "NAME one of"),
+        (["quorum=1"], "did you mean --sweep"),
+    ],
+)
 def test_eval_bad_options(tiny_qa, args, message):
     result = run("eval", str(tiny_qa), *args)
     assert result.exit_code != 0 and message in result.stderr + result.stdout

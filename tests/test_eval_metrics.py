@@ -10,7 +10,6 @@ from qrag_qdrant.config import load_settings
 from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.eval import DatasetError, EvalQuestion, load_dataset, parse_sweep
 from qrag_qdrant.eval.answering import GeneratedAnswer, answer_metrics, draw, paired_f1, score_answer
-from qrag_qdrant.evidence import Answer, Claim
 from qrag_qdrant.eval.metrics import (
     SystemAnswer,
     exact_match,
@@ -18,10 +17,11 @@ from qrag_qdrant.eval.metrics import (
     holds_answer,
     normalize_answer,
     qa_metrics,
-    token_f1,
     relevance_metrics,
     support_profile,
+    token_f1,
 )
+from qrag_qdrant.evidence import Answer, Claim
 
 
 def test_squad_normalisation():
@@ -40,10 +40,10 @@ def q(id, answers=("gold",), unanswerable=False):
 def test_qa_metrics_exact_values():
     questions = [q("1"), q("2"), q("3"), q("4", answers=(), unanswerable=True)]
     answers = [
-        SystemAnswer([["no"], ["the GOLD here"]], latency_ms=10),   # rank 2
-        SystemAnswer([["gold first"], ["x y z"]], latency_ms=20),    # rank 1
-        SystemAnswer([], latency_ms=30),                             # abstained
-        SystemAnswer([], latency_ms=40),                             # abstained on an unanswerable one
+        SystemAnswer([["no"], ["the GOLD here"]], latency_ms=10),  # rank 2
+        SystemAnswer([["gold first"], ["x y z"]], latency_ms=20),  # rank 1
+        SystemAnswer([], latency_ms=30),  # abstained
+        SystemAnswer([], latency_ms=40),  # abstained on an unanswerable one
     ]
     metrics = qa_metrics(questions, answers)
     assert metrics["answer_recall"] == pytest.approx(2 / 3)
@@ -55,14 +55,26 @@ def test_qa_metrics_exact_values():
     assert metrics["aurc"] == pytest.approx(0.5)
     assert metrics["p50_ms"] == pytest.approx(25.0)
     assert metrics["p95_ms"] == pytest.approx(38.5)
-    assert set(metrics) == {"answer_recall", "answered_recall", "mrr", "context_words", "abstain_rate", "aurc",
-                            "risk_coverage", "p50_ms", "p95_ms"}
+    assert set(metrics) == {
+        "answer_recall",
+        "answered_recall",
+        "mrr",
+        "context_words",
+        "abstain_rate",
+        "aurc",
+        "risk_coverage",
+        "p50_ms",
+        "p95_ms",
+    }
 
 
 def test_out_of_corpus_and_gated_answers_count_as_abstentions_of_their_kind():
     questions = [q("1"), q("2"), EvalQuestion("3", "elsewhere?", out_of_corpus=True)]
-    answers = [SystemAnswer([["gold"]], confidence=0.9), SystemAnswer([["gold"]], confidence=0.2, gated=True),
-               SystemAnswer([["something"]], confidence=0.1, gated=True)]
+    answers = [
+        SystemAnswer([["gold"]], confidence=0.9),
+        SystemAnswer([["gold"]], confidence=0.2, gated=True),
+        SystemAnswer([["something"]], confidence=0.1, gated=True),
+    ]
     metrics = qa_metrics(questions, answers)
     assert metrics["abstain_rate"] == {"answerable": 0.5, "unanswerable": None, "out_of_corpus": 1.0}
     assert metrics["answer_recall"] == 1.0  # the evidence held it; the gate withheld one
@@ -77,8 +89,10 @@ def test_first_answer_rank_counts_units_not_passages():
 
 
 def test_relevance_metrics_with_trec_eval():
-    questions = [EvalQuestion("q1", "x", relevant_docs=("d1.txt",)),
-                 EvalQuestion("q2", "y", relevant_docs=("d2.txt", "d3.txt"))]
+    questions = [
+        EvalQuestion("q1", "x", relevant_docs=("d1.txt",)),
+        EvalQuestion("q2", "y", relevant_docs=("d2.txt", "d3.txt")),
+    ]
     answers = [SystemAnswer([["t"]], docs=["d9.txt", "d1.txt"]), SystemAnswer([], docs=[])]
     metrics = relevance_metrics(questions, answers)
     # q1: relevant at rank 2 -> nDCG 1/log2(3); q2: nothing retrieved -> 0
@@ -89,17 +103,26 @@ def test_relevance_metrics_with_trec_eval():
 
 def test_support_profile_tells_how_often_the_top_cluster_is_right():
     questions = [q("1"), q("2"), q("3"), q("4", answers=(), unanswerable=True)]
-    answers = [SystemAnswer([["gold"]], support=4), SystemAnswer([["no"]], support=4),
-               SystemAnswer([["gold"]], support=2), SystemAnswer([["gold"]], support=3)]
+    answers = [
+        SystemAnswer([["gold"]], support=4),
+        SystemAnswer([["no"]], support=4),
+        SystemAnswer([["gold"]], support=2),
+        SystemAnswer([["gold"]], support=3),
+    ]
     assert support_profile(questions, answers, "qa") == {
         "2": {"questions": 1, "top_cluster_right": 1.0, "unanswerable": 0},
         "3": {"questions": 0, "top_cluster_right": None, "unanswerable": 1},
-        "4": {"questions": 2, "top_cluster_right": 0.5, "unanswerable": 0}}
+        "4": {"questions": 2, "top_cluster_right": 0.5, "unanswerable": 0},
+    }
 
 
 def test_sweep_grid():
     assert parse_sweep(["quorum=1,2", "rrf_k=10,60"]) == [
-        {"quorum": 1, "rrf_k": 10}, {"quorum": 1, "rrf_k": 60}, {"quorum": 2, "rrf_k": 10}, {"quorum": 2, "rrf_k": 60}]
+        {"quorum": 1, "rrf_k": 10},
+        {"quorum": 1, "rrf_k": 60},
+        {"quorum": 2, "rrf_k": 10},
+        {"quorum": 2, "rrf_k": 60},
+    ]
     assert parse_sweep(["cluster_threshold=0.75"]) == [{"cluster_threshold": 0.75}]
     with pytest.raises(ConfigError, match="NAME one of"):
         parse_sweep(["quorom=1"])
@@ -133,27 +156,43 @@ def test_squad_exact_match_and_f1():
     assert exact_match("The Denver Broncos!", ["Denver Broncos"]) and not exact_match("Broncos", ["Denver Broncos"])
     assert token_f1("Broncos", ["Denver Broncos"]) == pytest.approx(2 * 1 * 0.5 / 1.5)
     assert token_f1("the Broncos of Denver", ["Carolina Panthers", "Denver Broncos"]) == pytest.approx(
-        2 * (2 / 3) * 1 / (2 / 3 + 1))  # "of" stays: precision 2/3, recall 1, against the best gold
+        2 * (2 / 3) * 1 / (2 / 3 + 1)
+    )  # "of" stays: precision 2/3, recall 1, against the best gold
     assert token_f1("nothing alike", ["Denver Broncos"]) == 0.0 and token_f1("", ["Denver"]) == 0.0
 
 
 def generated(category="answerable", outcome=None, f1=0.0, holds_gold=False, flagged=None, supported=None, **extra):
-    fields = dict(id="q", category=category, system="s", answer="a", short_answer="a", outcome=outcome, em=False,
-                  f1=f1, holds_gold=holds_gold, citations=1, citations_valid=True,
-                  claims_judged=1 if flagged is not None else 0,
-                  claims_supported=0 if flagged else 1 if flagged is not None else 0, flagged=flagged,
-                  supported=supported, seconds=2.0)
+    fields = dict(
+        id="q",
+        category=category,
+        system="s",
+        answer="a",
+        short_answer="a",
+        outcome=outcome,
+        em=False,
+        f1=f1,
+        holds_gold=holds_gold,
+        citations=1,
+        citations_valid=True,
+        claims_judged=1 if flagged is not None else 0,
+        claims_supported=0 if flagged else 1 if flagged is not None else 0,
+        flagged=flagged,
+        supported=supported,
+        seconds=2.0,
+    )
     return GeneratedAnswer(**{**fields, **extra})
 
 
 def test_answer_metrics_count_abstentions_by_kind_and_the_judges_agreement_with_gold():
-    rows = [generated(f1=1.0, holds_gold=True, flagged=False),  # right, passed
-            generated(f1=0.2, flagged=True),                     # wrong, caught
-            generated(f1=0.0, flagged=False),                    # wrong, missed
-            generated(f1=1.0, holds_gold=True, flagged=True),    # right, wrongly flagged
-            generated(outcome="model_declined", answer="not in the documents", citations=0, citations_valid=None),
-            generated(category="unanswerable", outcome="gate", seconds=0.0),
-            generated(category="unanswerable", flagged=True)]
+    rows = [
+        generated(f1=1.0, holds_gold=True, flagged=False),  # right, passed
+        generated(f1=0.2, flagged=True),  # wrong, caught
+        generated(f1=0.0, flagged=False),  # wrong, missed
+        generated(f1=1.0, holds_gold=True, flagged=True),  # right, wrongly flagged
+        generated(outcome="model_declined", answer="not in the documents", citations=0, citations_valid=None),
+        generated(category="unanswerable", outcome="gate", seconds=0.0),
+        generated(category="unanswerable", flagged=True),
+    ]
     metrics = answer_metrics(rows)
     assert metrics["f1"] == pytest.approx(2.2 / 5) and metrics["holds_gold"] == pytest.approx(2 / 5)
     assert metrics["answered_rate"] == {"answerable": 0.8, "unanswerable": 0.5, "out_of_corpus": None}
@@ -166,47 +205,76 @@ def test_answer_metrics_count_abstentions_by_kind_and_the_judges_agreement_with_
 
 
 def test_supported_is_scored_against_holding_the_gold_answer():
-    rows = [generated(holds_gold=True, supported=True), generated(holds_gold=True, supported=True),
-            generated(holds_gold=False, supported=True),   # a span the passage holds, but not the answer
-            generated(holds_gold=True, supported=False),   # right, but not copied from its passage
-            generated(holds_gold=False, supported=False),
-            generated(outcome="model_declined"),
-            generated(category="unanswerable", supported=True), generated(category="unanswerable", supported=False),
-            generated(category="out_of_corpus", supported=False), generated(category="out_of_corpus", outcome="gate")]
+    rows = [
+        generated(holds_gold=True, supported=True),
+        generated(holds_gold=True, supported=True),
+        generated(holds_gold=False, supported=True),  # a span the passage holds, but not the answer
+        generated(holds_gold=True, supported=False),  # right, but not copied from its passage
+        generated(holds_gold=False, supported=False),
+        generated(outcome="model_declined"),
+        generated(category="unanswerable", supported=True),
+        generated(category="unanswerable", supported=False),
+        generated(category="out_of_corpus", supported=False),
+        generated(category="out_of_corpus", outcome="gate"),
+    ]
     metrics = answer_metrics(rows)
     # of the unanswerable and out-of-corpus questions that reached the model, the share shown as supported
-    assert metrics["grounding"] == {"supported": 3 / 5, "precision": 2 / 3, "recall": 2 / 3,
-                                    "unanswerable_shown_supported": pytest.approx(1 / 3)}
+    assert metrics["grounding"] == {
+        "supported": 3 / 5,
+        "precision": 2 / 3,
+        "recall": 2 / 3,
+        "unanswerable_shown_supported": pytest.approx(1 / 3),
+    }
     assert metrics["unanswerable_reached_model"] == 3
 
 
 def test_supported_is_worked_out_for_each_relevance_threshold_from_one_run():
-    rows = [generated(holds_gold=True, supported=True, relevance=0.8),
-            generated(holds_gold=True, supported=True, relevance=0.25),
-            generated(holds_gold=False, supported=True, relevance=0.3),
-            generated(holds_gold=True, supported=False, relevance=None),  # not grounded: never supported
-            generated(category="out_of_corpus", supported=True, relevance=0.1),
-            generated(category="unanswerable", supported=True, relevance=0.5)]
+    rows = [
+        generated(holds_gold=True, supported=True, relevance=0.8),
+        generated(holds_gold=True, supported=True, relevance=0.25),
+        generated(holds_gold=False, supported=True, relevance=0.3),
+        generated(holds_gold=True, supported=False, relevance=None),  # not grounded: never supported
+        generated(category="out_of_corpus", supported=True, relevance=0.1),
+        generated(category="unanswerable", supported=True, relevance=0.5),
+    ]
     curve = answer_metrics(rows)["supported_at_relevance"]
-    assert curve["0"] == {"supported": 0.75, "precision": pytest.approx(2 / 3), "recall": pytest.approx(2 / 3),
-                          "unanswerable_shown_supported": 1.0}
-    assert curve["0.3"] == {"supported": 0.5, "precision": 0.5, "recall": pytest.approx(1 / 3),
-                            "unanswerable_shown_supported": 0.5}
+    assert curve["0"] == {
+        "supported": 0.75,
+        "precision": pytest.approx(2 / 3),
+        "recall": pytest.approx(2 / 3),
+        "unanswerable_shown_supported": 1.0,
+    }
+    assert curve["0.3"] == {
+        "supported": 0.5,
+        "precision": 0.5,
+        "recall": pytest.approx(1 / 3),
+        "unanswerable_shown_supported": 0.5,
+    }
     assert curve["0.6"]["unanswerable_shown_supported"] == 0.0 and curve["0.6"]["precision"] == 1.0
 
 
 def test_supported_is_worked_out_for_each_answer_probability_threshold_with_the_runs_relevance_rule():
-    rows = [generated(holds_gold=True, supported=True, relevance=0.8, answer_probability=0.97),
-            generated(holds_gold=True, supported=True, relevance=0.5, answer_probability=None),  # not reported: kept
-            generated(holds_gold=False, supported=True, relevance=0.6, answer_probability=0.55),
-            generated(holds_gold=True, supported=False, relevance=0.1, answer_probability=0.99),  # off the question
-            generated(category="out_of_corpus", supported=True, relevance=0.4, answer_probability=0.7),
-            generated(category="unanswerable", supported=True, relevance=0.9, answer_probability=0.92)]
+    rows = [
+        generated(holds_gold=True, supported=True, relevance=0.8, answer_probability=0.97),
+        generated(holds_gold=True, supported=True, relevance=0.5, answer_probability=None),  # not reported: kept
+        generated(holds_gold=False, supported=True, relevance=0.6, answer_probability=0.55),
+        generated(holds_gold=True, supported=False, relevance=0.1, answer_probability=0.99),  # off the question
+        generated(category="out_of_corpus", supported=True, relevance=0.4, answer_probability=0.7),
+        generated(category="unanswerable", supported=True, relevance=0.9, answer_probability=0.92),
+    ]
     curve = answer_metrics(rows)["supported_at_answer_probability"]  # min_relevance 0.3, the default
-    assert curve["0"] == {"supported": 0.75, "precision": pytest.approx(2 / 3), "recall": pytest.approx(2 / 3),
-                          "unanswerable_shown_supported": 1.0}
-    assert curve["0.6"] == {"supported": 0.5, "precision": 1.0, "recall": pytest.approx(2 / 3),
-                            "unanswerable_shown_supported": 1.0}
+    assert curve["0"] == {
+        "supported": 0.75,
+        "precision": pytest.approx(2 / 3),
+        "recall": pytest.approx(2 / 3),
+        "unanswerable_shown_supported": 1.0,
+    }
+    assert curve["0.6"] == {
+        "supported": 0.5,
+        "precision": 1.0,
+        "recall": pytest.approx(2 / 3),
+        "unanswerable_shown_supported": 1.0,
+    }
     assert curve["0.75"]["unanswerable_shown_supported"] == 0.5 and curve["0.95"]["unanswerable_shown_supported"] == 0.0
     # the run's own relevance threshold holds for every probability threshold
     strict = load_settings(generation={"min_relevance": 0.7}).generation
@@ -217,15 +285,25 @@ def test_supported_is_worked_out_for_each_answer_probability_threshold_with_the_
 
 
 def test_supported_is_worked_out_for_each_evidence_confidence_threshold_with_the_runs_other_rules():
-    rows = [generated(holds_gold=True, supported=True, relevance=0.8, answer_probability=0.97, confidence=0.9),
-            generated(holds_gold=False, supported=True, relevance=0.6, answer_probability=0.95, confidence=0.4),
-            generated(holds_gold=True, supported=True, relevance=0.5, answer_probability=0.9, confidence=None),  # no gate
-            generated(category="out_of_corpus", supported=True, relevance=0.4, answer_probability=0.9, confidence=0.45)]
+    rows = [
+        generated(holds_gold=True, supported=True, relevance=0.8, answer_probability=0.97, confidence=0.9),
+        generated(holds_gold=False, supported=True, relevance=0.6, answer_probability=0.95, confidence=0.4),
+        generated(holds_gold=True, supported=True, relevance=0.5, answer_probability=0.9, confidence=None),  # no gate
+        generated(category="out_of_corpus", supported=True, relevance=0.4, answer_probability=0.9, confidence=0.45),
+    ]
     curve = answer_metrics(rows)["supported_at_evidence_confidence"]
-    assert curve["0"] == {"supported": 1.0, "precision": pytest.approx(2 / 3), "recall": 1.0,
-                          "unanswerable_shown_supported": 1.0}
-    assert curve["0.5"] == {"supported": pytest.approx(2 / 3), "precision": 1.0, "recall": 1.0,
-                            "unanswerable_shown_supported": 0.0}
+    assert curve["0"] == {
+        "supported": 1.0,
+        "precision": pytest.approx(2 / 3),
+        "recall": 1.0,
+        "unanswerable_shown_supported": 1.0,
+    }
+    assert curve["0.5"] == {
+        "supported": pytest.approx(2 / 3),
+        "precision": 1.0,
+        "recall": 1.0,
+        "unanswerable_shown_supported": 0.0,
+    }
     # the other sweeps hold the run's own minimum evidence confidence
     strict = load_settings(generation={"min_evidence_confidence": 0.5}).generation
     assert answer_metrics(rows, strict)["supported_at_answer_probability"]["0"]["unanswerable_shown_supported"] == 0.0
@@ -233,46 +311,78 @@ def test_supported_is_worked_out_for_each_evidence_confidence_threshold_with_the
 
 
 def test_a_scored_answer_keeps_its_lowest_claim_relevance_and_its_probability():
-    claims = [Claim(text="Broncos [1]", citations=[1], grounded=True, relevance=0.5, supported=True),
-              Claim(text="Santa Clara [2]", citations=[2], grounded=True, relevance=0.25, supported=False)]
-    answer = Answer(question="Who won where?", abstained=False, retrievers=5, clusters=[], timings_ms={},
-                    answer="Broncos [1]. Santa Clara [2].", claims=claims, answer_probability=0.81)
+    claims = [
+        Claim(text="Broncos [1]", citations=[1], grounded=True, relevance=0.5, supported=True),
+        Claim(text="Santa Clara [2]", citations=[2], grounded=True, relevance=0.25, supported=False),
+    ]
+    answer = Answer(
+        question="Who won where?",
+        abstained=False,
+        retrievers=5,
+        clusters=[],
+        timings_ms={},
+        answer="Broncos [1]. Santa Clara [2].",
+        claims=claims,
+        answer_probability=0.81,
+    )
     row = score_answer(EvalQuestion(id="q", question="Who won where?", answers=("Broncos",)), "quorum", answer, 1.0)
     assert row.relevance == 0.25 and row.supported is False and row.answer_probability == 0.81
     answer.claims[1] = Claim(text="Denver [3]", citations=[3], grounded=False, supported=False)
-    assert score_answer(EvalQuestion(id="q", question="Who won where?", answers=("Broncos",)), "quorum",
-                        answer, 1.0).relevance is None
+    assert (
+        score_answer(
+            EvalQuestion(id="q", question="Who won where?", answers=("Broncos",)), "quorum", answer, 1.0
+        ).relevance
+        is None
+    )
 
 
 def test_the_short_answer_is_scored_and_the_whole_answer_holds_the_gold():
-    answer = Answer(question="Who won?", abstained=False, retrievers=5, clusters=[], timings_ms={},
-                    answer='"The Denver Broncos won." [1]\nAnswer: Broncos', short_answer="Broncos",
-                    claims=[Claim(text='"The Denver Broncos won." [1]', citations=[1], grounded=True, supported=True),
-                            Claim(text="Answer: Broncos", citations=[], grounded=True, supported=True)])
-    row = score_answer(EvalQuestion(id="q", question="Who won?", answers=("Denver Broncos",)), "quorum", answer,
-                       3.0)
+    answer = Answer(
+        question="Who won?",
+        abstained=False,
+        retrievers=5,
+        clusters=[],
+        timings_ms={},
+        answer='"The Denver Broncos won." [1]\nAnswer: Broncos',
+        short_answer="Broncos",
+        claims=[
+            Claim(text='"The Denver Broncos won." [1]', citations=[1], grounded=True, supported=True),
+            Claim(text="Answer: Broncos", citations=[], grounded=True, supported=True),
+        ],
+    )
+    row = score_answer(EvalQuestion(id="q", question="Who won?", answers=("Denver Broncos",)), "quorum", answer, 3.0)
     assert row.short_answer == "Broncos" and not row.em and row.f1 == pytest.approx(2 / 3)
     assert row.holds_gold and row.supported
 
 
 def test_a_scored_answer_keeps_the_judges_scores_for_calibration():
-    answer = Answer(question="Who won?", abstained=False, retrievers=5, clusters=[], timings_ms={},
-                    answer="The Broncos won [1]. They scored 24 [2].",
-                    claims=[Claim(text="The Broncos won [1].", citations=[1], supported=True, score=0.8),
-                            Claim(text="They scored 24 [2].", citations=[2], supported=False, score=0.2)])
-    row = score_answer(EvalQuestion(id="q", question="Who won?", answers=("Denver Broncos",)), "quorum", answer,
-                       3.0)
+    answer = Answer(
+        question="Who won?",
+        abstained=False,
+        retrievers=5,
+        clusters=[],
+        timings_ms={},
+        answer="The Broncos won [1]. They scored 24 [2].",
+        claims=[
+            Claim(text="The Broncos won [1].", citations=[1], supported=True, score=0.8),
+            Claim(text="They scored 24 [2].", citations=[2], supported=False, score=0.2),
+        ],
+    )
+    row = score_answer(EvalQuestion(id="q", question="Who won?", answers=("Denver Broncos",)), "quorum", answer, 3.0)
     assert row.claim_scores == [0.8, 0.2] and row.flagged and row.claims_supported == 1
     # "broncos won they scored 24" against "denver broncos": precision 1/5, recall 1/2
     assert row.holds_gold is False and row.f1 == pytest.approx(2 * (1 / 5) * (1 / 2) / (1 / 5 + 1 / 2))
 
 
 def test_one_run_tells_the_answered_rate_at_every_decline_threshold():
-    rows = [generated(decline_probability=0.05), generated(decline_probability=0.35),
-            generated(outcome="model_declined", decline_probability=0.25),  # greedy declined, yet answers at t > 0.25
-            generated(outcome="gate", seconds=0.0),                        # withheld by the gate at every t
-            generated(category="unanswerable", decline_probability=0.15),
-            generated(category="unanswerable", outcome="model_declined", decline_probability=0.75)]
+    rows = [
+        generated(decline_probability=0.05),
+        generated(decline_probability=0.35),
+        generated(outcome="model_declined", decline_probability=0.25),  # greedy declined, yet answers at t > 0.25
+        generated(outcome="gate", seconds=0.0),  # withheld by the gate at every t
+        generated(category="unanswerable", decline_probability=0.15),
+        generated(category="unanswerable", outcome="model_declined", decline_probability=0.75),
+    ]
     curve = answer_metrics(rows)["answered_rate_if_declined_at"]
     assert curve["0.1"] == {"answerable": 0.25, "unanswerable": 0.0, "out_of_corpus": None}
     assert curve["0.3"] == {"answerable": 0.5, "unanswerable": 0.5, "out_of_corpus": None}
@@ -315,6 +425,6 @@ def test_paired_comparison_counts_the_questions_only_one_system_answers():
     recall = paired["answer_recall"]
     assert (recall["wins"], recall["losses"], recall["ties"]) == (8, 0, 4)
     assert recall["mean_difference"] == pytest.approx(8 / 12)
-    assert recall["p_value"] == pytest.approx(2 / 2 ** 8)  # exact McNemar: 8 of 8 discordant one way
+    assert recall["p_value"] == pytest.approx(2 / 2**8)  # exact McNemar: 8 of 8 discordant one way
     assert paired["mrr"]["wins"] == 8 and paired["mrr"]["p_value"] < 0.05  # Wilcoxon on 1/rank
     assert paired_comparison(questions, first, first, "qa")["answer_recall"]["p_value"] is None

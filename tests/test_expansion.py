@@ -52,10 +52,15 @@ class StalledModel:
 
 
 def test_rewrites_lose_bullets_numbering_repeats_and_the_question():
-    reply = ('- How do bees signal where flowers are?\n2. "Waggle dance meaning"\n\n* How do bees signal '
-             'where flowers are?\nQuery 3: bee communication of food location\nok\n' + BEES)
-    assert parse_rewrites(reply, 3, BEES) == ["How do bees signal where flowers are?", "Waggle dance meaning",
-                                              "bee communication of food location"]
+    reply = (
+        '- How do bees signal where flowers are?\n2. "Waggle dance meaning"\n\n* How do bees signal '
+        "where flowers are?\nQuery 3: bee communication of food location\nok\n" + BEES
+    )
+    assert parse_rewrites(reply, 3, BEES) == [
+        "How do bees signal where flowers are?",
+        "Waggle dance meaning",
+        "bee communication of food location",
+    ]
     assert parse_rewrites(reply, 1, BEES) == ["How do bees signal where flowers are?"]
     with pytest.raises(ExpansionFailed, match="no rewrite"):
         parse_rewrites(f"- {BEES}\n-\nyes", 3, BEES)
@@ -81,10 +86,14 @@ def test_expansions_are_checked_when_the_settings_are_read():
 
 
 def test_each_retriever_searches_its_own_expansions_or_the_shared_ones():
-    settings = load_settings(retrieval={"expansions": ["multi_query:2", "hyde"]}, retrievers=[
-        {"kind": "dense", "size": 50, "overlap": 25},
-        {"kind": "dense", "size": 100, "overlap": 50, "expansions": ["multi_query:3"]},
-        {"kind": "bm25", "size": 100, "overlap": 50, "expansions": []}])
+    settings = load_settings(
+        retrieval={"expansions": ["multi_query:2", "hyde"]},
+        retrievers=[
+            {"kind": "dense", "size": 50, "overlap": 25},
+            {"kind": "dense", "size": 100, "overlap": 50, "expansions": ["multi_query:3"]},
+            {"kind": "bm25", "size": 100, "overlap": 50, "expansions": []},
+        ],
+    )
     plans = {plan.kind.name: plan for plan in ExpansionPlan.from_settings(settings)}
     assert plans["multi_query"].count == 3  # one call writes the most any retriever searches
     assert plans["multi_query"].retrievers == {"dense-c50": 2, "dense-c100": 3}
@@ -95,9 +104,12 @@ def test_each_retriever_searches_its_own_expansions_or_the_shared_ones():
 def test_rewrites_add_rank_but_one_retriever_never_makes_a_quorum():
     """dense-c50 finds X for the question and for three rewrites: more RRF, still one vote."""
     x, y = hit("x"), hit("y", vector=(0.0, 1.0, 0.0), source="b.txt")
-    lists = [RankedList("dense-c50", "c50", [x], "question"),
-             *(RankedList("dense-c50", "c50", [x], f"multi_query {n}") for n in (1, 2, 3)),
-             RankedList("dense-c50", "c50", [y]), RankedList("bm25-c50", "c50", [y])]
+    lists = [
+        RankedList("dense-c50", "c50", [x], "question"),
+        *(RankedList("dense-c50", "c50", [x], f"multi_query {n}") for n in (1, 2, 3)),
+        RankedList("dense-c50", "c50", [y]),
+        RankedList("bm25-c50", "c50", [y]),
+    ]
     candidates = {c.hit.id: c for c in reciprocal_rank_fusion(lists, k=2)}
     assert candidates["x"].ranks == {"dense-c50": 1}
     assert candidates["x"].rrf == pytest.approx(4 / 3)  # four lists, each 1 / (2 + 1)
@@ -123,11 +135,15 @@ def same_evidence(first, second) -> bool:
     return first.model_dump(include=keep) == second.model_dump(include=keep)
 
 
-@pytest.mark.parametrize("model", [
-    ScriptedModel(error=GenerationError("cannot reach Ollama at http://localhost:11434")),
-    ScriptedModel({"multi_query": "- \n- " + BEES, "hyde": "No."}),  # garbage: nothing to search
-    object(),  # a backend that cannot complete a prompt
-], ids=["unavailable", "garbage", "incapable"])
+@pytest.mark.parametrize(
+    "model",
+    [
+        ScriptedModel(error=GenerationError("cannot reach Ollama at http://localhost:11434")),
+        ScriptedModel({"multi_query": "- \n- " + BEES, "hyde": "No."}),  # garbage: nothing to search
+        object(),  # a backend that cannot complete a prompt
+    ],
+    ids=["unavailable", "garbage", "incapable"],
+)
 def test_a_failed_expansion_leaves_the_result_identical(rag_with, open_rag, model):
     expanded = rag_with(model).retrieve(BEES)
     assert same_evidence(expanded, open_rag().retrieve(BEES))
@@ -145,14 +161,19 @@ def test_a_model_past_the_timeout_is_stopped_and_the_question_searched_alone(rag
 
 
 def test_expansions_are_searched_and_can_find_what_the_question_alone_cannot(rag_with, open_rag):
-    model = ScriptedModel({
-        "multi_query": "- How do foragers show the direction of flowers?\n- meaning of the bee waggle dance",
-        "hyde": "A forager performs the waggle dance on the comb; the angle of the waggle run gives the "
-                "direction of the flowers relative to the sun."})
+    model = ScriptedModel(
+        {
+            "multi_query": "- How do foragers show the direction of flowers?\n- meaning of the bee waggle dance",
+            "hyde": "A forager performs the waggle dance on the comb; the angle of the waggle run gives the "
+            "direction of the flowers relative to the sun.",
+        }
+    )
     evidence = rag_with(model).retrieve(OPAQUE)
     assert open_rag().retrieve(OPAQUE).abstain_reason == "no_quorum"
     assert [(e.kind, e.labels, e.error) for e in evidence.expansions] == [
-        ("multi_query", ["multi_query 1", "multi_query 2"], None), ("hyde", ["hyde"], None)]
+        ("multi_query", ["multi_query 1", "multi_query 2"], None),
+        ("hyde", ["hyde"], None),
+    ]
     assert evidence.clusters and "waggle" in evidence.clusters[0].passages[0].text
     assert set(evidence.clusters[0].expansions) <= {"multi_query 1", "multi_query 2", "hyde"}
     assert evidence.clusters[0].expansions
@@ -164,19 +185,37 @@ def test_query_json_shows_the_expansions_from_ollama(corpus, tmp_path):
     store = str(tmp_path / "store")
     assert run("ingest", str(corpus), "--store", store).exit_code == 0
     with ollama_standin(tokens=["- How do foragers show the way to flowers?\n", "- waggle dance angle"]) as ollama:
-        result = run("query", BEES, "--store", store, "--json", "--no-generate",
-                     env={"QRAG_OLLAMA_HOST": ollama.host, "QRAG_RETRIEVAL_EXPANSIONS": '["multi_query:2"]'})
+        result = run(
+            "query",
+            BEES,
+            "--store",
+            store,
+            "--json",
+            "--no-generate",
+            env={"QRAG_OLLAMA_HOST": ollama.host, "QRAG_RETRIEVAL_EXPANSIONS": '["multi_query:2"]'},
+        )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["expansions"] == [{"kind": "multi_query", "texts": ["How do foragers show the way to flowers?",
-                                                                    "waggle dance angle"],
-                                   "labels": ["multi_query 1", "multi_query 2"],
-                                   "retrievers": ["bm25-c100", "bm25-c50", "dense-c100", "dense-c50"],
-                                   "seconds": data["expansions"][0]["seconds"], "error": None}]
+    assert data["expansions"] == [
+        {
+            "kind": "multi_query",
+            "texts": ["How do foragers show the way to flowers?", "waggle dance angle"],
+            "labels": ["multi_query 1", "multi_query 2"],
+            "retrievers": ["bm25-c100", "bm25-c50", "dense-c100", "dense-c50"],
+            "seconds": data["expansions"][0]["seconds"],
+            "error": None,
+        }
+    ]
     request = ollama.requests[0]
     assert request["options"]["num_predict"] == 64 and request["messages"][1]["content"] == BEES
-    shown = run("query", BEES, "--store", store, "--no-generate",
-                env={"QRAG_OLLAMA_HOST": "http://127.0.0.1:9", "QRAG_RETRIEVAL_EXPANSIONS": '["hyde"]'})
+    shown = run(
+        "query",
+        BEES,
+        "--store",
+        store,
+        "--no-generate",
+        env={"QRAG_OLLAMA_HOST": "http://127.0.0.1:9", "QRAG_RETRIEVAL_EXPANSIONS": '["hyde"]'},
+    )
     assert shown.exit_code == 0
     assert "hyde: not used: cannot reach Ollama at http://127.0.0.1:9" in shown.stdout
 
@@ -184,10 +223,13 @@ def test_query_json_shows_the_expansions_from_ollama(corpus, tmp_path):
 def test_eval_expansion_systems_leave_out_the_retrievers_that_opt_out():
     from qrag_qdrant.eval.runner import expanded_settings
 
-    settings = load_settings(retrievers=[
-        {"kind": "dense", "size": 50, "overlap": 25},
-        {"kind": "dense", "size": 100, "overlap": 50, "expansions": ["hyde", "multi_query:2"]},
-        {"kind": "bm25", "size": 100, "overlap": 50, "expansions": []}])
+    settings = load_settings(
+        retrievers=[
+            {"kind": "dense", "size": 50, "overlap": 25},
+            {"kind": "dense", "size": 100, "overlap": 50, "expansions": ["hyde", "multi_query:2"]},
+            {"kind": "bm25", "size": 100, "overlap": 50, "expansions": []},
+        ]
+    )
     (hyde,) = ExpansionPlan.from_settings(expanded_settings(settings, "hyde"))
     assert hyde.retrievers == {"dense-c50": 1, "dense-c100": 1}
     (rewrites,) = ExpansionPlan.from_settings(expanded_settings(settings, "multi_query:3"))

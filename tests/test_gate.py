@@ -71,8 +71,12 @@ def test_list_features():
 def test_risk_coverage_answers_the_most_confident_first():
     questions = [EvalQuestion(str(i), "q", answers=("yes",)) for i in range(4)]
     right, wrong = [["yes"]], [["no"]]
-    answers = [SystemAnswer(right, confidence=0.9), SystemAnswer(wrong, confidence=0.8),
-               SystemAnswer(right, confidence=0.7), SystemAnswer([], confidence=None)]
+    answers = [
+        SystemAnswer(right, confidence=0.9),
+        SystemAnswer(wrong, confidence=0.8),
+        SystemAnswer(right, confidence=0.7),
+        SystemAnswer([], confidence=None),
+    ]
     result = risk_coverage(questions, answers, "qa")
     # order 0, 1, 2 then the one without evidence: risks 0/1, 1/2, 1/3, 2/4
     assert result["aurc"] == pytest.approx(np.mean([0, 1 / 2, 1 / 3, 2 / 4]))
@@ -118,8 +122,9 @@ def test_query_json_and_text_say_why_it_abstained(corpus, tmp_path):
     answered = run("query", "--no-generate", "--json", IN_CORPUS[0][0], "--store", store)
     data = json.loads(answered.stdout)
     assert data["abstained"] is False and data["abstain_reason"] is None and 0 < data["confidence"] <= 1
-    strict = run("query", "--no-generate", "--json", weak, "--store", store,
-                 env={"QRAG_RETRIEVAL_MIN_CONFIDENCE": "0.999"})
+    strict = run(
+        "query", "--no-generate", "--json", weak, "--store", store, env={"QRAG_RETRIEVAL_MIN_CONFIDENCE": "0.999"}
+    )
     data = json.loads(strict.stdout)
     assert data["abstained"] is True and data["abstain_reason"] == "low_confidence"
     assert data["clusters"], "the weak evidence is still shown"
@@ -131,16 +136,30 @@ def test_query_json_and_text_say_why_it_abstained(corpus, tmp_path):
 
 
 def test_a_bad_min_confidence_is_one_line(corpus, tmp_path):
-    result = run("query", "--no-generate", "bees?", "--store", str(tmp_path / "store"),
-                 env={"QRAG_RETRIEVAL_MIN_CONFIDENCE": "1.5"})
+    result = run(
+        "query",
+        "--no-generate",
+        "bees?",
+        "--store",
+        str(tmp_path / "store"),
+        env={"QRAG_RETRIEVAL_MIN_CONFIDENCE": "1.5"},
+    )
     assert_clean_error(result, 1, "retrieval.min_confidence")
 
 
 def test_a_custom_gate_model_is_used(tmp_path, corpus, embedder):
     model = GateModel.load(DEFAULT_MODEL)
-    always = {**model.systems, "quorum": LogisticGate(model.systems["quorum"].features,
-                                                      model.systems["quorum"].mean, model.systems["quorum"].scale,
-                                                      np.zeros(len(QUORUM_FEATURES)), -5.0, 0.5)}
+    always = {
+        **model.systems,
+        "quorum": LogisticGate(
+            model.systems["quorum"].features,
+            model.systems["quorum"].mean,
+            model.systems["quorum"].scale,
+            np.zeros(len(QUORUM_FEATURES)),
+            -5.0,
+            0.5,
+        ),
+    }
     path = tmp_path / "never.json"
     GateModel(always, model.info).save(path)
     settings = load_settings(store=tmp_path / "store", retrieval={"gate_model": path})

@@ -134,10 +134,11 @@ def test_anchored_pooling_needs_a_chunking_of_its_size_and_is_recorded_with_it(t
         text = DOCUMENTS["honeybees.txt"]
         windows = [(c.start, c.end) for c in chunk_words(text, 50, 25)]
         for spec in anchored.collections:
-            points = sorted((p for p in rag.store.scroll_points(spec.name) if p.payload.source == "honeybees.txt"),
-                            key=lambda p: p.payload.chunk_index)
-            alone = embedder.embed_spans(text, [(p.payload.start, p.payload.end) for p in points],
-                                         windows=windows)
+            points = sorted(
+                (p for p in rag.store.scroll_points(spec.name) if p.payload.source == "honeybees.txt"),
+                key=lambda p: p.payload.chunk_index,
+            )
+            alone = embedder.embed_spans(text, [(p.payload.start, p.payload.end) for p in points], windows=windows)
             assert np.allclose(np.array([p.dense for p in points]), alone, atol=1e-5)
         evidence = rag.retrieve("How do honeybee foragers tell their sisters where the flowers are?")
         assert not evidence.abstained and evidence.clusters[0].passages[0].source == "honeybees.txt"
@@ -158,8 +159,9 @@ def test_pooling_is_refused_for_a_model_that_does_not_mean_pool(embedder, monkey
         embedder.embed_spans("Honeybees dance.", [(0, 16)])
 
 
-def test_auto_pooling_anchors_a_new_namespace_where_it_can_and_keeps_a_built_ones(tmp_path, corpus, embedder,
-                                                                                  monkeypatch):
+def test_auto_pooling_anchors_a_new_namespace_where_it_can_and_keeps_a_built_ones(
+    tmp_path, corpus, embedder, monkeypatch
+):
     def poolings(settings: object) -> set[str]:
         with QuorumRAG(settings, embedder=embedder) as rag:
             assert rag.ingest(corpus).embedded_chunks > 0

@@ -14,8 +14,8 @@ from qdrant_client import QdrantClient
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config import load_settings
 from qrag_qdrant.errors import ConfigError
-from qrag_qdrant.store.edge import SHARD, WAL, EdgeStore
 from qrag_qdrant.store import server as server_store
+from qrag_qdrant.store.edge import SHARD, WAL, EdgeStore
 from qrag_qdrant.store.server import ServerStore
 
 IN_RAM = {"quantization": "none", "vectors_on_disk": False, "payloads_on_disk": False}
@@ -23,8 +23,10 @@ IN_RAM = {"quantization": "none", "vectors_on_disk": False, "payloads_on_disk": 
 SPARSE_GRAPH = {"hnsw_m": 8, "hnsw_ef_construct": 64}
 #: the longest a step may take on a slow shared box; each wait ends as soon as its event is seen
 PATIENCE_S = 120
-QUESTIONS = ["How does a honeybee forager tell her sisters the direction of flowers?",
-             "What happens to magma when it reaches the surface?"]
+QUESTIONS = [
+    "How does a honeybee forager tell her sisters the direction of flowers?",
+    "What happens to magma when it reaches the surface?",
+]
 
 
 def open_store(kind, settings):
@@ -59,17 +61,29 @@ def applied_layouts(store, settings):
             if (folder / SHARD / "edge_config.json").is_file():
                 config = json.loads((folder / SHARD / "edge_config.json").read_text())
                 dense = config["vectors"]["dense"]
-                layouts.append((quantization_of(dense.get("quantization_config")), bool(dense.get("on_disk")),
-                                bool(config.get("on_disk_payload")),
-                                config["hnsw_config"]["m"], config["hnsw_config"]["ef_construct"]))
+                layouts.append(
+                    (
+                        quantization_of(dense.get("quantization_config")),
+                        bool(dense.get("on_disk")),
+                        bool(config.get("on_disk_payload")),
+                        config["hnsw_config"]["m"],
+                        config["hnsw_config"]["ef_construct"],
+                    )
+                )
         return layouts
     layouts = []
     for name in store.collection_names():
         dense = store.client.get_collection(name).config.params.vectors["dense"]
         quantization = dense.quantization_config
-        layouts.append((quantization_of(quantization and quantization.model_dump(mode="json")),
-                        bool(dense.on_disk), bool(store.client.payloads_on_disk[name]),
-                        dense.hnsw_config.m, dense.hnsw_config.ef_construct))
+        layouts.append(
+            (
+                quantization_of(quantization and quantization.model_dump(mode="json")),
+                bool(dense.on_disk),
+                bool(store.client.payloads_on_disk[name]),
+                dense.hnsw_config.m,
+                dense.hnsw_config.ef_construct,
+            )
+        )
     return layouts
 
 
@@ -109,14 +123,25 @@ def old_client(store, monkeypatch):
     monkeypatch.delattr(server_store.models, "TurboQuantization")  # as qdrant-client before 1.18
 
 
-@pytest.mark.parametrize(("lacking", "quantization", "message"), [
-    (old_server, "turbo4", "Qdrant 1.17.2 at local has no TurboQuant (needs >= 1.18.0); "
-                           "set qdrant.quantization = 'int8'"),
-    (old_client, "turbo2", "qdrant.quantization = 'turbo2' needs qdrant-client >= 1.18 (pip install -U qdrant-client); "
-                           "or set qdrant.quantization = 'int8'"),
-])
+@pytest.mark.parametrize(
+    ("lacking", "quantization", "message"),
+    [
+        (
+            old_server,
+            "turbo4",
+            "Qdrant 1.17.2 at local has no TurboQuant (needs >= 1.18.0); set qdrant.quantization = 'int8'",
+        ),
+        (
+            old_client,
+            "turbo2",
+            "qdrant.quantization = 'turbo2' needs qdrant-client >= 1.18 (pip install -U qdrant-client); "
+            "or set qdrant.quantization = 'int8'",
+        ),
+    ],
+)
 def test_a_server_or_client_without_turboquant_says_what_to_do_and_keeps_no_collection(
-        lacking, quantization, message, tmp_path, corpus, embedder, monkeypatch):
+    lacking, quantization, message, tmp_path, corpus, embedder, monkeypatch
+):
     settings = load_settings(store=tmp_path / "server", qdrant={"quantization": quantization})
     store = open_store("client-local", settings)
     lacking(store, monkeypatch)
@@ -135,16 +160,19 @@ def ingested_rag(tmp_path, corpus, embedder):
 
 def refuse_version_lookups(monkeypatch, store):
     """From here on, a document's version can only come from the store's cache."""
+
     def looked_up(*args, **kwargs):
         raise AssertionError("a warmed store looked a document's version up")
 
     monkeypatch.setattr(store, "scroll_payloads", looked_up)
 
 
-@pytest.mark.skipif(not hasattr(os, "posix_fadvise") or not Path("/proc/self/fd").is_dir(),
-                    reason="posix_fadvise and /proc are Linux's")
-def test_warming_asks_the_kernel_to_read_every_file_of_the_shards_but_their_log(tmp_path, corpus, embedder,
-                                                                                monkeypatch):
+@pytest.mark.skipif(
+    not hasattr(os, "posix_fadvise") or not Path("/proc/self/fd").is_dir(), reason="posix_fadvise and /proc are Linux's"
+)
+def test_warming_asks_the_kernel_to_read_every_file_of_the_shards_but_their_log(
+    tmp_path, corpus, embedder, monkeypatch
+):
     """Opening a shard leaves its files out of the page cache; ``warm`` advises them back in."""
     advised: dict[Path, list[tuple[int, int, int]]] = {}
     advise = os.posix_fadvise
@@ -171,23 +199,22 @@ def test_warming_asks_the_kernel_to_read_every_file_of_the_shards_but_their_log(
         assert covered >= path.stat().st_size
 
 
-def test_a_warmed_store_looks_up_no_versions_and_still_sees_the_next_ingest(tmp_path, corpus, embedder,
-                                                                            monkeypatch):
+def test_a_warmed_store_looks_up_no_versions_and_still_sees_the_next_ingest(tmp_path, corpus, embedder, monkeypatch):
     with ingested_rag(tmp_path, corpus, embedder) as rag:
         rag.warm()
         with monkeypatch.context() as refusing:
             refuse_version_lookups(refusing, rag.store)
             assert not rag.retrieve(QUESTIONS[0]).abstained
         (corpus / "games" / "go.txt").write_text(
-            "Go is a board game in which two players place black and white stones to surround territory. " * 8)
+            "Go is a board game in which two players place black and white stones to surround territory. " * 8
+        )
         rag.ingest(corpus)  # warmed again after it: the new document is current, and nothing is looked up
         refuse_version_lookups(monkeypatch, rag.store)
         sources = {p.source for p in rag.retrieve("What do Go players place to surround territory?").passages}
         assert "games/go.txt" in sources
 
 
-def test_the_service_warms_each_namespace_it_opens_and_again_after_its_ingests(tmp_path, corpus, embedder,
-                                                                               monkeypatch):
+def test_the_service_warms_each_namespace_it_opens_and_again_after_its_ingests(tmp_path, corpus, embedder, monkeypatch):
     from qrag_qdrant.service.namespaces import Namespaces
 
     spaces = Namespaces(load_settings(store=tmp_path / "service"), embedder)

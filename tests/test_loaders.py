@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from qrag_qdrant import QuorumRAG, loaders
+from qrag_qdrant.config import load_settings
 from qrag_qdrant.coordinator.context import Span, merge_spans
 from qrag_qdrant.corpus import open_corpus
 from qrag_qdrant.errors import NothingIngestedError
-from qrag_qdrant import QuorumRAG, loaders
-from qrag_qdrant.config import load_settings
 from qrag_qdrant.loaders import LoaderError, TextBlock, register_loader
 from qrag_qdrant.loaders.pdf import PdfLoader
 from qrag_qdrant.locations import Mark, locate
@@ -29,12 +29,18 @@ docx = pytest.importorskip("docx", reason="the docx extra brings python-docx")
 pypdf = pytest.importorskip("pypdf", reason="the pdf extra brings pypdf")
 pytest.importorskip("bs4", reason="the html extra brings beautifulsoup4")
 
-LIGHTHOUSE = ("The Fresnel lens was invented by Augustin-Jean Fresnel in 1822. Its concentric prisms bend the "
-              "light of a single lamp into a narrow horizontal beam that ships see from far out at sea.")
-KEEPERS = ("Lighthouse keepers trimmed the wicks, wound the clockwork that turned the lens, and logged every "
-           "passing storm in the station journal.")
-ACCOUNTS = ("New employees receive their laptop on the first morning. The service desk creates the email "
-            "account and the badge photo is taken at reception before noon.")
+LIGHTHOUSE = (
+    "The Fresnel lens was invented by Augustin-Jean Fresnel in 1822. Its concentric prisms bend the "
+    "light of a single lamp into a narrow horizontal beam that ships see from far out at sea."
+)
+KEEPERS = (
+    "Lighthouse keepers trimmed the wicks, wound the clockwork that turned the lens, and logged every "
+    "passing storm in the station journal."
+)
+ACCOUNTS = (
+    "New employees receive their laptop on the first morning. The service desk creates the email "
+    "account and the badge photo is taken at reception before noon."
+)
 VOLCANO = "Mount Vesuvius erupted in the year 79 and buried the Roman towns of Pompeii and Herculaneum under ash."
 BEES = "Honeybee foragers perform the waggle dance to tell their sisters the direction and distance of flowers."
 
@@ -182,8 +188,9 @@ def test_a_folder_with_nothing_readable_is_an_error_and_creates_nothing(tmp_path
     corpus, store = tmp_path / "corpus", tmp_path / "store"
     corpus.mkdir()
     (corpus / "blob.txt").write_bytes(b"\x00\x01binary")
-    assert_clean_error(run("ingest", str(corpus), "--store", str(store)), 1, "no readable documents",
-                       "blob.txt: binary file")
+    assert_clean_error(
+        run("ingest", str(corpus), "--store", str(store)), 1, "no readable documents", "blob.txt: binary file"
+    )
     assert_clean_error(run("query", "--no-generate", "--store", str(store), "anything?"), 1, "ingest")
 
 
@@ -212,8 +219,17 @@ def test_a_two_column_page_reads_column_by_column(tmp_path):
     path = tmp_path / "paper.pdf"
     path.write_bytes(pdf_bytes([], columns=(left, right)))
     text = " ".join(" ".join(block.text for block in PdfLoader().blocks(path)).split())
-    order = [text.index(marker) for marker in ("Left column starts", "alpha39", "Left column ends",
-                                                "Right column starts", "omega39", "Right column ends")]
+    order = [
+        text.index(marker)
+        for marker in (
+            "Left column starts",
+            "alpha39",
+            "Left column ends",
+            "Right column starts",
+            "omega39",
+            "Right column ends",
+        )
+    ]
     assert order == sorted(order), text[:300]
 
 

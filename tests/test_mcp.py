@@ -13,19 +13,19 @@ from pathlib import Path
 import pytest
 
 from .cli_helpers import run
-from .ollama_standin import ollama_standin
 from .live_server import live_server
+from .ollama_standin import ollama_standin
 from .test_service import BEES, teams  # noqa: F401 - fixtures
 
 pytest.importorskip("mcp", reason="the service extra brings the mcp SDK")
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
-import httpx2  # noqa: E402 - the mcp SDK's HTTP client
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+import httpx2
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
-from qrag_qdrant.config import load_settings  # noqa: E402
-from qrag_qdrant.service.app import create_app  # noqa: E402
+from qrag_qdrant.config import load_settings
+from qrag_qdrant.service.app import create_app
 
 CLI = str(Path(sys.executable).parent / "qrag-qdrant")
 TOOLS = {"search_evidence", "ask", "list_collections"}
@@ -45,8 +45,13 @@ async def exercise(client: Client) -> dict[str, object]:
     answer = structured(await client.call_tool("ask", {"question": BEES}))
     collections = structured(await client.call_tool("list_collections", {}))
     empty = await client.call_tool("search_evidence", {"question": "  "})
-    return {"tools": {tool.name: tool.description for tool in listed.tools}, "evidence": evidence,
-            "answer": answer, "collections": collections, "empty": empty}
+    return {
+        "tools": {tool.name: tool.description for tool in listed.tools},
+        "evidence": evidence,
+        "answer": answer,
+        "collections": collections,
+        "empty": empty,
+    }
 
 
 def check(seen: dict) -> None:
@@ -63,8 +68,12 @@ def test_stdio_serves_the_three_tools_to_the_sdks_client(corpus, tmp_path):
     store = tmp_path / "store"
     assert run("ingest", str(corpus), "--store", str(store)).exit_code == 0
     with ollama_standin(tokens=["the waggle ", "dance ", "[1]"]) as ollama:
-        params = StdioServerParameters(command=CLI, args=["mcp", "--store", str(store)], cwd=tmp_path, env={
-            "QRAG_CACHE_DIR": os.environ["QRAG_CACHE_DIR"], "QRAG_OLLAMA_HOST": ollama.host})
+        params = StdioServerParameters(
+            command=CLI,
+            args=["mcp", "--store", str(store)],
+            cwd=tmp_path,
+            env={"QRAG_CACHE_DIR": os.environ["QRAG_CACHE_DIR"], "QRAG_OLLAMA_HOST": ollama.host},
+        )
 
         async def session() -> dict:
             async with Client(params) as client:
@@ -77,19 +86,25 @@ def test_http_on_the_service_uses_the_team_keys(teams, tmp_path, embedder):
     _, auth = teams
     with contextlib.ExitStack() as stack:
         ollama = stack.enter_context(ollama_standin(tokens=["the waggle ", "dance ", "[1]"]))
-        settings = load_settings(store=tmp_path / "store", ollama={"host": ollama.host},
-                                 service={"keys": tmp_path / "keys.toml"})
+        settings = load_settings(
+            store=tmp_path / "store", ollama={"host": ollama.host}, service={"keys": tmp_path / "keys.toml"}
+        )
         base = stack.enter_context(live_server(create_app(settings, embedder=embedder)))
         url = f"{base}/v1/mcp/"
 
         async def session(headers: dict[str, str]) -> dict:
-            async with httpx2.AsyncClient(headers=headers) as http, \
-                    Client(streamable_http_client(url, http_client=http)) as client:
+            async with (
+                httpx2.AsyncClient(headers=headers) as http,
+                Client(streamable_http_client(url, http_client=http)) as client,
+            ):
                 return await exercise(client)
 
         check(asyncio.run(session(auth["a"])))
         team_b = asyncio.run(session(auth["b"]))  # the key decides the namespace
         assert {p["source"] for c in team_b["evidence"]["clusters"] for p in c["passages"]} <= {"gears.txt"}
-        refused = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                              headers={"Authorization": "Bearer qrag_wrong"})
+        refused = httpx2.post(
+            url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Authorization": "Bearer qrag_wrong"},
+        )
         assert refused.status_code == 401 and json.loads(refused.text)["code"] == "unauthorized"

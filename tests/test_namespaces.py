@@ -59,7 +59,8 @@ def rebuild_corpus(corpus):
     """The corpus after an edit: chess.txt now holds Go, and the bees are gone."""
     (corpus / "games" / "chess.txt").write_text(
         "Go is an abstract strategy board game for two players. Stones are placed on the intersections "
-        "of a nineteen by nineteen grid, and the aim is to surround more territory than the opponent.")
+        "of a nineteen by nineteen grid, and the aim is to surround more territory than the opponent."
+    )
     (corpus / "honeybees.txt").unlink()
 
 

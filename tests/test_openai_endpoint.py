@@ -31,8 +31,10 @@ def sdk(client, headers) -> openai.OpenAI:
 @pytest.fixture
 def answering(teams):
     start, auth = teams
-    with ollama_standin(tokens=TOKENS) as ollama, \
-            start(ollama={"host": ollama.host}, generation={"backend": "ollama"}) as client:
+    with (
+        ollama_standin(tokens=TOKENS) as ollama,
+        start(ollama={"host": ollama.host}, generation={"backend": "ollama"}) as client,
+    ):
         yield client, auth
 
 
@@ -44,10 +46,14 @@ def test_models_lists_quorum_and_quorum_evidence(service):
 def test_a_chat_completion_answers_with_citations_and_carries_the_evidence(answering):
     client, auth = answering
     reply = sdk(client, auth["a"]).chat.completions.create(
-        model="quorum", messages=[{"role": "system", "content": "Be brief."},
-                                  {"role": "user", "content": "Who are you?"},
-                                  {"role": "assistant", "content": "A helper."},
-                                  {"role": "user", "content": BEES}])
+        model="quorum",
+        messages=[
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Who are you?"},
+            {"role": "assistant", "content": "A helper."},
+            {"role": "user", "content": BEES},
+        ],
+    )
     choice = reply.choices[0]
     assert choice.message.role == "assistant" and choice.message.content == "".join(TOKENS)
     assert choice.finish_reason == "stop" and reply.model == "quorum"
@@ -60,7 +66,8 @@ def test_a_chat_completion_answers_with_citations_and_carries_the_evidence(answe
 def test_a_streamed_chat_completion_sends_the_answer_then_the_evidence(answering):
     client, auth = answering
     stream = sdk(client, auth["a"]).chat.completions.create(
-        model="quorum", messages=[{"role": "user", "content": BEES}], stream=True)
+        model="quorum", messages=[{"role": "user", "content": BEES}], stream=True
+    )
     chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks)
     assert text == "".join(TOKENS)
@@ -71,7 +78,8 @@ def test_a_streamed_chat_completion_sends_the_answer_then_the_evidence(answering
 def test_quorum_evidence_returns_the_evidence_without_a_model(service):
     client, auth = service
     reply = sdk(client, auth["a"]).chat.completions.create(
-        model="quorum-evidence", messages=[{"role": "user", "content": [{"type": "text", "text": BEES}]}])
+        model="quorum-evidence", messages=[{"role": "user", "content": [{"type": "text", "text": BEES}]}]
+    )
     content = reply.choices[0].message.content
     assert content.startswith("Evidence (confidence") and "[1] honeybees.txt" in content and "waggle" in content
     assert reply.usage.total_tokens == 0 and reply.model_extra["qrag"]["answer"] is None
@@ -81,23 +89,40 @@ def test_an_abstention_is_an_ordinary_message_that_says_why(service):
     client, auth = service
     for stream in (False, True):
         reply = sdk(client, auth["a"]).chat.completions.create(
-            model="quorum", messages=[{"role": "user", "content": "What is the airspeed of an unladen swallow?"}],
-            stream=stream)
+            model="quorum",
+            messages=[{"role": "user", "content": "What is the airspeed of an unladen swallow?"}],
+            stream=stream,
+        )
         chunks = list(reply) if stream else None
-        content = "".join(c.choices[0].delta.content or "" for c in chunks) if stream else reply.choices[0].message.content
+        content = (
+            "".join(c.choices[0].delta.content or "" for c in chunks) if stream else reply.choices[0].message.content
+        )
         extra = (chunks[-1] if stream else reply).model_extra["qrag"]
-        assert content.startswith("No answer:") and extra["abstained"] and extra["abstain_reason"] in (
-            "no_quorum", "low_confidence")
+        assert (
+            content.startswith("No answer:")
+            and extra["abstained"]
+            and extra["abstain_reason"] in ("no_quorum", "low_confidence")
+        )
 
 
-@pytest.mark.parametrize(("request_body", "status", "param"), [
-    ({"model": "quorum", "messages": []}, 400, "messages"),
-    ({"model": "quorum", "messages": [{"role": "system", "content": "hi"}]}, 400, "messages"),
-    ({"model": "quorum", "messages": [{"role": "user", "content": BEES}], "n": 2}, 400, "n"),
-    ({"model": "quorum", "messages": [{"role": "user", "content": BEES}],
-      "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}, 400, "tools"),
-    ({"model": "gpt-4o", "messages": [{"role": "user", "content": BEES}]}, 404, "model"),
-])
+@pytest.mark.parametrize(
+    ("request_body", "status", "param"),
+    [
+        ({"model": "quorum", "messages": []}, 400, "messages"),
+        ({"model": "quorum", "messages": [{"role": "system", "content": "hi"}]}, 400, "messages"),
+        ({"model": "quorum", "messages": [{"role": "user", "content": BEES}], "n": 2}, 400, "n"),
+        (
+            {
+                "model": "quorum",
+                "messages": [{"role": "user", "content": BEES}],
+                "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+            },
+            400,
+            "tools",
+        ),
+        ({"model": "gpt-4o", "messages": [{"role": "user", "content": BEES}]}, 404, "model"),
+    ],
+)
 def test_requests_it_cannot_honour_are_refused_in_openais_error_shape(service, request_body, status, param):
     client, auth = service
     with pytest.raises(openai.APIStatusError) as raised:
@@ -110,7 +135,8 @@ def test_a_bad_key_is_a_401_in_openais_shape(service):
     client, _ = service
     with pytest.raises(openai.AuthenticationError) as raised:
         sdk(client, {"Authorization": "Bearer qrag_wrong"}).chat.completions.create(
-            model="quorum", messages=[{"role": "user", "content": BEES}])
+            model="quorum", messages=[{"role": "user", "content": BEES}]
+        )
     assert raised.value.body["code"] == "invalid_api_key"
     raw = client.get("/v1/models")
     assert raw.status_code == 401 and set(json.loads(raw.text)["error"]) == {"message", "type", "param", "code"}

@@ -21,8 +21,10 @@ UNANSWERABLE = "What is the capital of Mongolia?"
 
 
 def stored(rag, collection):
-    return sorted(((p["source"], p["chunk_index"], p["doc_hash"]) for p in
-                   rag.store.scroll_payloads(collection, ["source", "chunk_index", "doc_hash"])))
+    return sorted(
+        (p["source"], p["chunk_index"], p["doc_hash"])
+        for p in rag.store.scroll_payloads(collection, ["source", "chunk_index", "doc_hash"])
+    )
 
 
 def test_the_right_source_wins_with_quorum_support(open_rag, corpus):
@@ -42,7 +44,7 @@ def test_the_right_source_wins_with_quorum_support(open_rag, corpus):
         assert cluster.support >= rag.settings.retrieval.quorum
         assert len(cluster.retrievers) == cluster.support
     for passage in evidence.passages:  # spans point back into the original file
-        assert DOCUMENTS[passage.source][passage.start:passage.end] == passage.text
+        assert DOCUMENTS[passage.source][passage.start : passage.end] == passage.text
     assert [c.rank for c in evidence.clusters] == list(range(1, len(evidence.clusters) + 1))
     assert [c.score for c in evidence.clusters] == sorted((c.score for c in evidence.clusters), reverse=True)
     assert {"embed", "search", "fusion", "clustering", "context"} <= set(evidence.timings_ms)
@@ -72,7 +74,8 @@ def test_changed_file_replaces_its_chunks(open_rag, corpus):
     first = rag.ingest(corpus)
     (corpus / "games" / "chess.txt").write_text(
         "Go is an abstract strategy board game for two players. Stones are placed on the intersections "
-        "of a nineteen by nineteen grid, and the aim is to surround more territory than the opponent.")
+        "of a nineteen by nineteen grid, and the aim is to surround more territory than the opponent."
+    )
     second = rag.ingest(corpus)
     assert second.unchanged == len(DOCUMENTS) - 1
     name = rag.settings.collections[0].name
@@ -116,8 +119,10 @@ def test_a_crash_mid_document_is_repaired_by_the_next_run(open_rag, corpus):
     name = rag.settings.collections[0].name
     complete = stored(rag, name)
     # what a crash between the chunk upserts and the chunk-0 marker leaves behind
-    rag.store.delete(name, rag.store.models.Filter(must=[
-        rag.store._match("source", "honeybees.txt"), rag.store._match("chunk_index", 0)]))
+    rag.store.delete(
+        name,
+        rag.store.models.Filter(must=[rag.store._match("source", "honeybees.txt"), rag.store._match("chunk_index", 0)]),
+    )
     assert "honeybees.txt" not in rag.store.document_hashes(name)
     report = rag.ingest(corpus)
     assert report.unchanged == len(DOCUMENTS) - 1 and report.embedded_chunks > 0
@@ -170,8 +175,9 @@ def test_collections_lists_the_namespace(open_rag, corpus):
     assert all(i.points > 0 and i.model.endswith("all-MiniLM-L6-v2") for i in infos)
 
 
-GO_TEXT = " ".join(f"Go is a board game where players place stones to surround territory, round {i}."
-                   for i in range(40))
+GO_TEXT = " ".join(
+    f"Go is a board game where players place stones to surround territory, round {i}." for i in range(40)
+)
 
 
 def chess_passages(rag, question):
@@ -233,7 +239,9 @@ def watch_bm25_searches(rag, monkeypatch) -> tuple[threading.Event, threading.Ev
     return started, finished
 
 
-def test_bm25_searches_run_while_the_question_is_embedded_and_give_the_lists_of_one_after_the_other(open_rag, corpus, monkeypatch):
+def test_bm25_searches_run_while_the_question_is_embedded_and_give_the_lists_of_one_after_the_other(
+    open_rag, corpus, monkeypatch
+):
     rag = open_rag()
     rag.ingest(corpus)
     coordinator = rag.coordinator
@@ -250,11 +258,13 @@ def test_bm25_searches_run_while_the_question_is_embedded_and_give_the_lists_of_
     vectors, lists = coordinator.embed_and_search(BEES_QUESTION, timings=timings)
     assert seen_while_embedding == [True] and {"embed", "search"} <= set(timings)
     assert vectors.dense == coordinator.embed(BEES_QUESTION).dense
-    assert [(ranked.retriever, ranked.collection, [hit.id for hit in ranked.hits]) for ranked in lists] == \
-        [(ranked.retriever, ranked.collection, [hit.id for hit in ranked.hits]) for ranked in expected]
+    assert [(ranked.retriever, ranked.collection, [hit.id for hit in ranked.hits]) for ranked in lists] == [
+        (ranked.retriever, ranked.collection, [hit.id for hit in ranked.hits]) for ranked in expected
+    ]
     # qdrant-client's local mode scores the same search a few 1e-8 apart from one call to the next
-    assert [hit.score for ranked in lists for hit in ranked.hits] == \
-        pytest.approx([hit.score for ranked in expected for hit in ranked.hits], abs=1e-6)
+    assert [hit.score for ranked in lists for hit in ranked.hits] == pytest.approx(
+        [hit.score for ranked in expected for hit in ranked.hits], abs=1e-6
+    )
 
 
 def test_a_failed_embedding_leaves_no_search_running(open_rag, corpus, monkeypatch):
@@ -278,16 +288,21 @@ def test_eval_measures_the_evidence_the_query_path_returns(open_rag, corpus, con
     settings, the same evidence, gate features and threshold included (timings aside)."""
     rag = open_rag(retrieval={"context": context})
     rag.ingest(corpus)
-    questions = [EvalQuestion("bees", BEES_QUESTION, ("waggle dance",)),
-                 EvalQuestion("off", "What is the airspeed of an unladen swallow?", ())]
+    questions = [
+        EvalQuestion("bees", BEES_QUESTION, ("waggle dance",)),
+        EvalQuestion("off", "What is the airspeed of an unladen swallow?", ()),
+    ]
     evaluation = Evaluation(rag, Dataset("tiny", corpus, "qa", questions), systems=["quorum"])
     for question in questions:
         seen = evaluation.answer("quorum", evaluation.search_question(question)).evidence
         returned = rag.retrieve(question.question)
         assert seen.model_dump(exclude={"timings_ms"}) == returned.model_dump(exclude={"timings_ms"})
         assert seen.gate_features == returned.gate_features and seen.gate_threshold is not None
-        assert returned.context_policy is None if returned.abstain_reason == "no_quorum" else \
-            returned.context_policy.startswith(context)
+        assert (
+            returned.context_policy is None
+            if returned.abstain_reason == "no_quorum"
+            else returned.context_policy.startswith(context)
+        )
 
 
 def test_a_one_word_corpus_gives_its_word_as_evidence_whole(open_rag, tmp_path):
@@ -304,8 +319,16 @@ def test_a_one_word_corpus_gives_its_word_as_evidence_whole(open_rag, tmp_path):
 def test_a_payload_written_before_versions_and_marks_reads_with_their_defaults():
     from qrag_qdrant.store import ChunkPayload
 
-    stored = {"source": "a.txt", "doc_hash": "h", "chunk_index": 0, "word_start": 0, "word_end": 2, "start": 0,
-              "end": 9, "text": "two words"}
+    stored = {
+        "source": "a.txt",
+        "doc_hash": "h",
+        "chunk_index": 0,
+        "word_start": 0,
+        "word_end": 2,
+        "start": 0,
+        "end": 9,
+        "text": "two words",
+    }
     payload = ChunkPayload.of(stored)
     assert (payload.version, payload.marks) == (0, ())
     assert payload.as_dict() == {**stored, "version": 0}

@@ -33,8 +33,7 @@ def test_the_built_ins_are_entry_points_like_a_plug_in(registry, names, monkeypa
     assert names <= set(registry.registered())
 
 
-def test_a_registered_store_is_opened_by_name_and_an_unknown_one_is_one_line(tmp_path, corpus, embedder,
-                                                                            monkeypatch):
+def test_a_registered_store_is_opened_by_name_and_an_unknown_one_is_one_line(tmp_path, corpus, embedder, monkeypatch):
     opened = []
 
     def counted_edge(settings):
@@ -70,7 +69,8 @@ def test_a_plug_in_bm25_source_builds_and_queries_the_collection(tmp_path, corpu
     with QuorumRAG(settings, store=EdgeStore(settings.store), embedder=embedder) as rag:
         rag.ingest(corpus)
         assert {spec.name: rag.store.manifest(spec.name).bm25_source for spec in settings.collections} == {
-            spec.name: "counted" for spec in settings.collections}
+            spec.name: "counted" for spec in settings.collections
+        }
         assert rag.retrieve("How do honeybees tell each other where flowers are?").clusters
     assert set(made) == {float(spec.size) for spec in settings.collections}
 
@@ -86,4 +86,3 @@ def test_require_names_the_extra_that_installs_a_missing_library():
     with pytest.raises(LoaderError, match=r"^needs the pdf extra: pip install 'qrag-qdrant\[pdf\]'$"):
         require("no_such_module_here", "pdf")
     assert plugins.require("json", "eval", "the report").dumps([1]) == "[1]"
-

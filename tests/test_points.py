@@ -9,8 +9,16 @@ import numpy as np
 
 from qrag_qdrant.store import Hit
 
-PAYLOAD = {"source": "a.txt", "doc_hash": "h", "chunk_index": 0, "word_start": 0, "word_end": 3, "start": 0,
-           "end": 14, "text": "three words here"}
+PAYLOAD = {
+    "source": "a.txt",
+    "doc_hash": "h",
+    "chunk_index": 0,
+    "word_start": 0,
+    "word_end": 3,
+    "start": 0,
+    "end": 14,
+    "text": "three words here",
+}
 
 
 def scored_point(vector):
@@ -18,7 +26,7 @@ def scored_point(vector):
 
 
 def test_a_hit_holds_its_stored_vector_as_the_same_float32s_in_order():
-    stored = [0.1, -1 / 3, 2.0 ** -30, 0.7071067811865476, -0.0]
+    stored = [0.1, -1 / 3, 2.0**-30, 0.7071067811865476, -0.0]
     hit = Hit.of(scored_point({"dense": stored}))
     assert hit.dense.dtype == np.float32
     assert hit.dense.tobytes() == np.asarray(stored, dtype=np.float32).tobytes()

@@ -53,11 +53,13 @@ def test_a_query_never_imports_fastembed(corpus, tmp_path):
 
     with QuorumRAG.from_config(store=tmp_path / "store") as rag:
         rag.ingest(corpus)
-    script = ("import json, sys\nfrom qrag_qdrant import QuorumRAG\n"
-              f"with QuorumRAG.from_config(store={str(tmp_path / 'store')!r}) as rag:\n"
-              "    evidence = rag.retrieve('How do honeybees tell each other where flowers are?')\n"
-              "print(json.dumps([evidence.clusters[0].passages[0].source,"
-              " sorted(m for m in sys.modules if m.split('.')[0] in ('fastembed', 'huggingface_hub'))]))\n")
+    script = (
+        "import json, sys\nfrom qrag_qdrant import QuorumRAG\n"
+        f"with QuorumRAG.from_config(store={str(tmp_path / 'store')!r}) as rag:\n"
+        "    evidence = rag.retrieve('How do honeybees tell each other where flowers are?')\n"
+        "print(json.dumps([evidence.clusters[0].passages[0].source,"
+        " sorted(m for m in sys.modules if m.split('.')[0] in ('fastembed', 'huggingface_hub'))]))\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     source, imported = json.loads(done.stdout)
     assert source == "honeybees.txt"

@@ -24,8 +24,8 @@ from qrag_qdrant.errors import StoreError
 from qrag_qdrant.store.edge import EdgeStore
 from qrag_qdrant.store.server import ServerStore
 
-from .sample_corpus import DOCUMENTS
 from .cli_helpers import assert_clean_error, namespace_held_elsewhere, run
+from .sample_corpus import DOCUMENTS
 
 CLI = [sys.executable, "-c", "from qrag_qdrant.cli import main; main()"]
 
@@ -33,9 +33,13 @@ CLI = [sys.executable, "-c", "from qrag_qdrant.cli import main; main()"]
 def snapshot(store: Path, namespace: str = "default") -> dict[str, list[tuple]]:
     """Every point of every collection of a namespace: (id, source, chunk, hash)."""
     with EdgeStore(store, namespace) as edge:
-        return {name: sorted((p["source"], p["chunk_index"], p["doc_hash"]) for p in
-                             edge.scroll_payloads(name, ["source", "chunk_index", "doc_hash"]))
-                for name in edge.list_collections(namespace)}
+        return {
+            name: sorted(
+                (p["source"], p["chunk_index"], p["doc_hash"])
+                for p in edge.scroll_payloads(name, ["source", "chunk_index", "doc_hash"])
+            )
+            for name in edge.list_collections(namespace)
+        }
 
 
 @pytest.fixture
@@ -83,14 +87,14 @@ def test_sigkill_at_random_points_then_rerun_equals_a_clean_ingest(tmp_path, big
         wait_for_batches(process, rng.randint(1, 3))
         process.send_signal(signal.SIGKILL)
         process.wait()
-    finished = subprocess.run([*CLI, "ingest", str(big_corpus), "--store", str(store), "--json"],
-                              capture_output=True, text=True)
+    finished = subprocess.run(
+        [*CLI, "ingest", str(big_corpus), "--store", str(store), "--json"], capture_output=True, text=True
+    )
     assert finished.returncode == 0, finished.stderr
     assert snapshot(store) == clean  # same points, same count, no duplicates, no orphans
 
 
-def test_sigkill_during_a_rebuild_keeps_the_old_index_and_the_next_run_cleans_up(tmp_path, big_corpus, clean,
-                                                                                   embedder):
+def test_sigkill_during_a_rebuild_keeps_the_old_index_and_the_next_run_cleans_up(tmp_path, big_corpus, clean, embedder):
     store = tmp_path / "rebuilt"
     with QuorumRAG(load_settings(store=store), store=EdgeStore(store), embedder=embedder) as rag:
         rag.ingest(big_corpus)
@@ -106,8 +110,9 @@ def test_sigkill_during_a_rebuild_keeps_the_old_index_and_the_next_run_cleans_up
     half_built = {f"{alias}-v2" for alias in clean}
     assert half_built <= {p.name for p in store.iterdir()}
 
-    finished = subprocess.run([*CLI, "ingest", str(big_corpus), "--store", str(store), "--json"],
-                              capture_output=True, text=True)
+    finished = subprocess.run(
+        [*CLI, "ingest", str(big_corpus), "--store", str(store), "--json"], capture_output=True, text=True
+    )
     assert finished.returncode == 0, finished.stderr
     assert set(json.loads(finished.stdout)["dropped"]) == half_built
     assert not half_built & {p.name for p in store.iterdir()}
@@ -125,8 +130,9 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path, big_corpus, clean):
         pytest.skip("the ingest finished before the interrupt arrived")
     assert process.returncode == 130, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr
-    resumed = subprocess.run([*CLI, "ingest", str(big_corpus), "--store", str(store), "--json"],
-                             capture_output=True, text=True)
+    resumed = subprocess.run(
+        [*CLI, "ingest", str(big_corpus), "--store", str(store), "--json"], capture_output=True, text=True
+    )
     assert resumed.returncode == 0, resumed.stderr
     report = json.loads(resumed.stdout)
     total_chunks = sum(len(points) for points in clean.values())
@@ -136,9 +142,15 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path, big_corpus, clean):
 
 def test_two_namespaces_ingest_into_one_store_at_the_same_time(tmp_path, corpus):
     store = tmp_path / "shared"
-    processes = [subprocess.Popen([*CLI, "ingest", str(corpus), "--store", str(store), "--namespace", team],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                 for team in ("team-a", "team-b")]
+    processes = [
+        subprocess.Popen(
+            [*CLI, "ingest", str(corpus), "--store", str(store), "--namespace", team],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for team in ("team-a", "team-b")
+    ]
     for process in processes:
         assert process.wait(timeout=120) == 0, process.stderr.read()
     a, b = snapshot(store, "team-a"), snapshot(store, "team-b")
@@ -179,11 +191,14 @@ def test_full_disk_is_one_line_and_the_rerun_completes(tmp_path, corpus, monkeyp
     assert snapshot(store) == snapshot(reference)
 
 
-@pytest.mark.parametrize(("name", "content", "outcome"), [
-    ("crlf.txt", b"Windows line endings\r\nstill split into words\r\n", "ingested"),
-    ("zero.txt", b"", "empty"),
-    ("one-word.md", b"Lighthouse", "ingested"),
-])
+@pytest.mark.parametrize(
+    ("name", "content", "outcome"),
+    [
+        ("crlf.txt", b"Windows line endings\r\nstill split into words\r\n", "ingested"),
+        ("zero.txt", b"", "empty"),
+        ("one-word.md", b"Lighthouse", "ingested"),
+    ],
+)
 def test_odd_but_valid_files(corpus, name, content, outcome):
     (corpus / name).write_bytes(content)
     report = json.loads(run("ingest", str(corpus), "--json").stdout)
@@ -263,8 +278,9 @@ def hung_server() -> tuple[socket.socket, list[int]]:
 def test_a_hung_qdrant_times_out_after_bounded_retries():
     server, accepted = hung_server()
     url = f"http://127.0.0.1:{server.getsockname()[1]}"
-    store = ServerStore(QdrantClient(url=url, timeout=1), location=url,
-                        settings=QdrantSettings(retries=2, backoff=0.05))
+    store = ServerStore(
+        QdrantClient(url=url, timeout=1), location=url, settings=QdrantSettings(retries=2, backoff=0.05)
+    )
     with pytest.raises(StoreError, match=r"cannot reach Qdrant at http://127.0.0.1:\d+ after 3 attempts"):
         store.collection_names()
     assert len(accepted) >= 3  # each attempt reached the server and timed out: bounded by count, not a clock
@@ -353,8 +369,9 @@ def test_a_50_mb_file_streams_without_blowing_memory(tmp_path):
             file.write(" ".join(rng.choices(vocabulary, k=200)) + "\n")
     probe = tmp_path / "probe.py"
     probe.write_text(MEMORY_PROBE)
-    result = subprocess.run([sys.executable, str(probe), str(corpus), str(tmp_path / "store")],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, str(probe), str(corpus), str(tmp_path / "store")], capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr
     documents, chunks, growth_mb = map(int, result.stdout.split())
     assert documents == 1 and chunks > 7000
@@ -377,6 +394,7 @@ class RecordingShard:
         def recorded(*args):
             self._calls.append(name)
             return attribute(*args)
+
         return recorded
 
 
@@ -410,8 +428,9 @@ def test_a_read_only_store_is_a_clear_error_and_stays_unchanged(tmp_path, corpus
         pytest.skip(f"cannot make a read-only mount here: {mounted.stderr.strip()}")
     try:
         for args in (("query", "How do bees dance?"), ("ingest", str(corpus))):
-            assert_clean_error(run(*args, "--store", str(store)), 1, "Read-only file system",
-                               "copy the store to a writable folder")
+            assert_clean_error(
+                run(*args, "--store", str(store)), 1, "Read-only file system", "copy the store to a writable folder"
+            )
     finally:
         subprocess.run(["umount", str(store)], check=True)
     assert sorted((p.relative_to(store), p.stat().st_mtime_ns) for p in store.rglob("*") if p.is_file()) == files_before

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-
 from pathlib import Path
 
 import httpx
@@ -20,7 +19,7 @@ import pytest
 from qrag_qdrant import QuorumRAG, loaders
 from qrag_qdrant.config import load_settings
 from qrag_qdrant.coordinator.gate import QUORUM_FEATURES
-from qrag_qdrant.eval.gate_training import SystemRows
+from qrag_qdrant.gate_fitting import SystemRows
 from qrag_qdrant.loaders import TextBlock
 
 from .cli_helpers import assert_clean_error, run
@@ -28,14 +27,16 @@ from .ollama_standin import ollama_standin
 from .sample_corpus import DOCUMENTS
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
-from fastapi.testclient import TestClient  # noqa: E402
+from fastapi.testclient import TestClient
 
-from qrag_qdrant.service.app import create_app  # noqa: E402
-from qrag_qdrant.service.auth import KeyFile, Principal  # noqa: E402
+from qrag_qdrant.service.app import create_app
+from qrag_qdrant.service.auth import KeyFile, Principal
 
 BEES = "How do honeybee foragers tell their sisters where the flowers are?"
-TEAM_B_DOC = ("The Antikythera mechanism is an ancient Greek hand-powered orrery, recovered from a shipwreck "
-              "in 1901, that modelled the motions of the Sun and Moon with bronze gears. ") * 3
+TEAM_B_DOC = (
+    "The Antikythera mechanism is an ancient Greek hand-powered orrery, recovered from a shipwreck "
+    "in 1901, that modelled the motions of the Sun and Moon with bronze gears. "
+) * 3
 
 
 @pytest.fixture
@@ -53,8 +54,10 @@ def teams(tmp_path, embedder):
         with QuorumRAG(settings, embedder=embedder) as rag:
             rag.ingest(folder)
     keys = KeyFile.load(key_file)
-    auth = {team: {"Authorization": f"Bearer {keys.add(f'team-{namespace}', role)}"}
-            for team, namespace, role in (("a", "a", "read-write"), ("b", "b", "read"), ("a-admin", "a", "admin"))}
+    auth = {
+        team: {"Authorization": f"Bearer {keys.add(f'team-{namespace}', role)}"}
+        for team, namespace, role in (("a", "a", "read-write"), ("b", "b", "read"), ("a-admin", "a", "admin"))
+    }
 
     def start(**overrides) -> TestClient:
         service = {"keys": key_file, "max_body_bytes": 200_000, **overrides.pop("service", {})}
@@ -80,8 +83,11 @@ def test_each_team_sees_only_its_own_namespace(service):
     mine = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"])
     assert mine.status_code == 200 and not mine.json()["abstained"]
     assert "honeybees.txt" in sources(mine.json()) and sources(mine.json()) <= set(DOCUMENTS)
-    theirs = client.post("/v1/query", json={"question": "What did the Antikythera mechanism model?",
-                                            "generate": False}, headers=auth["b"])
+    theirs = client.post(
+        "/v1/query",
+        json={"question": "What did the Antikythera mechanism model?", "generate": False},
+        headers=auth["b"],
+    )
     assert theirs.status_code == 200 and sources(theirs.json()) == {"gears.txt"}
     # team b asking about team a's bees never gets team a's text
     probe = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["b"])
@@ -140,9 +146,9 @@ def test_streams_evidence_then_tokens_then_the_checked_answer(teams):
 
 
 BAD_BODIES = [
-    ('{"question": ', "invalid_request"),                       # malformed JSON
+    ('{"question": ', "invalid_request"),  # malformed JSON
     ('{"question": "Why?", "colour": "red"}', "invalid_request"),  # unknown field
-    ('{"generate": false}', "invalid_request"),                # no question
+    ('{"generate": false}', "invalid_request"),  # no question
     ('{"question": "   ", "generate": false}', "bad_question"),  # empty question
     (json.dumps({"question": "why " * 25_000, "generate": False}), "bad_question"),  # a 100 KB question
 ]
@@ -158,8 +164,11 @@ def test_bad_requests_get_one_json_error_and_never_a_500(service, body, code):
 
 def test_an_oversized_body_is_413(service):
     client, auth = service
-    response = client.post("/v1/query", content=json.dumps({"question": "x" * 300_000}),
-                           headers={**auth["a"], "Content-Type": "application/json"})
+    response = client.post(
+        "/v1/query",
+        content=json.dumps({"question": "x" * 300_000}),
+        headers={**auth["a"], "Content-Type": "application/json"},
+    )
     assert response.status_code == 413 and response.json()["code"] == "body_too_large"
 
 
@@ -178,19 +187,23 @@ def test_key_add_prints_the_key_once_and_stores_its_hash(tmp_path):
     key = result.stdout.strip()
     assert key.startswith("qrag_") and key not in keys.read_text()
     assert KeyFile.load(keys).principal(key) == Principal("team-a", "read")
-    assert_clean_error(run("key", "add", "--namespace", "Team A", env={"QRAG_SERVICE_KEYS": str(keys)}), 1,
-                       "namespace")
+    assert_clean_error(run("key", "add", "--namespace", "Team A", env={"QRAG_SERVICE_KEYS": str(keys)}), 1, "namespace")
     admin = run("key", "add", "--namespace", "team-a", "--admin", env={"QRAG_SERVICE_KEYS": str(keys)})
     assert KeyFile.load(keys).principal(admin.stdout.strip()) == Principal("team-a", "admin")
-    assert_clean_error(run("key", "add", "--namespace", "team-a", "--admin", "--read-only",
-                           env={"QRAG_SERVICE_KEYS": str(keys)}), 1, "exclude each other")
+    assert_clean_error(
+        run("key", "add", "--namespace", "team-a", "--admin", "--read-only", env={"QRAG_SERVICE_KEYS": str(keys)}),
+        1,
+        "exclude each other",
+    )
 
 
 def test_a_client_that_leaves_mid_stream_does_not_break_the_service(teams):
     start, auth = teams
     hold = threading.Event()
-    with ollama_standin(hold=hold) as ollama, \
-            start(ollama={"host": ollama.host}, generation={"backend": "ollama", "judge": False}) as client:
+    with (
+        ollama_standin(hold=hold) as ollama,
+        start(ollama={"host": ollama.host}, generation={"backend": "ollama", "judge": False}) as client,
+    ):
         with client.stream("POST", "/v1/query", json={"question": BEES, "stream": True}, headers=auth["a"]) as r:
             first = next(r.iter_lines())
             assert first == "event: evidence" and ollama.first_token_sent.wait(60)
@@ -212,11 +225,16 @@ def test_sigterm_lets_the_answer_in_flight_finish(tmp_path, corpus, embedder):
     key = KeyFile.load(keys).add("default", "read")
     hold, port = threading.Event(), free_port()
     with ollama_standin(hold=hold) as ollama:
-        env = {**os.environ, "QRAG_STORE": str(store), "QRAG_SERVICE_KEYS": str(keys), "QRAG_OLLAMA_HOST": ollama.host,
-               "QRAG_GENERATION_BACKEND": "ollama", "QRAG_GENERATION_JUDGE": "false"}
+        env = {
+            **os.environ,
+            "QRAG_STORE": str(store),
+            "QRAG_SERVICE_KEYS": str(keys),
+            "QRAG_OLLAMA_HOST": ollama.host,
+            "QRAG_GENERATION_BACKEND": "ollama",
+            "QRAG_GENERATION_JUDGE": "false",
+        }
         command = [str(Path(sys.executable).parent / "qrag-qdrant"), "serve", "--port", str(port)]
-        server = subprocess.Popen(command, env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             base = f"http://127.0.0.1:{port}"
             while server.poll() is None:  # until it answers /readyz: an observable event, not a fixed wait
@@ -229,8 +247,13 @@ def test_sigterm_lets_the_answer_in_flight_finish(tmp_path, corpus, embedder):
             received: list[str] = []
 
             def ask() -> None:
-                with httpx.stream("POST", f"{base}/v1/query", json={"question": BEES, "stream": True},
-                                  headers={"Authorization": f"Bearer {key}"}, timeout=120) as response:
+                with httpx.stream(
+                    "POST",
+                    f"{base}/v1/query",
+                    json={"question": BEES, "stream": True},
+                    headers={"Authorization": f"Bearer {key}"},
+                    timeout=120,
+                ) as response:
                     received.extend(response.iter_lines())
 
             client = threading.Thread(target=ask)
@@ -244,20 +267,24 @@ def test_sigterm_lets_the_answer_in_flight_finish(tmp_path, corpus, embedder):
         finally:
             if server.poll() is None:
                 server.kill()
-    done = [json.loads(line.removeprefix("data: ")) for line, before in zip(received[1:], received)
-            if before == "event: done"]
+    done = [
+        json.loads(line.removeprefix("data: "))
+        for line, before in zip(received[1:], received)
+        if before == "event: done"
+    ]
     assert done and done[0]["answer"] == "Foragers perform the waggle dance [1]."
 
 
 def metric(client, name: str) -> int:
-    line = next(l for l in client.get("/metrics").text.splitlines() if l.startswith(f"qrag_cache_{name}_total "))
+    line = next(row for row in client.get("/metrics").text.splitlines() if row.startswith(f"qrag_cache_{name}_total "))
     return int(line.split()[1])
 
 
 def test_a_repeated_question_is_answered_from_the_cache_until_the_index_changes(service, tmp_path):
     client, auth = service
     ask = lambda question, team="a": client.post(  # noqa: E731
-        "/v1/query", json={"question": question, "generate": False}, headers=auth[team]).json()
+        "/v1/query", json={"question": question, "generate": False}, headers=auth[team]
+    ).json()
     first = ask(BEES)
     assert "cache_miss" in first["timings_ms"] and len(first["timings_ms"]) > 1  # and the stages it ran
     again = ask("  how do HONEYBEE foragers tell their sisters where the flowers are?")
@@ -278,8 +305,10 @@ def test_feedback_on_a_cached_answer_keeps_the_gates_features(teams, tmp_path):
     """A repeated question is answered from the cache; the cached answer must still carry the
     gate's features (not part of the JSON), or its feedback exports an empty training row."""
     start, auth = teams
-    with ollama_standin(tokens=["waggle dance ", "[1]"]) as ollama, \
-            start(ollama={"host": ollama.host}, generation={"backend": "ollama"}) as client:
+    with (
+        ollama_standin(tokens=["waggle dance ", "[1]"]) as ollama,
+        start(ollama={"host": ollama.host}, generation={"backend": "ollama"}) as client,
+    ):
         first = client.post("/v1/query", json={"question": BEES}, headers=auth["a"]).json()
         again = client.post("/v1/query", json={"question": BEES}, headers=auth["a"]).json()
         assert "cache_hit" in again["timings_ms"] and again["answer"] == first["answer"] == "waggle dance [1]"
@@ -297,8 +326,9 @@ def test_feedback_is_kept_per_namespace_and_exported_as_gate_rows(service, tmp_p
     client, auth = service
     asked = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"]).json()
     query_id = asked["query_id"]
-    given = client.post("/v1/feedback", json={"query_id": query_id, "rating": "up", "comment": "spot on"},
-                        headers=auth["a"])
+    given = client.post(
+        "/v1/feedback", json={"query_id": query_id, "rating": "up", "comment": "spot on"}, headers=auth["a"]
+    )
     assert given.status_code == 201, given.text
     # another team cannot rate, or learn of, team a's query; nor can anyone rate a query never asked
     for body, team in (({"query_id": query_id, "rating": "down"}, "b"), ({"query_id": "0" * 32, "rating": "up"}, "a")):
@@ -316,8 +346,9 @@ def test_feedback_is_kept_per_namespace_and_exported_as_gate_rows(service, tmp_p
     assert row["label"] is True and row["group"] == "honeybees.txt" and row["confidence"] == asked["confidence"]
     assert len(row["features"]) == len(QUORUM_FEATURES)  # the gate's inputs, as `gate train` reads them
     assert SystemRows.of([row]).x.shape == (1, len(QUORUM_FEATURES))
-    assert_clean_error(run("feedback", "export", "--store", str(store), "--namespace", "team-b", "--out",
-                           str(out)), 1, "no feedback")
+    assert_clean_error(
+        run("feedback", "export", "--store", str(store), "--namespace", "team-b", "--out", str(out)), 1, "no feedback"
+    )
 
 
 OWLS = "Barn owls hunt at night and find mice in total darkness by sound alone. " * 4
@@ -332,8 +363,10 @@ def finished(client, job: dict, headers: dict) -> dict:
 
 def test_uploaded_files_are_ingested_by_a_job_the_team_can_follow(service):
     client, auth = service
-    files = [("files", ("birds/owls.txt", OWLS.encode(), "text/plain")),
-             ("files", ("photo.png", b"\x89PNG\r\n", "image/png"))]
+    files = [
+        ("files", ("birds/owls.txt", OWLS.encode(), "text/plain")),
+        ("files", ("photo.png", b"\x89PNG\r\n", "image/png")),
+    ]
     started = client.post("/v1/ingest", files=files, headers=auth["a"])
     assert started.status_code == 202, started.text
     assert started.headers["location"] == f"/v1/jobs/{started.json()['id']}"
@@ -342,16 +375,21 @@ def test_uploaded_files_are_ingested_by_a_job_the_team_can_follow(service):
     assert (job["files_total"], job["files_done"]) == (2, 1) and job["chunks_embedded"] > 0
     assert job["report"]["skipped"] == [{"source": "photo.png", "reason": "unsupported format (.png)"}]
     assert job["report"]["root"] == "(uploaded files)"  # not the server's temporary folder
-    owls = client.post("/v1/query", json={"question": "How do barn owls find mice?", "generate": False},
-                       headers=auth["a"]).json()
+    owls = client.post(
+        "/v1/query", json={"question": "How do barn owls find mice?", "generate": False}, headers=auth["a"]
+    ).json()
     assert "birds/owls.txt" in sources(owls)
     # another team cannot follow the job, and a read-only key cannot ingest
     assert client.get(f"/v1/jobs/{job['id']}", headers=auth["b"]).json()["code"] == "unknown_job"
     refused = client.post("/v1/ingest", files=files, headers=auth["b"])
     assert refused.status_code == 403 and refused.json()["code"] == "forbidden"
-    assert "birds/owls.txt" not in {s for c in client.post(
-        "/v1/query", json={"question": "How do barn owls find mice?", "generate": False},
-        headers=auth["b"]).json()["clusters"] for s in (p["source"] for p in c["passages"])}
+    assert "birds/owls.txt" not in {
+        s
+        for c in client.post(
+            "/v1/query", json={"question": "How do barn owls find mice?", "generate": False}, headers=auth["b"]
+        ).json()["clusters"]
+        for s in (p["source"] for p in c["passages"])
+    }
 
 
 @pytest.mark.parametrize("name", ["../escape.txt", "/etc/passwd", ".hidden.txt", "a/../../b.txt", ""])
@@ -382,8 +420,9 @@ def test_a_server_path_needs_an_admin_key(service, tmp_path):
 
 def test_a_job_that_finds_nothing_readable_fails_with_the_reason(service):
     client, auth = service
-    started = client.post("/v1/ingest", files=[("files", ("blob.txt", bytes(range(256)) * 8, "text/plain"))],
-                          headers=auth["a"])
+    started = client.post(
+        "/v1/ingest", files=[("files", ("blob.txt", bytes(range(256)) * 8, "text/plain"))], headers=auth["a"]
+    )
     job = finished(client, started.json(), auth["a"])
     assert job["state"] == "failed" and job["error"]["code"] == "bad_corpus"
     assert "blob.txt: binary file" in job["error"]["message"]
@@ -410,14 +449,25 @@ def test_queries_go_on_during_an_ingest_and_a_second_ingest_waits(service, monke
     client, auth = service
     held = HeldLoader()
     monkeypatch.setitem(loaders.LOADERS.local, "held", held)
-    ask = lambda: client.post("/v1/query", json={"question": "How do barn owls find mice?",  # noqa: E731
-                                                 "generate": False}, headers=auth["a"])
+
+    def ask():
+        return client.post(
+            "/v1/query",
+            json={
+                "question": "How do barn owls find mice?",
+                "generate": False,
+            },
+            headers=auth["a"],
+        )
+
     before = ask().json()
-    first = client.post("/v1/ingest", files=[("files", ("owls.held", OWLS.encode(), "text/plain"))],
-                        headers=auth["a"]).json()
+    first = client.post(
+        "/v1/ingest", files=[("files", ("owls.held", OWLS.encode(), "text/plain"))], headers=auth["a"]
+    ).json()
     assert held.entered.wait(300)  # the first job is inside its ingest now
-    second = client.post("/v1/ingest", files=[("files", ("more.txt", BEES.encode(), "text/plain"))],
-                         headers=auth["a"]).json()
+    second = client.post(
+        "/v1/ingest", files=[("files", ("more.txt", BEES.encode(), "text/plain"))], headers=auth["a"]
+    ).json()
     during = [ask() for _ in range(3)]
     assert all(r.status_code == 200 for r in during)
     assert all(sources(r.json()) == sources(before) for r in during)  # the old index, served meanwhile

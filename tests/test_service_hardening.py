@@ -9,7 +9,8 @@ import asyncio
 import json
 import stat
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
+from typing import ClassVar
 
 import pytest
 
@@ -20,8 +21,8 @@ from .test_generation import closed_port
 from .test_service import BEES, finished, service, teams  # noqa: F401 - fixtures
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
-from qrag_qdrant.service.auth import KeyFile  # noqa: E402
-from qrag_qdrant.service.limits import RateLimits  # noqa: E402
+from qrag_qdrant.service.auth import KeyFile
+from qrag_qdrant.service.limits import RateLimits
 
 MB = 1 << 20
 
@@ -54,10 +55,20 @@ def call_asgi(app, path: str, headers: dict[str, str], chunks, disconnect_when: 
             if not message.get("more_body"):
                 ended.set()
 
-    scope = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
-             "method": "POST", "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
-             "root_path": "", "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80),
-             "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+    }
     asyncio.run(app(scope, receive, send))
     start = next(m for m in sent if m["type"] == "http.response.start")
     return start["status"], b"".join(body), pulled
@@ -98,7 +109,7 @@ def test_a_chunked_upload_over_the_upload_limit_is_refused_and_leaves_nothing(te
     with start(service={"max_upload_bytes": 2 * MB}) as client:
         content_type, whole = multipart([(b"big.txt", b"word " * (600 * 1024))])  # 3 MB
         headers = {"content-type": content_type, **{k.lower(): v for k, v in auth["a"].items()}}
-        chunks = [whole[i:i + 64 * 1024] for i in range(0, len(whole), 64 * 1024)]
+        chunks = [whole[i : i + 64 * 1024] for i in range(0, len(whole), 64 * 1024)]
         status, body, _ = call_asgi(client.app, "/v1/ingest", headers, chunks)
     assert status == 413 and json.loads(body)["code"] == "body_too_large"
     assert not list((tmp_path / "store" / ".uploads").glob("*/*"))
@@ -107,14 +118,31 @@ def test_a_chunked_upload_over_the_upload_limit_is_refused_and_leaves_nothing(te
 def multipart(files: list[tuple[bytes, bytes]]) -> tuple[str, bytes]:
     """A multipart/form-data body with the file names as raw bytes (an HTTP client would escape them)."""
     boundary = b"qrag-test-boundary"
-    parts = [b"--" + boundary + b'\r\nContent-Disposition: form-data; name="files"; filename="' + name +
-             b'"\r\nContent-Type: text/plain\r\n\r\n' + data + b"\r\n" for name, data in files]
+    parts = [
+        b"--"
+        + boundary
+        + b'\r\nContent-Disposition: form-data; name="files"; filename="'
+        + name
+        + b'"\r\nContent-Type: text/plain\r\n\r\n'
+        + data
+        + b"\r\n"
+        for name, data in files
+    ]
     return f"multipart/form-data; boundary={boundary.decode()}", b"".join(parts) + b"--" + boundary + b"--\r\n"
 
 
 # (a name that is not UTF-8 is read as Latin-1 by Starlette: a legal, if odd, name)
-@pytest.mark.parametrize("name", [b"bad\x00name.txt", b"a/" + b"x" * 256 + b".txt", b"tab\there.txt", b"../up.txt",
-                                  b"/etc/passwd", b"a\\..\\..\\win.txt"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        b"bad\x00name.txt",
+        b"a/" + b"x" * 256 + b".txt",
+        b"tab\there.txt",
+        b"../up.txt",
+        b"/etc/passwd",
+        b"a\\..\\..\\win.txt",
+    ],
+)
 def test_every_bad_upload_name_is_a_422_and_leaves_nothing(service, tmp_path, name):
     client, auth = service
     content_type, body = multipart([(b"good.txt", b"fine text " * 20), (name, b"more text")])
@@ -126,7 +154,10 @@ def test_every_bad_upload_name_is_a_422_and_leaves_nothing(service, tmp_path, na
 
 def test_a_file_beside_a_folder_of_the_same_name_is_a_422(service, tmp_path):
     client, auth = service
-    files = [("files", ("clash", b"a file", "text/plain")), ("files", ("clash/inner.txt", b"in a folder", "text/plain"))]
+    files = [
+        ("files", ("clash", b"a file", "text/plain")),
+        ("files", ("clash/inner.txt", b"in a folder", "text/plain")),
+    ]
     response = client.post("/v1/ingest", files=files, headers=auth["a"])
     assert response.status_code == 422 and "both as a file and as a folder" in response.json()["message"]
     assert not list((tmp_path / "store" / ".uploads").glob("*/*"))
@@ -152,8 +183,9 @@ def test_a_namespace_cannot_queue_more_uploads_than_its_cap(teams, tmp_path):
 
 def test_a_failed_jobs_error_shows_no_server_path(service, tmp_path):
     client, auth = service
-    started = client.post("/v1/ingest", files=[("files", ("blob.bin", bytes(range(256)) * 8, "application/x"))],
-                          headers=auth["a"])
+    started = client.post(
+        "/v1/ingest", files=[("files", ("blob.bin", bytes(range(256)) * 8, "application/x"))], headers=auth["a"]
+    )
     job = finished(client, started.json(), auth["a"])
     assert job["state"] == "failed" and job["error"]["code"] == "bad_corpus", job
     assert str(tmp_path) not in json.dumps(job) and ".uploads" not in json.dumps(job)
@@ -185,21 +217,20 @@ def test_key_list_revoke_and_rotate_through_the_cli(tmp_path):
     assert run("key", "revoke", rotated["id"], env=env).exit_code == 0
     assert KeyFile.load(tmp_path / "keys.toml").principal(rotated["key"]) is None
     assert_clean_error(run("key", "revoke", "nobody", env=env), 1, "no key with the id or name")
-    assert_clean_error(run("key", "add", "--namespace", "team-a", "--name", 'x" role="admin', env=env), 1,
-                       "key name")
+    assert_clean_error(run("key", "add", "--namespace", "team-a", "--name", 'x" role="admin', env=env), 1, "key name")
 
 
 def test_an_expired_key_is_refused(tmp_path):
     keys = KeyFile(tmp_path / "keys.toml")
     key = keys.add("team-a", "read", ttl_seconds=3600)
     assert keys.principal(key) is not None
-    assert keys.principal(key, now=datetime.now(timezone.utc) + timedelta(hours=2)) is None
+    assert keys.principal(key, now=datetime.now(UTC) + timedelta(hours=2)) is None
 
 
 class EndlessBackend(BackendDefaults):
     """A plug-in backend whose answer never ends, and that records when it is stopped."""
 
-    instances: list[EndlessBackend] = []
+    instances: ClassVar[list[EndlessBackend]] = []
     first_token = threading.Event()
 
     def __init__(self, settings):
@@ -216,8 +247,10 @@ class EndlessBackend(BackendDefaults):
             self.stopped.set()
 
 
-@pytest.mark.parametrize(("path", "stream"), [("/v1/query", True), ("/v1/query", False),
-                                            ("/v1/chat/completions", True), ("/v1/chat/completions", False)])
+@pytest.mark.parametrize(
+    ("path", "stream"),
+    [("/v1/query", True), ("/v1/query", False), ("/v1/chat/completions", True), ("/v1/chat/completions", False)],
+)
 def test_a_client_that_leaves_mid_answer_stops_the_model(teams, path, stream):
     start, auth = teams
     register_backend("endless", EndlessBackend)
@@ -225,8 +258,11 @@ def test_a_client_that_leaves_mid_answer_stops_the_model(teams, path, stream):
     EndlessBackend.first_token.clear()
     with start(generation={"backend": "endless"}) as client:
         headers = {"content-type": "application/json", **{k.lower(): v for k, v in auth["a"].items()}}
-        request = {"question": BEES} if path == "/v1/query" else {
-            "model": "quorum", "messages": [{"role": "user", "content": BEES}]}
+        request = (
+            {"question": BEES}
+            if path == "/v1/query"
+            else {"model": "quorum", "messages": [{"role": "user", "content": BEES}]}
+        )
         body = json.dumps({**request, "stream": stream}).encode()
         # the client leaves once the model has written its first token
         call_asgi(client.app, path, headers, [body], disconnect_when=EndlessBackend.first_token)
@@ -241,23 +277,31 @@ def test_a_generation_failure_is_a_502_without_the_urls_credentials(teams):
     start, auth = teams
     host = f"http://admin:s3cret-pw@127.0.0.1:{closed_port()}"
     with start(ollama={"host": host}, generation={"backend": "ollama"}) as client:
-        response = client.post("/v1/query", json={"question": "What did the Antikythera mechanism model?"},
-                               headers=auth["b"])
+        response = client.post(
+            "/v1/query", json={"question": "What did the Antikythera mechanism model?"}, headers=auth["b"]
+        )
     assert response.status_code == 502 and response.json()["code"] == "generation_failed", response.text
     assert "s3cret-pw" not in response.text and "***@127.0.0.1" in response.json()["message"]
 
 
 def test_a_lone_surrogate_is_a_400(service):
     client, auth = service
-    response = client.post("/v1/query", content=b'{"question": "\\ud800 volcano"}',
-                           headers={**auth["a"], "Content-Type": "application/json"})
+    response = client.post(
+        "/v1/query",
+        content=b'{"question": "\\ud800 volcano"}',
+        headers={**auth["a"], "Content-Type": "application/json"},
+    )
     assert response.status_code == 400 and response.json()["code"] == "bad_question", response.text
 
 
 def test_every_response_carries_the_security_headers_and_docs_work_offline(service):
-    client, auth = service
-    for response in (client.get("/"), client.get("/docs"), client.get("/healthz"),
-                     client.post("/v1/query", json={"question": BEES}, headers={"Authorization": "Bearer nope"})):
+    client, _auth = service
+    for response in (
+        client.get("/"),
+        client.get("/docs"),
+        client.get("/healthz"),
+        client.post("/v1/query", json={"question": BEES}, headers={"Authorization": "Bearer nope"}),
+    ):
         assert response.headers["x-content-type-options"] == "nosniff"
         assert response.headers["x-frame-options"] == "DENY" and response.headers["referrer-policy"] == "no-referrer"
         assert "script-src 'self'" in response.headers["content-security-policy"]
@@ -272,14 +316,20 @@ def test_a_key_past_its_rate_gets_429_with_retry_after(teams, tmp_path):
     start, auth = teams
     with start(service={"rate_feedback": "2/minute"}) as client:
         asked = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["b"]).json()
-        rate = [client.post("/v1/feedback", json={"query_id": asked["query_id"], "rating": "up"}, headers=auth["b"])
-                for _ in range(3)]
+        rate = [
+            client.post("/v1/feedback", json={"query_id": asked["query_id"], "rating": "up"}, headers=auth["b"])
+            for _ in range(3)
+        ]
         assert [r.status_code for r in rate] == [201, 201, 429]
         assert rate[2].json()["code"] == "rate_limited" and int(rate[2].headers["retry-after"]) >= 1
         # another key has its own bucket
         other = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"]).json()
-        assert client.post("/v1/feedback", json={"query_id": other["query_id"], "rating": "up"},
-                           headers=auth["a"]).status_code == 201
+        assert (
+            client.post(
+                "/v1/feedback", json={"query_id": other["query_id"], "rating": "up"}, headers=auth["a"]
+            ).status_code
+            == 201
+        )
 
 
 def test_a_token_bucket_refills_at_its_rate():
@@ -296,8 +346,11 @@ def test_a_token_bucket_refills_at_its_rate():
 def test_jobs_survive_a_restart_and_unfinished_ones_read_interrupted(teams, tmp_path):
     start, auth = teams
     with start() as client:
-        started = client.post("/v1/ingest", files=[("files", ("owls.txt", b"Barn owls hunt at night. " * 30,
-                                                              "text/plain"))], headers=auth["a"])
+        started = client.post(
+            "/v1/ingest",
+            files=[("files", ("owls.txt", b"Barn owls hunt at night. " * 30, "text/plain"))],
+            headers=auth["a"],
+        )
         done = finished(client, started.json(), auth["a"])
     assert done["state"] == "done"
     # a record the last run left half way, as a kill would
@@ -319,7 +372,7 @@ def test_on_shutdown_jobs_past_the_drain_stop_and_read_interrupted(tmp_path):
     def run(namespace, path, progress, options):
         running.set()
         while True:  # a long ingest: it goes on until the service stops it at a progress step
-            progress.file_done()
+            progress.file_read("a.txt")
 
     jobs = IngestJobs(run, lambda exc: ("error", str(exc)), JobRecords(tmp_path / ".jobs"))
     released = []

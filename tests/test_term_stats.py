@@ -11,8 +11,9 @@ import pytest
 from qrag_qdrant.store.base import TERM_STATS
 from qrag_qdrant.term_stats import TermStats, count_terms, terms
 
-GO_TEXT = " ".join(f"Go is a board game where players place stones to surround territory, round {i}."
-                   for i in range(40))
+GO_TEXT = " ".join(
+    f"Go is a board game where players place stones to surround territory, round {i}." for i in range(40)
+)
 
 
 def recounted(rag, name: str) -> TermStats:
@@ -100,9 +101,12 @@ def test_the_gate_reads_stale_or_missing_counts_as_a_recount_and_says_how_to_sto
     for spec in rag.settings.collections:
         rag.store.attach(spec.name, TERM_STATS, TermStats.of(Counter({1: 1}), 1, indexed=-1).to_bytes())
     finest = max(rag.settings.collections, key=lambda spec: rag.store.count(spec.name)).name
-    with pytest.warns(UserWarning, match=f"^{finest} has no current term counts stored .* counted from its "
-                      f"{rag.store.count(finest)} chunks, as every new process will until an ingest .* finishes and "
-                      "stores them; run qrag-qdrant ingest"):
+    with pytest.warns(
+        UserWarning,
+        match=f"^{finest} has no current term counts stored .* counted from its "
+        f"{rag.store.count(finest)} chunks, as every new process will until an ingest .* finishes and "
+        "stores them; run qrag-qdrant ingest",
+    ):
         assert_counts_equal(rag.coordinator.term_stats, recounted(rag, finest))
 
 

@@ -17,8 +17,10 @@ from qrag_qdrant.generation.verify import answer_probability, check_answer, cita
 from qrag_qdrant.store.edge import EdgeStore
 
 MARK, REFUSE = load_settings().generation, load_settings(generation={"unsupported": "refuse"}).generation
-PASSAGES = [Passage(citation=1, source="a.txt", start=0, end=40, text="The Denver Broncos won Super Bowl 50."),
-            Passage(citation=2, source="b.txt", start=0, end=30, text="The game was played in Santa Clara.")]
+PASSAGES = [
+    Passage(citation=1, source="a.txt", start=0, end=40, text="The Denver Broncos won Super Bowl 50."),
+    Passage(citation=2, source="b.txt", start=0, end=30, text="The game was played in Santa Clara."),
+]
 
 
 class ScriptedJudge:
@@ -39,19 +41,26 @@ def answer_of(text: str | None) -> Answer:
 
 def test_claims_carry_their_citations():
     claims = split_claims("The Broncos won [1]. It was in Santa Clara [2][3]. Also this. [1, 2]", [1, 2])
-    assert [c.text for c in claims] == ["The Broncos won [1].", "It was in Santa Clara [2][3].",
-                                       "Also this. [1, 2]"]
+    assert [c.text for c in claims] == ["The Broncos won [1].", "It was in Santa Clara [2][3].", "Also this. [1, 2]"]
     assert [c.citations for c in claims] == [[1], [2, 3], [1, 2]]
     assert [c.invalid_citations for c in claims] == [[], [3], []]
     assert citations_in("x [4; 5] y [6]") == [4, 5, 6]
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("not in the documents", True), ('"Not in the documents."', True), ("It is not in the documents.", True),
-    ("The Broncos won [1].", False),
-    ("The passages say a lot about football, but the winner is not in the documents at all, they only list "
-     "the venue and the date and many other details of the game [2].", False),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("not in the documents", True),
+        ('"Not in the documents."', True),
+        ("It is not in the documents.", True),
+        ("The Broncos won [1].", False),
+        (
+            "The passages say a lot about football, but the winner is not in the documents at all, they only list "
+            "the venue and the date and many other details of the game [2].",
+            False,
+        ),
+    ],
+)
 def test_declined(text, expected):
     assert declined(text) is expected
 
@@ -120,8 +129,13 @@ def test_escaped_text_the_model_copies_is_streamed_and_read_unescaped(tokens):
 def test_an_ampersand_that_starts_no_reference_is_not_held_back():
     streamed = []
     answer = answer_of(None)
-    generate_answer(answer, PASSAGES, lambda: ScriptedStream("A & B, ", "1 &lt; 2 &", " C"), load_settings(),
-                    on_token=streamed.append)
+    generate_answer(
+        answer,
+        PASSAGES,
+        lambda: ScriptedStream("A & B, ", "1 &lt; 2 &", " C"),
+        load_settings(),
+        on_token=streamed.append,
+    )
     assert streamed == ["A & B, ", "1 < 2 ", "& C"] and answer.answer == "A & B, 1 < 2 & C"
 
 
@@ -149,21 +163,33 @@ def test_a_grounded_answer_from_a_sentence_about_something_else_is_not_supported
     # the words are copied exactly, but the sentence holding them shares none of the question's words
     off = asked("Where was the game played?", "Denver Broncos [1]")
     assert off.claims[0].grounded and off.claims[0].relevance == 0.0 and not off.claims[0].supported
-    assert off.warnings == ["1 of 1 claims come from a sentence that shares too few of the question's words "
-                            "(the passage may be about something else)"]
+    assert off.warnings == [
+        "1 of 1 claims come from a sentence that shares too few of the question's words "
+        "(the passage may be about something else)"
+    ]
     on = asked("Where was the game played?", "Santa Clara [2]")
     assert on.claims[0].relevance == 1.0 and on.claims[0].supported and not on.warnings
-    assert asked("Where was the game played?", "Denver Broncos [1]", options=REFUSE).abstain_reason == \
-        "unsupported_answer"
+    assert (
+        asked("Where was the game played?", "Denver Broncos [1]", options=REFUSE).abstain_reason == "unsupported_answer"
+    )
     # generation.min_relevance 0: grounding alone
     anywhere = load_settings(generation={"min_relevance": 0.0}).generation
     assert asked("Where was the game played?", "Denver Broncos [1]", options=anywhere).claims[0].supported
 
 
 def test_relevance_reads_the_sentence_that_holds_the_answer_not_the_whole_passage():
-    passages = [Passage(citation=1, source="a.txt", start=0, end=90,
-                        text="The Broncos won the title in Santa Clara. Their coach was Gary Kubiak")]
-    assert asked("Who coached the Broncos?", "Gary Kubiak [1]", passages).claims[0].relevance == 0.5  # coach, not Broncos
+    passages = [
+        Passage(
+            citation=1,
+            source="a.txt",
+            start=0,
+            end=90,
+            text="The Broncos won the title in Santa Clara. Their coach was Gary Kubiak",
+        )
+    ]
+    assert (
+        asked("Who coached the Broncos?", "Gary Kubiak [1]", passages).claims[0].relevance == 0.5
+    )  # coach, not Broncos
     assert asked("Where did the Broncos claim the title?", "Santa Clara [1]", passages).claims[0].relevance == 0.6667
     # a passage with no sentence boundary is one sentence
     run_on = [Passage(citation=1, source="a.txt", start=0, end=60, text="broncos coach gary kubiak santa clara title")]
@@ -191,13 +217,15 @@ def test_the_answer_probability_is_the_geometric_mean_of_the_short_answers_token
     tokens = logprobs(("Santa", 0.4), (" Clara", 0.9), (" [", 0.99), ("2", 0.2), ("]", 1.0))
     assert answer_probability("Santa Clara [2]", tokens) == pytest.approx(math.sqrt(0.4 * 0.9), abs=1e-4)  # not [2]
     # the quote format: the short answer's last occurrence, the Answer line, not the quote
-    quote = logprobs(('"', 1.0), ("Santa", 1.0), (" Clara", 1.0), ('" [2]\nAnswer:', 1.0), (" Santa", 0.5),
-                     (" Clara", 0.5))
+    quote = logprobs(
+        ('"', 1.0), ("Santa", 1.0), (" Clara", 1.0), ('" [2]\nAnswer:', 1.0), (" Santa", 0.5), (" Clara", 0.5)
+    )
     assert answer_probability('"Santa Clara" [2]\nAnswer: Santa Clara', quote) == pytest.approx(0.5)
     # a short answer not found among the tokens (written another way: the stream unescapes what the
     # model wrote as "&amp;"): every token counts, the citation's too
-    assert answer_probability("AT&T [1]", logprobs(("AT", 0.5), ("&amp;", 0.5), ("T", 0.5), (" [", 1.0), ("1", 0.2),
-                                                   ("]", 1.0))) == pytest.approx((0.5 ** 3 * 0.2) ** (1 / 6), abs=1e-4)
+    assert answer_probability(
+        "AT&T [1]", logprobs(("AT", 0.5), ("&amp;", 0.5), ("T", 0.5), (" [", 1.0), ("1", 0.2), ("]", 1.0))
+    ) == pytest.approx((0.5**3 * 0.2) ** (1 / 6), abs=1e-4)
     assert answer_probability("Santa Clara [2]", None) is None and answer_probability("Santa Clara [2]", []) is None
 
 
@@ -210,11 +238,14 @@ def test_a_grounded_relevant_answer_the_model_was_unsure_of_is_not_supported():
     claim = answer.claims[0]
     assert answer.answer_probability == pytest.approx(math.sqrt(0.15), abs=1e-4)
     assert claim.grounded and claim.relevance is not None and not claim.supported and claim.unsupported == "unsure"
-    assert answer.warnings == ["1 of 1 claims were written with too little of the model's confidence "
-                               "(generation.min_answer_probability)"]
+    assert answer.warnings == [
+        "1 of 1 claims were written with too little of the model's confidence (generation.min_answer_probability)"
+    ]
     # sure enough, or a backend that reports no log-probabilities: supported
-    for sure, reported in ((load_settings(generation={"min_answer_probability": 0.3}).generation, tokens),
-                           (unsure_of, None)):
+    for sure, reported in (
+        (load_settings(generation={"min_answer_probability": 0.3}).generation, tokens),
+        (unsure_of, None),
+    ):
         answer = answer_of("Santa Clara [2]")
         answer.answer_probability = answer_probability(answer.answer, reported)
         check_answer(answer, PASSAGES, None, sure)
@@ -237,8 +268,9 @@ def test_evidence_the_gate_doubts_leaves_a_claim_unsupported_only_when_asked():
 
     weak = checked(0.4, 0.9)
     assert weak.claims[0].grounded and not weak.claims[0].supported and weak.claims[0].unsupported == "weak evidence"
-    assert weak.warnings == ["1 of 1 claims come from evidence the gate is not confident enough of "
-                             "(generation.min_evidence_confidence)"]
+    assert weak.warnings == [
+        "1 of 1 claims come from evidence the gate is not confident enough of (generation.min_evidence_confidence)"
+    ]
     # confident enough, a gate that gave no confidence, or the default (not checked): supported
     for answer in (checked(0.5, 0.9), checked(None, 0.9), checked(0.1, 0.9, MARK)):
         assert answer.claims[0].supported and not answer.warnings
@@ -248,14 +280,23 @@ def test_evidence_the_gate_doubts_leaves_a_claim_unsupported_only_when_asked():
 
 def test_a_list_number_stays_with_the_sentence_it_starts():
     # the README's own answer: "8." alone was a claim of its own, an echo off the question
-    passages = [Passage(citation=1, source="design.md", start=0, end=120,
-                        text="Passages are numbered. 8. If no cluster reaches the quorum, it abstains. 9. Otherwise "
-                             "the gate decides.")]
+    passages = [
+        Passage(
+            citation=1,
+            source="design.md",
+            start=0,
+            end=120,
+            text="Passages are numbered. 8. If no cluster reaches the quorum, it abstains. 9. Otherwise "
+            "the gate decides.",
+        )
+    ]
     answer = asked("When does it abstain?", "8. if no cluster reaches the quorum, it abstains [1]", passages)
     assert [c.text for c in answer.claims] == ["8. if no cluster reaches the quorum, it abstains [1]"]
     assert answer.claims[0].supported and answer.claims[0].relevance == 1.0 and not answer.warnings
-    assert [c.text for c in split_claims("a) Broncos won [1]. b) In 2016 [1].", [1])] == ["a) Broncos won [1].",
-                                                                                        "b) In 2016 [1]."]
+    assert [c.text for c in split_claims("a) Broncos won [1]. b) In 2016 [1].", [1])] == [
+        "a) Broncos won [1].",
+        "b) In 2016 [1].",
+    ]
 
 
 def test_invalid_and_missing_citations_are_flagged():
@@ -265,8 +306,10 @@ def test_invalid_and_missing_citations_are_flagged():
     assert "cites passages that were not shown: [7]" in invalid.warnings[0]
     uncited = answer_of("The Broncos won.")
     check_answer(uncited, PASSAGES, None, MARK)
-    assert uncited.warnings == ["the answer cites no passage: check it against the evidence",
-                                "1 of 1 claims are not found in the passages they cite"]
+    assert uncited.warnings == [
+        "the answer cites no passage: check it against the evidence",
+        "1 of 1 claims are not found in the passages they cite",
+    ]
 
 
 def test_a_decline_is_an_abstention():

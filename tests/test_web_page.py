@@ -16,8 +16,8 @@ import pytest
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config import load_settings
 
-from .ollama_standin import ollama_standin
 from .live_server import live_server
+from .ollama_standin import ollama_standin
 from .test_service import BEES
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
@@ -45,8 +45,12 @@ def served(tmp_path, corpus, embedder) -> Iterator[tuple[str, str]]:
         rag.ingest(corpus)
     key = KeyFile.load(key_file).add("default", "read-write")
     with ollama_standin(tokens=["Foragers ", "perform ", "the waggle dance ", "[1]."]) as ollama:
-        settings = load_settings(store=store, service={"keys": key_file}, ollama={"host": ollama.host},
-                                 generation={"backend": "ollama", "judge": False})
+        settings = load_settings(
+            store=store,
+            service={"keys": key_file},
+            ollama={"host": ollama.host},
+            generation={"backend": "ollama", "judge": False},
+        )
         with live_server(create_app(settings, embedder=embedder), PATIENCE_S) as base:
             yield base, key
 

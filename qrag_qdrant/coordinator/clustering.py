@@ -46,8 +46,7 @@ class Cluster:
     @property
     def expansions(self) -> list[str]:
         """The question's expansions whose searches found any member, first-seen order."""
-        return list(dict.fromkeys(query for member in self.members for query in member.queries
-                                  if query != QUESTION))
+        return list(dict.fromkeys(query for member in self.members for query in member.queries if query != QUESTION))
 
 
 def link_matrix(candidates: Sequence[Candidate], threshold: float) -> np.ndarray:

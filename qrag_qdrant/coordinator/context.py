@@ -7,12 +7,12 @@ when it clearly leads, more only when the evidence is spread over several."""
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-import re
 
 from ..chunking import word_bounds
 from ..evidence import EvidenceCluster, Passage
@@ -26,8 +26,7 @@ SENTENCE_START = re.compile(r"(?<=[.!?])[\"')\]’”]*\s+")
 SENTENCE_SLACK = 0.2
 
 
-def to_sentences(text: str, start: int, end: int, words: int,
-                 bounds: np.ndarray | None = None) -> tuple[int, int]:
+def to_sentences(text: str, start: int, end: int, words: int, bounds: np.ndarray | None = None) -> tuple[int, int]:
     """``text[start:end]`` widened to begin and end on sentence boundaries, each side by at
     most ``SENTENCE_SLACK`` of ``words`` (at least 5 words); a side with no boundary that
     near keeps its word boundary. ``bounds``: ``word_bounds(text)``, if the caller has them."""
@@ -36,12 +35,16 @@ def to_sentences(text: str, start: int, end: int, words: int,
     word_starts, word_ends = bounds[:, 0], bounds[:, 1]
     boundaries = np.array([0, *[m.end() for m in SENTENCE_START.finditer(text)], len(text)])
     # the words text[a:b] holds, whole or in part: those ending after a and starting before b
-    before = boundaries[(boundaries <= start) & (np.searchsorted(word_starts, start) -
-                                                 np.searchsorted(word_ends, boundaries, side="right") <= slack)]
-    after = boundaries[(boundaries >= end) & (np.searchsorted(word_starts, boundaries) -
-                                              np.searchsorted(word_ends, end, side="right") <= slack)]
+    before = boundaries[
+        (boundaries <= start)
+        & (np.searchsorted(word_starts, start) - np.searchsorted(word_ends, boundaries, side="right") <= slack)
+    ]
+    after = boundaries[
+        (boundaries >= end)
+        & (np.searchsorted(word_starts, boundaries) - np.searchsorted(word_ends, end, side="right") <= slack)
+    ]
     new_start = int(before.max()) if len(before) else start
-    new_end = len(text[:int(after.min())].rstrip()) if len(after) else end
+    new_end = len(text[: int(after.min())].rstrip()) if len(after) else end
     return new_start, max(new_end, end)
 
 
@@ -89,7 +92,7 @@ def _stitched(group: list[Span], marks: frozenset[Mark]) -> Span:
     first = group[0]
     if len(group) == 1 and marks == first.marks:
         return first
-    pieces = [first.text, *(span.text[previous.end - span.start:] for previous, span in zip(group, group[1:]))]
+    pieces = [first.text, *(span.text[previous.end - span.start :] for previous, span in itertools.pairwise(group))]
     return Span(first.source, first.start, group[-1].end, "".join(pieces), marks)
 
 
@@ -100,11 +103,12 @@ def unsent_parts(span: Span, sent: list[tuple[int, int]]) -> list[Span]:
         if end <= cursor:
             continue
         if start > cursor:
-            text = span.text[cursor - span.start:min(start, span.end) - span.start]
+            text = span.text[cursor - span.start : min(start, span.end) - span.start]
             if text.strip():
                 lead = len(text) - len(text.lstrip())
-                parts.append(Span(span.source, cursor + lead, cursor + lead + len(text.strip()), text.strip(),
-                                  span.marks))
+                parts.append(
+                    Span(span.source, cursor + lead, cursor + lead + len(text.strip()), text.strip(), span.marks)
+                )
         cursor = max(cursor, end)
         if cursor >= span.end:
             break
@@ -136,10 +140,13 @@ def agreement_window(spans: Sequence[Span], members: Sequence[Candidate], words:
         sums = np.convolve(weight, np.ones(width), mode="valid")
         first = int(np.argmax(sums))
         if best is None or sums[first] > best[0]:
-            start, end = to_sentences(span.text, int(words_here[first, 0]), int(words_here[first + width - 1, 1]),
-                                      width, words_here)
-            best = (float(sums[first]), Span(span.source, span.start + start, span.start + end,
-                                             span.text[start:end], span.marks))
+            start, end = to_sentences(
+                span.text, int(words_here[first, 0]), int(words_here[first + width - 1, 1]), width, words_here
+            )
+            best = (
+                float(sums[first]),
+                Span(span.source, span.start + start, span.start + end, span.text[start:end], span.marks),
+            )
     assert best is not None
     return best[1]
 
@@ -157,8 +164,9 @@ def member_chunks(members: Sequence[Candidate], words: int, sent: set[tuple[str,
     return chosen
 
 
-def build_context(ranked: Sequence[ScoredCluster], limit: int, word_budget: int = 0,
-                  mode: str = "window") -> list[EvidenceCluster]:
+def build_context(
+    ranked: Sequence[ScoredCluster], limit: int, word_budget: int = 0, mode: str = "window"
+) -> list[EvidenceCluster]:
     """The best ``limit`` clusters that still add text, passages numbered [1], [2], ... across them.
 
     Text an earlier cluster already sent is cut from later ones, so no text is sent twice; a
@@ -179,8 +187,11 @@ def build_context(ranked: Sequence[ScoredCluster], limit: int, word_budget: int 
         if len(clusters) == limit:
             break
         members = scored.cluster.members
-        spans = [part for span in merge_spans(candidate_span(member) for member in members)
-                 for part in unsent_parts(span, sent.get(span.source, []))]
+        spans = [
+            part
+            for span in merge_spans(candidate_span(member) for member in members)
+            for part in unsent_parts(span, sent.get(span.source, []))
+        ]
         if not spans:
             continue
         if word_budget:
@@ -197,12 +208,28 @@ def build_context(ranked: Sequence[ScoredCluster], limit: int, word_budget: int 
             citation += 1
             sent.setdefault(span.source, []).append((span.start, span.end))
             pages, heading = locate(span.marks, span.start, span.end)
-            passages.append(Passage(citation=citation, source=span.source, start=span.start, end=span.end,
-                                    text=span.text, pages=pages, heading=heading))
+            passages.append(
+                Passage(
+                    citation=citation,
+                    source=span.source,
+                    start=span.start,
+                    end=span.end,
+                    text=span.text,
+                    pages=pages,
+                    heading=heading,
+                )
+            )
         ranks = scored.cluster.best_ranks  # support and retrievers, computed once
-        clusters.append(EvidenceCluster(rank=len(clusters) + 1, score=round(scored.score, 6),
-                                        support=len(ranks), retrievers=list(ranks),
-                                        passages=passages, expansions=scored.cluster.expansions))
+        clusters.append(
+            EvidenceCluster(
+                rank=len(clusters) + 1,
+                score=round(scored.score, 6),
+                support=len(ranks),
+                retrievers=list(ranks),
+                passages=passages,
+                expansions=scored.cluster.expansions,
+            )
+        )
     return clusters
 
 

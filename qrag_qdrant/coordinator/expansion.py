@@ -77,8 +77,9 @@ class ExpansionKind:
         return self.name if count == 1 and self.max_count == 1 else f"{self.name} {index + 1}"
 
 
-EXPANSIONS: Registry[ExpansionKind] = Registry("qrag_qdrant.expansions", "query expansion",
-                                                setting="retrieval.expansions")
+EXPANSIONS: Registry[ExpansionKind] = Registry(
+    "qrag_qdrant.expansions", "query expansion", setting="retrieval.expansions"
+)
 
 
 def register_expansion(kind: ExpansionKind) -> None:
@@ -114,12 +115,18 @@ MULTI_QUERY = ExpansionKind(
     "You write search queries. Give {count} different search queries for the user's question, each on its "
     'own line starting with "- ". Use other words and synonyms than the question. Output only the '
     "{count} lines.",
-    parse_rewrites, default_count=3, max_count=10, tokens_per_text=32)
+    parse_rewrites,
+    default_count=3,
+    max_count=10,
+    tokens_per_text=32,
+)
 HYDE = ExpansionKind(
     "hyde",
     "Write a short encyclopedia passage (two or three sentences) that answers the user's question. If you "
     "are not sure, write a plausible answer anyway. No preamble.",
-    parse_passage, tokens_per_text=96)
+    parse_passage,
+    tokens_per_text=96,
+)
 
 
 @dataclass(frozen=True)
@@ -182,13 +189,15 @@ class Expander:
         return PendingExpansions(self.plans, futures, cancelled, time.monotonic() + self.timeout, self.timeout)
 
     @staticmethod
-    def _ask(completer: Completer, plan: ExpansionPlan, question: str,
-             cancelled: threading.Event) -> tuple[list[str], float]:
+    def _ask(
+        completer: Completer, plan: ExpansionPlan, question: str, cancelled: threading.Event
+    ) -> tuple[list[str], float]:
         if cancelled.is_set():  # an earlier expansion used up the time
             raise ExpansionFailed("cancelled")
         started = time.perf_counter()
-        reply = completer.complete(plan.kind.system.format(count=plan.count), question,
-                                   plan.kind.tokens_per_text * plan.count, cancelled)
+        reply = completer.complete(
+            plan.kind.system.format(count=plan.count), question, plan.kind.tokens_per_text * plan.count, cancelled
+        )
         if cancelled.is_set():
             raise ExpansionFailed("cancelled")
         return plan.kind.parse(reply, plan.count, question), time.perf_counter() - started
@@ -220,8 +229,12 @@ class PendingExpansions:
             except FutureTimeout:
                 self.cancelled.set()
                 future.cancel()
-                reports.append(QueryExpansion(kind=plan.kind.name, error=f"the model took longer than "
-                                              f"{self.timeout:g} s (retrieval.expansion_timeout)"))
+                reports.append(
+                    QueryExpansion(
+                        kind=plan.kind.name,
+                        error=f"the model took longer than {self.timeout:g} s (retrieval.expansion_timeout)",
+                    )
+                )
                 continue
             except Exception as exc:  # a missing model, a broken server, a garbage reply: search on without it
                 reports.append(QueryExpansion(kind=plan.kind.name, error=one_line(exc)))
@@ -229,8 +242,15 @@ class PendingExpansions:
             labels = [plan.kind.label(index, len(found)) for index in range(len(found))]
             for index, (label, text) in enumerate(zip(labels, found)):
                 texts.append(ExpandedText(label, text, plan.searchers(index)))
-            reports.append(QueryExpansion(kind=plan.kind.name, texts=found, labels=labels,
-                                          retrievers=sorted(plan.retrievers), seconds=round(seconds, 3)))
+            reports.append(
+                QueryExpansion(
+                    kind=plan.kind.name,
+                    texts=found,
+                    labels=labels,
+                    retrievers=sorted(plan.retrievers),
+                    seconds=round(seconds, 3),
+                )
+            )
         return texts, reports
 
 

@@ -45,14 +45,14 @@ QUORUM_FEATURES: dict[str, str] = {
     "top_score": "ranking score of the best cluster (weighted RRF and support, fixed scale)",
     "score_gap": "ranking score of cluster 1 minus that of cluster 2 (cluster 1's if alone)",
     "clusters_at_quorum": "clusters that reached quorum / the most there could be (context_clusters, or fewer "
-                          "when the candidates formed fewer clusters), capped at 1",
+    "when the candidates formed fewer clusters), capped at 1",
     "top_cosine": "best cosine between the question and a member chunk of the best cluster",
     "dense_top": "best cosine of any dense retriever's first hit",
     "dense_gap": "mean over dense retrievers of cosine(rank 1) - cosine(rank 2)",
     "bm25_top": "best BM25 score / (query terms x ln(1 + chunks)): near 1 when every term is rare and matched",
     "bm25_ratio": "mean over BM25 retrievers of score(rank 2) / score(rank 1)",
     "top_sources": "distinct sources among the best three clusters / the most there could be (3, or fewer when "
-                   "fewer sources were found)",
+    "fewer sources were found)",
     "term_coverage": "share of the question's terms (stemmed, no stopwords) found in the best cluster's text",
     "rare_coverage": "share of the question's capitalised or numeric terms found there (term_coverage if none)",
     "context_coverage": "share of the question's terms found anywhere in the context",
@@ -115,8 +115,9 @@ def quorum_features(given: GateInput) -> dict[str, float]:
     support = [s.cluster.support / retrievers for s in ranked[:2]]
     scores = [s.score for s in ranked[:2]]
     question = np.asarray(given.dense, dtype=np.float32)
-    top_cosine = max((float(question @ m.vector) for m in first.cluster.members if len(m.vector)), default=0.0) \
-        if first else 0.0
+    top_cosine = (
+        max((float(question @ m.vector) for m in first.cluster.members if len(m.vector)), default=0.0) if first else 0.0
+    )
 
     # a small corpus cannot fill the context: counts are shares of what it could hold
     found = {hit.id: hit for lst in given.lists for hit in lst.hits}
@@ -139,14 +140,16 @@ def quorum_features(given: GateInput) -> dict[str, float]:
         "support_margin": support[0] - (support[1] if second else 0.0) if support else 0.0,
         "top_score": scores[0] if scores else 0.0,
         "score_gap": scores[0] - (scores[1] if second else 0.0) if scores else 0.0,
-        "clusters_at_quorum": min(len(ranked) / max(min(given.context_clusters,
-                                                        given.clusters_formed or given.context_clusters), 1), 1.0),
+        "clusters_at_quorum": min(
+            len(ranked) / max(min(given.context_clusters, given.clusters_formed or given.context_clusters), 1), 1.0
+        ),
         "top_cosine": top_cosine,
         "dense_top": max((hits[0].score for hits in dense if hits), default=0.0),
         "dense_gap": _mean([hits[0].score - hits[1].score for hits in dense if len(hits) > 1]),
         "bm25_top": bm25_top,
-        "bm25_ratio": _mean([lst.hits[1].score / lst.hits[0].score for lst in bm25
-                             if len(lst.hits) > 1 and lst.hits[0].score > 0]),
+        "bm25_ratio": _mean(
+            [lst.hits[1].score / lst.hits[0].score for lst in bm25 if len(lst.hits) > 1 and lst.hits[0].score > 0]
+        ),
         "top_sources": len({m.source for s in ranked[:3] for m in s.cluster.members[:1]})
         / max(min(3, len({hit.payload.source for hit in found.values()})), 1),
         "term_coverage": coverage,
@@ -156,8 +159,9 @@ def quorum_features(given: GateInput) -> dict[str, float]:
     } | _rarity_features(query_terms, rare, top_terms, context_terms, given.term_stats)
 
 
-def _rarity_features(query_terms: set[int], names: set[int], top_terms: set[int], context_terms: set[int],
-                     stats: TermStats | None) -> dict[str, float]:
+def _rarity_features(
+    query_terms: set[int], names: set[int], top_terms: set[int], context_terms: set[int], stats: TermStats | None
+) -> dict[str, float]:
     """The features that need the corpus's document frequencies: ratios, so they carry across corpus sizes."""
     if stats is None:
         idf, seen = dict.fromkeys(query_terms, 1.0), query_terms | names
@@ -204,13 +208,24 @@ class LogisticGate:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LogisticGate:
-        return cls(tuple(data["features"]), np.asarray(data["mean"], dtype=float),
-                   np.asarray(data["scale"], dtype=float), np.asarray(data["coef"], dtype=float),
-                   float(data["intercept"]), float(data.get("threshold", 0.5)))
+        return cls(
+            tuple(data["features"]),
+            np.asarray(data["mean"], dtype=float),
+            np.asarray(data["scale"], dtype=float),
+            np.asarray(data["coef"], dtype=float),
+            float(data["intercept"]),
+            float(data.get("threshold", 0.5)),
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        return {"features": list(self.features), "mean": self.mean.tolist(), "scale": self.scale.tolist(),
-                "coef": self.coef.tolist(), "intercept": self.intercept, "threshold": self.threshold}
+        return {
+            "features": list(self.features),
+            "mean": self.mean.tolist(),
+            "scale": self.scale.tolist(),
+            "coef": self.coef.tolist(),
+            "intercept": self.intercept,
+            "threshold": self.threshold,
+        }
 
     def confidence(self, features: Mapping[str, float]) -> float:
         x = np.array([features[name] for name in self.features], dtype=float)
@@ -247,8 +262,10 @@ class GateModel:
     def loads(cls, text: str | bytes, origin: str) -> GateModel:
         try:
             data = json.loads(text)
-            return cls({name: LogisticGate.from_dict(system) for name, system in data["systems"].items()},
-                       {key: value for key, value in data.items() if key != "systems"})
+            return cls(
+                {name: LogisticGate.from_dict(system) for name, system in data["systems"].items()},
+                {key: value for key, value in data.items() if key != "systems"},
+            )
         except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"gate model {origin} is not a qrag-qdrant gate file: {exc}") from None
 

@@ -6,30 +6,31 @@ systems): fusion, clustering, quorum, ranking, context, the gate's confidence an
 
 from __future__ import annotations
 
-import time
-import warnings
-from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Sequence
+import logging
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from ..config import CollectionSpec, RetrievalSettings, RetrieverSpec, Settings
 from ..embedding import Bm25Embedder, DenseEmbedder, model_dim
-from ..errors import NothingIngestedError, QuestionError
+from ..errors import NothingIngestedError
 from ..evidence import Evidence, EvidenceCluster, QueryExpansion
 from ..store import CollectionManifest, Hit, Store, VectorQuery
-from ..store.base import CALIBRATED_GATE, TERM_STATS
+from ..store.base import CALIBRATED_GATE
 from ..store.points import Sparse
-from ..term_stats import TermStats, count_terms
+from ..term_stats import TermStats
+from ..timings import timed
 from .clustering import greedy_clusters
 from .context import adaptive_plan, build_context
 from .expansion import ExpandedText, Expander, ExpansionPlan, no_completer
 from .fusion import QUESTION, RankedList, reciprocal_rank_fusion
 from .gate import GateInput, GateModel, decide, quorum_features
+from .question import checked_question
 from .quorum import apply_quorum
 from .ranking import ScoredCluster, rank_clusters
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -42,18 +43,23 @@ class QueryVectors:
     sparse: dict[str, Sparse]
 
 
-
 class Coordinator:
-    def __init__(self, settings: Settings, store: Store, embedder: Callable[[], DenseEmbedder],
-                 completer: Callable[[], object] | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        embedder: Callable[[], DenseEmbedder],
+        completer: Callable[[], object] | None = None,
+    ):
         """``completer``: opens the model that writes the question's expansions (retrieval.expansions);
         it is used if it can complete a prompt (``expansion.Completer``)."""
         self.settings = settings
         self.store = store
         self._embedder_factory = embedder
         plans = ExpansionPlan.from_settings(settings)
-        self.expander = Expander(plans, completer or no_completer, settings.retrieval.expansion_timeout) \
-            if plans else None
+        self.expander = (
+            Expander(plans, completer or no_completer, settings.retrieval.expansion_timeout) if plans else None
+        )
         self._collections: list[tuple[CollectionSpec, Bm25Embedder]] | None = None
         self._points: dict[str, int] = {}
         self._gate: GateModel | None = None
@@ -65,8 +71,12 @@ class Coordinator:
         self._dense_names = frozenset(r.name for r in settings.retrievers if r.kind == "dense")
         self._lexical_names = frozenset(r.name for r in settings.retrievers) - self._dense_names
         #: each (collection, retriever)'s place among the lists: collection by collection, as ``_search`` gives them
-        self._list_order = {(spec.name, retriever.name): n for n, (spec, retriever) in enumerate(
-            (spec, retriever) for spec in settings.collections for retriever in spec.retrievers)}
+        self._list_order = {
+            (spec.name, retriever.name): n
+            for n, (spec, retriever) in enumerate(
+                (spec, retriever) for spec in settings.collections for retriever in spec.retrievers
+            )
+        }
 
     def index_changed(self) -> None:
         """After an ingest in this process: check the collections and count their points again
@@ -101,42 +111,27 @@ class Coordinator:
                 else:
                     collections.append((spec, stored.bm25_embedder()))
                     points[spec.name] = self.store.count(spec.name)
-            if missing:
+            namespace = self.settings.namespace
+            run = f"run: qrag-qdrant ingest PATH --namespace {namespace}"
+            if missing or not any(points.values()):
                 raise NothingIngestedError(
-                    f"nothing ingested in namespace {self.settings.namespace!r} for "
-                    f"{', '.join(missing)}; run: qrag-qdrant ingest PATH"
+                    f"nothing ingested in namespace {namespace!r} for {', '.join(missing)}; {run}"
+                    if missing
+                    else f"namespace {namespace!r} holds no documents; {run}"
                 )
-            if not any(points.values()):
-                raise NothingIngestedError(f"namespace {self.settings.namespace!r} holds no documents; "
-                                           "run: qrag-qdrant ingest PATH")
             self._points, self._collections = points, collections
         return self._collections
 
-    def check_question(self, question: str) -> str:
-        question = question.strip()
-        if not question:
-            raise QuestionError("the question is empty")
-        try:
-            question.encode("utf-8")
-        except UnicodeEncodeError:
-            raise QuestionError("the question is not valid text: it holds a lone UTF-16 surrogate") from None
-        limit = self.settings.retrieval.max_question_chars
-        if len(question) > limit:
-            raise QuestionError(
-                f"the question is {len(question)} characters long; the limit is {limit} "
-                "(retrieval.max_question_chars)"
-            )
-        return question
-
     def embed(self, question: str) -> QueryVectors:
-        question = self.check_question(question)
+        question = checked_question(question, self.settings.retrieval.max_question_chars)
         return QueryVectors(question, self._embedder_factory().query_embed(question).tolist(), self._sparse(question))
 
     def _sparse(self, question: str) -> dict[str, Sparse]:
         return {spec.name: sparse.query_embed(question) for spec, sparse in self.collections}
 
-    def embed_and_search(self, question: str, top_k: int | None = None,
-                         timings: dict[str, float] | None = None) -> tuple[QueryVectors, list[RankedList]]:
+    def embed_and_search(
+        self, question: str, top_k: int | None = None, timings: dict[str, float] | None = None
+    ) -> tuple[QueryVectors, list[RankedList]]:
         """Every retriever's ranked list for the question, embedded here. The BM25 searches need
         only the question's words, so they run on a worker thread while this one computes the
         dense vector (the ONNX run lets go of the GIL), and only the dense searches wait for it.
@@ -144,14 +139,15 @@ class Coordinator:
         the other core busy (docs/benchmarks.md). ``timings``: ``embed`` (the dense vector) and
         ``search`` (what follows until every list is in)."""
         timings = {} if timings is None else timings
-        question = self.check_question(question)
+        question = checked_question(question, self.settings.retrieval.max_question_chars)
         sparse = self._sparse(question)
-        lexical = self._lexical.submit(self._search, [(QUESTION, QueryVectors(question, [], sparse),
-                                                       self._lexical_names)], top_k)
+        lexical = self._lexical.submit(
+            self._search, [(QUESTION, QueryVectors(question, [], sparse), self._lexical_names)], top_k
+        )
         try:
-            with _timed(timings, "embed"):
+            with timed(timings, "embed"):
                 vectors = QueryVectors(question, self._embedder_factory().query_embed(question).tolist(), sparse)
-            with _timed(timings, "search"):
+            with timed(timings, "search"):
                 lists = self._search([(QUESTION, vectors, self._dense_names)], top_k) + lexical.result()
         except BaseException:
             wait([lexical])  # nothing searches on after the question failed
@@ -163,10 +159,14 @@ class Coordinator:
         options = self.settings.retrieval
         limit = top_k or options.top_k
         selector = self._excluded(options.exclude_sources)
-        return [VectorQuery(r.vector, vectors.dense, limit, options.min_similarity or None, options.hnsw_ef,
-                            selector=selector)
-                if r.kind == "dense" else VectorQuery(r.vector, vectors.sparse[spec.name], limit, selector=selector)
-                for r in spec.retrievers]
+        return [
+            VectorQuery(
+                r.vector, vectors.dense, limit, options.min_similarity or None, options.hnsw_ef, selector=selector
+            )
+            if r.kind == "dense"
+            else VectorQuery(r.vector, vectors.sparse[spec.name], limit, selector=selector)
+            for r in spec.retrievers
+        ]
 
     def _excluded(self, sources: Sequence[str]) -> Any | None:
         return self.store.models.Filter(must_not=[self.store.of_sources(sources)]) if sources else None
@@ -177,53 +177,75 @@ class Coordinator:
         if not texts:
             return []
         embedder = self._embedder_factory()
-        return self._search([(text.label, QueryVectors(text.text, embedder.query_embed(text.text).tolist(),
-                                                       {spec.name: sparse.query_embed(text.text)
-                                                        for spec, sparse in self.collections}),
-                              text.retrievers) for text in texts], top_k)
+        return self._search(
+            [
+                (
+                    text.label,
+                    QueryVectors(
+                        text.text,
+                        embedder.query_embed(text.text).tolist(),
+                        {spec.name: sparse.query_embed(text.text) for spec, sparse in self.collections},
+                    ),
+                    text.retrievers,
+                )
+                for text in texts
+            ],
+            top_k,
+        )
 
-    def _search(self, queries: Sequence[tuple[str, QueryVectors, Collection[str] | None]],
-                top_k: int | None) -> list[RankedList]:
+    def _search(
+        self, queries: Sequence[tuple[str, QueryVectors, Collection[str] | None]], top_k: int | None
+    ) -> list[RankedList]:
         """``queries``: (label, vectors, the retrievers that search them; None: all). On a server the
         collections are searched concurrently; in-process (Edge) one after another: on 2 cores
         threads measured slightly slower, and 4 times slower beside other load."""
         searches = []
         for spec, _ in self.collections:
-            planned = [(label, retriever, request)
-                       for label, vectors, wanted in queries
-                       for retriever, request in zip(spec.retrievers, self.queries(vectors, spec, top_k))
-                       if wanted is None or retriever.name in wanted]
+            planned = [
+                (label, retriever, request)
+                for label, vectors, wanted in queries
+                for retriever, request in zip(spec.retrievers, self.queries(vectors, spec, top_k))
+                if wanted is None or retriever.name in wanted
+            ]
             if planned:
                 searches.append((spec, planned))
         specs, plans = [spec for spec, _ in searches], [planned for _, planned in searches]
         mapper = self._pool.map if self.store.concurrent_queries else map
         results = list(mapper(self._search_collection, specs, plans))
-        return [RankedList(retriever.name, spec.name, hits, label)
-                for (spec, planned), per_query in zip(searches, results)
-                for (label, retriever, _), hits in zip(planned, per_query)]
+        return [
+            RankedList(retriever.name, spec.name, hits, label)
+            for (spec, planned), per_query in zip(searches, results)
+            for (label, retriever, _), hits in zip(planned, per_query)
+        ]
 
-    def _search_collection(self, spec: CollectionSpec,
-                           planned: Sequence[tuple[str, RetrieverSpec, VectorQuery]]) -> list[list[Hit]]:
+    def _search_collection(
+        self, spec: CollectionSpec, planned: Sequence[tuple[str, RetrieverSpec, VectorQuery]]
+    ) -> list[list[Hit]]:
         """One collection's searches, keeping only hits of each file's newest complete version:
         a query during a rewrite sees the old file or the new one, never both (one more lookup)."""
         results = self.store.query(spec.name, [request for _, _, request in planned])
         sources = {hit.payload.source for hits in results for hit in hits}
         current = self.store.current_versions(spec.name, sources)
-        return [[hit for hit in hits if current.get(hit.payload.source) == hit.payload.doc_hash]
-                for hits in results]
+        return [[hit for hit in hits if current.get(hit.payload.source) == hit.payload.doc_hash] for hits in results]
 
-    def rank(self, lists: list[RankedList], options: RetrievalSettings,
-             timings: dict[str, float] | None = None) -> tuple[list[ScoredCluster], int]:
+    def rank(
+        self, lists: list[RankedList], options: RetrievalSettings, timings: dict[str, float] | None = None
+    ) -> tuple[list[ScoredCluster], int]:
         """Fusion, clustering, quorum and ranking: the clusters that reached quorum, best first, and
         how many clusters the candidates formed (the gate's measure of what a small corpus can hold)."""
         timings = {} if timings is None else timings
-        with _timed(timings, "fusion"):
+        with timed(timings, "fusion"):
             candidates = reciprocal_rank_fusion(lists, options.rrf_k)
-        with _timed(timings, "clustering"):
+        with timed(timings, "clustering"):
             clusters = greedy_clusters(candidates, options.cluster_threshold)
-        with _timed(timings, "quorum_ranking"):
-            return rank_clusters(apply_quorum(clusters, options.quorum), len(self.settings.retrievers),
-                                 options.rrf_k, options.weight_rrf, options.weight_support), len(clusters)
+        with timed(timings, "quorum_ranking"):
+            return rank_clusters(
+                apply_quorum(clusters, options.quorum),
+                len(self.settings.retrievers),
+                options.rrf_k,
+                options.weight_rrf,
+                options.weight_support,
+            ), len(clusters)
 
     @property
     def gate(self) -> GateModel:
@@ -231,8 +253,9 @@ class Coordinator:
         if self._gate is None:
             path = self.settings.retrieval.gate_model
             calibrated = None if path else self.store.attachment(self.finest, CALIBRATED_GATE)
-            self._gate = GateModel.loads(calibrated, "the namespace's calibrated gate") if calibrated \
-                else GateModel.load(path)
+            self._gate = (
+                GateModel.loads(calibrated, "the namespace's calibrated gate") if calibrated else GateModel.load(path)
+            )
         return self._gate
 
     @property
@@ -249,21 +272,7 @@ class Coordinator:
         by a store that keeps none, has them counted here from its texts, in memory."""
         if self._term_stats is None:
             name = self.finest
-            manifest = self.store.manifest(name)
-            indexed = manifest.indexed if manifest is not None else 0
-            stats = TermStats.current(self.store.attachment(name, TERM_STATS), indexed)
-            if stats is None:
-                stats = TermStats.of(count_terms(self.store.texts(name)), self._points[name], indexed)
-                if self.store.keeps_attachments:
-                    warnings.warn(f"{name} has no current term counts stored (written by an older version, or an ingest "
-                                  f"has not finished): they were counted from its {stats.chunks} chunks, as every new "
-                                  "process will until an ingest of its documents finishes and stores them; run "
-                                  "qrag-qdrant ingest on them once if none is running", stacklevel=2)
-            excluded = self.settings.retrieval.exclude_sources
-            if excluded:
-                texts = list(self.store.texts(name, self.store.models.Filter(must=[self.store.of_sources(excluded)])))
-                stats = stats.updated(Counter(), count_terms(texts), stats.chunks - len(texts), indexed)
-            self._term_stats = stats
+            self._term_stats = self.store.term_stats(name, self._points[name], self.settings.retrieval.exclude_sources)
         return self._term_stats
 
     def min_confidence(self, options: RetrievalSettings) -> float:
@@ -272,16 +281,34 @@ class Coordinator:
             return options.min_confidence
         return self.gate.systems["quorum"].threshold if "quorum" in self.gate.systems else 0.0
 
-    def assess(self, vectors: QueryVectors, lists: list[RankedList], ranked: list[ScoredCluster], formed: int,
-               context: list[EvidenceCluster], options: RetrievalSettings) -> tuple[dict[str, float] | None, float]:
+    def assess(
+        self,
+        vectors: QueryVectors,
+        lists: list[RankedList],
+        ranked: list[ScoredCluster],
+        formed: int,
+        context: list[EvidenceCluster],
+        options: RetrievalSettings,
+    ) -> tuple[dict[str, float] | None, float]:
         """The gate's features of one retrieval and its confidence that ``context`` holds the answer;
         no features and confidence 0 when nothing reached quorum."""
         if not ranked:
             return None, 0.0
-        features = quorum_features(GateInput(
-            vectors.question, vectors.dense, lists, {r.name: r.kind for r in self.settings.retrievers}, ranked,
-            [" ".join(p.text for p in cluster.passages) for cluster in context], len(self.settings.retrievers),
-            options.context_clusters, self._points, self.term_stats, formed))
+        features = quorum_features(
+            GateInput(
+                vectors.question,
+                vectors.dense,
+                lists,
+                {r.name: r.kind for r in self.settings.retrievers},
+                ranked,
+                [" ".join(p.text for p in cluster.passages) for cluster in context],
+                len(self.settings.retrievers),
+                options.context_clusters,
+                self._points,
+                self.term_stats,
+                formed,
+            )
+        )
         return features, self.gate.confidence("quorum", features) or 0.0
 
     def retrieve(self, question: str) -> Evidence:
@@ -290,7 +317,8 @@ class Coordinator:
         gate reads the question's own lists, which its features describe."""
         options = self.settings.retrieval
         timings: dict[str, float] = {}
-        pending = self.expander.start(self.check_question(question)) if self.expander else None
+        checked = checked_question(question, options.max_question_chars)
+        pending = self.expander.start(checked) if self.expander else None
         try:
             vectors, lists = self.embed_and_search(question, timings=timings)
         except BaseException:
@@ -300,16 +328,24 @@ class Coordinator:
         expanded: list[RankedList] = []
         expansions: list[QueryExpansion] = []
         if pending is not None:
-            with _timed(timings, "expansion_wait"):
+            with timed(timings, "expansion_wait"):
                 texts, expansions = pending.collect()
-            with _timed(timings, "expansion_search"):
+            with timed(timings, "expansion_search"):
                 expanded = self.search_expansions(texts)
-        return self.evidence_from(vectors, lists, options, expanded, expansions, timings)
+        evidence = self.evidence_from(vectors, lists, options, expanded, expansions, timings)
+        log.info("retrieve: %d clusters, %s; ms: %s", len(evidence.clusters), evidence.abstain_reason, timings)
+        return evidence
 
-    def evidence_from(self, vectors: QueryVectors, lists: list[RankedList], options: RetrievalSettings,
-                      expanded: Sequence[RankedList] = (), expansions: Sequence[QueryExpansion] = (),
-                      timings: dict[str, float] | None = None,
-                      on_ranked: Callable[[list[ScoredCluster]], None] | None = None) -> Evidence:
+    def evidence_from(
+        self,
+        vectors: QueryVectors,
+        lists: list[RankedList],
+        options: RetrievalSettings,
+        expanded: Sequence[RankedList] = (),
+        expansions: Sequence[QueryExpansion] = (),
+        timings: dict[str, float] | None = None,
+        on_ranked: Callable[[list[ScoredCluster]], None] | None = None,
+    ) -> Evidence:
         """The question's evidence from its searched ``lists`` (and its expansions' ``expanded``):
         rank, build the context, assess it and decide. The gate reads the question's own lists,
         which its features describe, on the fixed context (``context_clusters``, ``word_budget``)
@@ -320,31 +356,33 @@ class Coordinator:
         ranked, formed = self.rank([*lists, *expanded], options, timings)
         if on_ranked is not None:
             on_ranked(ranked)
-        with _timed(timings, "context"):
+        with timed(timings, "context"):
             evidence = build_context(ranked, options.context_clusters, options.word_budget, options.context_passages)
-        with _timed(timings, "gate"):
+        with timed(timings, "gate"):
             features, confidence = self.assess(vectors, lists, ranked, formed, evidence, options)
         threshold = self.min_confidence(options)
         reason = decide(len(ranked), confidence, threshold)
         policy = f"fixed: {options.context_clusters} clusters, {options.word_budget} words" if ranked else None
         if options.context == "adaptive" and ranked:
-            with _timed(timings, "adaptive_context"):
+            with timed(timings, "adaptive_context"):
                 keep, policy = adaptive_plan(ranked, options.adaptive_margin, options.adaptive_clusters)
                 evidence = build_context(ranked, keep, keep * options.adaptive_words, options.context_passages)
-        return Evidence(question=vectors.question, abstained=reason is not None, abstain_reason=reason,
-                        confidence=round(confidence, 4), gate_threshold=threshold,
-                        retrievers=len(self.settings.retrievers), clusters=evidence, context_policy=policy,
-                        expansions=list(expansions), timings_ms=timings, gate_features=features)
+        return Evidence(
+            question=vectors.question,
+            abstained=reason is not None,
+            abstain_reason=reason,
+            confidence=round(confidence, 4),
+            gate_threshold=threshold,
+            retrievers=len(self.settings.retrievers),
+            clusters=evidence,
+            context_policy=policy,
+            expansions=list(expansions),
+            timings_ms=timings,
+            gate_features=features,
+        )
 
     def close(self) -> None:
         self._lexical.shutdown()
         self._pool.shutdown()
         if self.expander is not None:
             self.expander.close()
-
-
-@contextmanager
-def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
-    started = time.perf_counter()
-    yield
-    timings[stage] = round((time.perf_counter() - started) * 1000, 3)

@@ -14,8 +14,9 @@ class ScoredCluster:
     score: float
 
 
-def rank_clusters(clusters: Sequence[Cluster], retrievers: int, rrf_k: int, weight_rrf: float,
-                  weight_support: float) -> list[ScoredCluster]:
+def rank_clusters(
+    clusters: Sequence[Cluster], retrievers: int, rrf_k: int, weight_rrf: float, weight_support: float
+) -> list[ScoredCluster]:
     """Score = weight_rrf * normalised average RRF + weight_support * support / retrievers.
 
     Average RRF is taken over the cluster's supporting retrievers: each adds

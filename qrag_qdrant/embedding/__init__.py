@@ -14,6 +14,18 @@ from .files import OFFLINE_MODEL, OFFLINE_MODEL_DIM, model_dim
 from .pooling import WINDOW_TOKENS
 from .session import MeanPooledOnnx
 
-__all__ = ["BM25_SOURCES", "OFFLINE_MODEL", "OFFLINE_MODEL_DIM", "WINDOW_TOKENS", "Bm25Document", "Bm25Embedder",
-           "Bm25Settings", "DenseEmbedder", "MeanPooledOnnx", "ServerBm25", "SparseEmbedder", "SparseVec",
-           "model_dim"]
+__all__ = [
+    "BM25_SOURCES",
+    "OFFLINE_MODEL",
+    "OFFLINE_MODEL_DIM",
+    "WINDOW_TOKENS",
+    "Bm25Document",
+    "Bm25Embedder",
+    "Bm25Settings",
+    "DenseEmbedder",
+    "MeanPooledOnnx",
+    "ServerBm25",
+    "SparseEmbedder",
+    "SparseVec",
+    "model_dim",
+]

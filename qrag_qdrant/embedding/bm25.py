@@ -45,8 +45,7 @@ class SparseEmbedder:
         from qdrant_edge import Bm25, Bm25Config
 
         self.settings = settings
-        self._model = Bm25(Bm25Config(k=settings.k, b=settings.b, avg_len=settings.avg_len,
-                                      language=settings.language))
+        self._model = Bm25(Bm25Config(k=settings.k, b=settings.b, avg_len=settings.avg_len, language=settings.language))
 
     def embed(self, texts: list[str]) -> list[SparseVec]:
         return [_sparse(self._model.embed_document(text)) for text in texts]
@@ -80,7 +79,8 @@ class Bm25Embedder(Protocol):
 #: Who computes a collection's BM25 vectors: ``(Bm25Settings) -> Bm25Embedder`` by name, recorded in
 #: its manifest (``qdrant.bm25_source`` at creation) and used at ingest and query alike.
 BM25_SOURCES: Registry[Callable[[Bm25Settings], Bm25Embedder]] = Registry(
-    "qrag_qdrant.bm25", "BM25 source", setting="qdrant.bm25_source")
+    "qrag_qdrant.bm25", "BM25 source", setting="qdrant.bm25_source"
+)
 
 
 def _sparse(vector: Any) -> SparseVec:

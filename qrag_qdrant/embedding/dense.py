@@ -96,8 +96,13 @@ class DenseEmbedder:
             return model.encode(text)
         return np.asarray(next(iter(model.query_embed(text))), dtype=np.float32)
 
-    def embed_spans(self, text: str, spans: Sequence[tuple[int, int]], stride: int = 192,
-                    windows: Sequence[tuple[int, int]] | None = None) -> np.ndarray:
+    def embed_spans(
+        self,
+        text: str,
+        spans: Sequence[tuple[int, int]],
+        stride: int = 192,
+        windows: Sequence[tuple[int, int]] | None = None,
+    ) -> np.ndarray:
         """Late pooling: the model runs once over windows of ``text``, and each span
         ``(start, end)`` (character offsets) gets the mean of the token vectors inside it, unit length.
 
@@ -111,8 +116,10 @@ class DenseEmbedder:
         memory at once.
         """
         if not self.mean_pools:
-            raise EmbeddingError(f"{self.model_name} does not mean-pool its tokens, so late and anchored "
-                                 "pooling would not match its questions' vectors: use embedding.pooling = chunk")
+            raise EmbeddingError(
+                f"{self.model_name} does not mean-pool its tokens, so late and anchored "
+                "pooling would not match its questions' vectors: use embedding.pooling = chunk"
+            )
         bounds = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
         anchors = np.asarray(windows if windows is not None else [], dtype=np.int64).reshape(-1, 2)
         pooled = np.zeros((len(bounds), self.dim), dtype=np.float32)
@@ -123,26 +130,35 @@ class DenseEmbedder:
                 low, high = int(bounds[group, 0].min()), int(bounds[group, 1].max())
                 inside = anchors[(anchors[:, 0] < high) & (anchors[:, 1] > low)]
                 offset = min(low, int(inside[:, 0].min(initial=low)))
-                segment = text[offset: max(high, int(inside[:, 1].max(initial=high)))]
-                pooled[group] = self._pool_segment(segment, bounds[group] - offset, stride,
-                                                   inside - offset if windows is not None else None)
+                segment = text[offset : max(high, int(inside[:, 1].max(initial=high)))]
+                pooled[group] = self._pool_segment(
+                    segment, bounds[group] - offset, stride, inside - offset if windows is not None else None
+                )
                 group = []
             if index is not None:
                 group.append(int(index))
         return pooled
 
-    def _pool_segment(self, text: str, bounds: np.ndarray, stride: int, windows: np.ndarray | None = None) -> np.ndarray:
+    def _pool_segment(
+        self, text: str, bounds: np.ndarray, stride: int, windows: np.ndarray | None = None
+    ) -> np.ndarray:
         encoding = self._window_tokenizer().encode(text, add_special_tokens=False)
         offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
         first, end = token_ranges(offsets, bounds)
         if windows is None:
             token_windows = stride_windows(len(offsets), stride)
         else:
-            token_windows = cover(list(zip(*(side.tolist() for side in token_ranges(offsets, windows)))),
-                                   len(offsets), stride)
-        vectors, window_means = token_vectors(self._run_model, self._window_tokenizer(),
-                                              np.asarray(encoding.ids, dtype=np.int64), token_windows, self.dim,
-                                              self.batch_size)
+            token_windows = cover(
+                list(zip(*(side.tolist() for side in token_ranges(offsets, windows)))), len(offsets), stride
+            )
+        vectors, window_means = token_vectors(
+            self._run_model,
+            self._window_tokenizer(),
+            np.asarray(encoding.ids, dtype=np.int64),
+            token_windows,
+            self.dim,
+            self.batch_size,
+        )
         own = {window: k for k, window in enumerate(token_windows)}
         pooled = np.zeros((len(bounds), self.dim), dtype=np.float32)
         for row, (low, high) in enumerate(zip(first.tolist(), end.tolist())):

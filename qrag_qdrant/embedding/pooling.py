@@ -3,6 +3,7 @@ each token's vector from the window where it sits furthest from an edge."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -18,8 +19,10 @@ LATE_SEGMENT_CHARS = 200_000
 def token_ranges(offsets: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For character spans, the first token ending inside each and the one past the last token
     starting inside it."""
-    return (np.searchsorted(offsets[:, 1], bounds[:, 0], side="right"),
-            np.searchsorted(offsets[:, 0], bounds[:, 1], side="left"))
+    return (
+        np.searchsorted(offsets[:, 1], bounds[:, 0], side="right"),
+        np.searchsorted(offsets[:, 0], bounds[:, 1], side="left"),
+    )
 
 
 def stride_windows(count: int, stride: int) -> list[tuple[int, int]]:
@@ -43,7 +46,8 @@ def cover(windows: list[tuple[int, int]], count: int, stride: int) -> list[tuple
             kept.extend((start + a, start + b) for a, b in stride_windows(end - start, stride))
         elif end > start and (not kept or end > kept[-1][1]):
             kept.append((start, end))
-    covered, position = [], 0
+    covered: list[tuple[int, int]] = []
+    position = 0
     for start, end in [*kept, (count, count)]:
         if start > position:  # a gap: tokens outside every chunk
             covered.extend((position + a, position + b) for a, b in stride_windows(start - position, stride))
@@ -53,8 +57,14 @@ def cover(windows: list[tuple[int, int]], count: int, stride: int) -> list[tuple
     return sorted(set(covered))
 
 
-def token_vectors(run: Callable[[dict[str, np.ndarray]], np.ndarray], tokenizer: Any, ids: np.ndarray,
-                  windows: list[tuple[int, int]], dim: int, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+def token_vectors(
+    run: Callable[[dict[str, np.ndarray]], np.ndarray],
+    tokenizer: Any,
+    ids: np.ndarray,
+    windows: list[tuple[int, int]],
+    dim: int,
+    batch_size: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """One vector per token of ``ids`` from the windows (token ranges, sorted, covering every
     token), and each window's own embedding: the mean over it with [CLS] and [SEP], as fastembed
     pools. ``run`` is the model: its inputs to its token vectors."""
@@ -62,10 +72,10 @@ def token_vectors(run: Callable[[dict[str, np.ndarray]], np.ndarray], tokenizer:
     vectors = np.zeros((count, dim), dtype=np.float32)
     means = np.zeros((len(windows), dim), dtype=np.float32)
     # token i is taken from window k for i in [cut[k], cut[k + 1]): the middle of each overlap
-    cuts = [0] + [(nxt + end) // 2 for (_, end), (nxt, _) in zip(windows, windows[1:])] + [count]
+    cuts = [0] + [(nxt + end) // 2 for (_, end), (nxt, _) in itertools.pairwise(windows)] + [count]
     cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     for batch in range(0, len(windows), batch_size):
-        rows = windows[batch: batch + batch_size]
+        rows = windows[batch : batch + batch_size]
         input_ids = np.zeros((len(rows), max(end - start for start, end in rows) + 2), dtype=np.int64)
         mask = np.zeros_like(input_ids)
         for row, (start, end) in enumerate(rows):
@@ -74,6 +84,6 @@ def token_vectors(run: Callable[[dict[str, np.ndarray]], np.ndarray], tokenizer:
         hidden = run({"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)})
         for row, (start, end) in enumerate(rows):
             k = batch + row
-            vectors[cuts[k]: cuts[k + 1]] = hidden[row, 1 + cuts[k] - start: 1 + cuts[k + 1] - start]
+            vectors[cuts[k] : cuts[k + 1]] = hidden[row, 1 + cuts[k] - start : 1 + cuts[k + 1] - start]
             means[k] = hidden[row, : end - start + 2].astype(np.float64).mean(axis=0)
     return vectors, means

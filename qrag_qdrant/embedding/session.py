@@ -35,8 +35,9 @@ class MeanPooledOnnx:
 
     def encode(self, text: str) -> np.ndarray:
         ids = np.asarray([self._tokenizer.encode(text).ids], dtype=np.int64)
-        hidden = self._session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
-                                          "token_type_ids": np.zeros_like(ids)})[0]
+        hidden = self._session.run(
+            None, {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        )[0]
         vector = hidden[0].astype(np.float64).mean(axis=0)
         return (vector / max(float(np.linalg.norm(vector)), 1e-12)).astype(np.float32)
 
@@ -55,7 +56,7 @@ def optimized_session(model: Path, threads: int) -> Any:
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
         try:
             return onnxruntime.InferenceSession(str(saved), options, providers=["CPUExecutionProvider"])
-        except Exception:  # noqa: S110 - a damaged file: optimised and saved again below
+        except Exception:
             pass
     # extended, not all: the layout optimisations of "all" are tied to this machine's CPU
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED

@@ -15,17 +15,17 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-
 from ..config import GenerationSettings, Settings
 from ..evidence import Answer, Evidence, EvidenceCluster
+from ..gate_fitting import CATEGORIES
 from ..generation import GenerationBackend
 from ..generation.answer import answer_from
 from ..generation.verify import CITATION, confident
-from .dataset import CATEGORIES, EvalQuestion
+from .dataset import EvalQuestion
 from .metrics import SystemAnswer, exact_match, holds_answer, mean_of, paired_test, percentile, token_f1
 
 
@@ -87,39 +87,67 @@ class GeneratedAnswer:
 
 def score_answer(question: EvalQuestion, system: str, answer: Answer, seconds: float) -> GeneratedAnswer:
     short = answer.short_answer or CITATION.sub("", answer.answer or "")
-    outcome = "gate" if answer.abstain_reason in ("no_quorum", "low_confidence") else (
-        "error" if answer.error else answer.abstain_reason if answer.abstained else None)
+    outcome = (
+        "gate"
+        if answer.abstain_reason in ("no_quorum", "low_confidence")
+        else ("error" if answer.error else answer.abstain_reason if answer.abstained else None)
+    )
     cited = [n for claim in answer.claims for n in claim.citations]
     judged = [c for c in answer.claims if c.score is not None]
+    relevances = [c.relevance for c in answer.claims if c.relevance is not None]
     scored = outcome is None and question.answerable
     return GeneratedAnswer(
-        id=question.id, category=question.category, system=system, answer=answer.answer,
-        short_answer=answer.short_answer, outcome=outcome,
-        em=scored and exact_match(short, question.answers), f1=token_f1(short, question.answers) if scored else 0.0,
+        id=question.id,
+        category=question.category,
+        system=system,
+        answer=answer.answer,
+        short_answer=answer.short_answer,
+        outcome=outcome,
+        em=scored and exact_match(short, question.answers),
+        f1=token_f1(short, question.answers) if scored else 0.0,
         holds_gold=scored and holds_answer(CITATION.sub("", answer.answer or ""), question.answers),
-        citations=len(cited), citations_valid=not any(c.invalid_citations for c in answer.claims) if cited else None,
-        claims_judged=len(judged), claims_supported=sum(bool(c.supported) for c in judged),
+        citations=len(cited),
+        citations_valid=not any(c.invalid_citations for c in answer.claims) if cited else None,
+        claims_judged=len(judged),
+        claims_supported=sum(bool(c.supported) for c in judged),
         flagged=any(not c.supported for c in judged) if judged else None,
         supported=bool(answer.claims) and all(c.supported for c in answer.claims) if outcome is None else None,
-        seconds=seconds, context_words=answer.context_words, context_policy=answer.context_policy,
-        claim_scores=[c.score for c in judged if c.score is not None], decline_probability=answer.decline_probability,
-        relevance=min((c.relevance for c in answer.claims), default=None)
-        if answer.claims and all(c.relevance is not None for c in answer.claims) else None,
-        answer_probability=answer.answer_probability, confidence=answer.confidence,
-        **(answer.usage.model_dump() if answer.usage is not None else {}))
+        seconds=seconds,
+        context_words=answer.context_words,
+        context_policy=answer.context_policy,
+        claim_scores=[c.score for c in judged if c.score is not None],
+        decline_probability=answer.decline_probability,
+        relevance=min(relevances) if answer.claims and len(relevances) == len(answer.claims) else None,
+        answer_probability=answer.answer_probability,
+        confidence=answer.confidence,
+        **(answer.usage.model_dump() if answer.usage is not None else {}),
+    )
 
 
 def chunk_evidence(question: EvalQuestion, system: str, context: SystemAnswer) -> Evidence:
     """A chunk system's context as evidence, so it is answered through the same path as quorum's."""
     reason = "low_confidence" if context.gated else "no_quorum" if not context.units else None
-    return Evidence(question=question.question, abstained=reason is not None, abstain_reason=reason,
-                    confidence=context.confidence, retrievers=1, timings_ms={},
-                    clusters=[EvidenceCluster(rank=p.citation, score=0.0, support=1, retrievers=[system], passages=[p])
-                              for p in context.passages])
+    return Evidence(
+        question=question.question,
+        abstained=reason is not None,
+        abstain_reason=reason,
+        confidence=context.confidence,
+        retrievers=1,
+        timings_ms={},
+        clusters=[
+            EvidenceCluster(rank=p.citation, score=0.0, support=1, retrievers=[system], passages=[p])
+            for p in context.passages
+        ],
+    )
 
 
-def generate_for(question: EvalQuestion, system: str, context: SystemAnswer, settings: Settings,
-                 backend: Callable[[], GenerationBackend]) -> GeneratedAnswer:
+def generate_for(
+    question: EvalQuestion,
+    system: str,
+    context: SystemAnswer,
+    settings: Settings,
+    backend: Callable[[], GenerationBackend],
+) -> GeneratedAnswer:
     evidence = context.evidence or chunk_evidence(question, system, context)
     started = time.perf_counter()
     answer = answer_from(evidence, backend, settings)
@@ -138,9 +166,13 @@ def decline_curve(rows: Sequence[GeneratedAnswer]) -> dict[str, dict[str, float 
     asked = [r for r in rows if r.reached_model]
     if not asked or any(r.decline_probability is None for r in asked):
         return None
-    return {f"{t:g}": {c: mean_of([r.reached_model and r.decline_probability < t
-                                   for r in rows if r.category == c]) for c in CATEGORIES}
-            for t in DECLINE_THRESHOLDS}
+    return {
+        f"{t:g}": {
+            c: mean_of([r.reached_model and (r.decline_probability or 0.0) < t for r in rows if r.category == c])
+            for c in CATEGORIES
+        }
+        for t in DECLINE_THRESHOLDS
+    }
 
 
 #: per ``answer_metrics`` sweep: the generation setting it varies, and the values whose outcome it
@@ -152,27 +184,33 @@ SUPPORT_SWEEPS = {
 }
 
 
-def support_scores(rows: Sequence[GeneratedAnswer],
-                   supported: Callable[[GeneratedAnswer], bool] = lambda r: bool(r.supported)) -> dict[str, Any]:
-    """"Supported" against holding the gold answer: the share of answers supported, its precision
+def support_scores(
+    rows: Sequence[GeneratedAnswer], supported: Callable[[GeneratedAnswer], bool] = lambda r: bool(r.supported)
+) -> dict[str, Any]:
+    """ "Supported" against holding the gold answer: the share of answers supported, its precision
     and recall on answerable questions, and the share of answers shown as supported among the
     out-of-corpus and unanswerable questions whose context reached the model."""
     checked = [r for r in rows if r.category == "answerable" and r.answered and r.supported is not None]
     kept = [r for r in checked if supported(r)]
     held = sum(r.holds_gold for r in checked)
     reached = [r for r in rows if r.should_not_answer]
-    return {"supported": mean_of([supported(r) for r in checked]),
-            "precision": mean_of([r.holds_gold for r in kept]) if kept else None,
-            "recall": sum(r.holds_gold for r in kept) / held if held else None,
-            "unanswerable_shown_supported": mean_of([supported(r) for r in reached]) if reached else None}
+    return {
+        "supported": mean_of([supported(r) for r in checked]),
+        "precision": mean_of([r.holds_gold for r in kept]) if kept else None,
+        "recall": sum(r.holds_gold for r in kept) / held if held else None,
+        "unanswerable_shown_supported": mean_of([supported(r) for r in reached]) if reached else None,
+    }
 
 
 def supported_under(options: GenerationSettings) -> Callable[[GeneratedAnswer], bool]:
     """The answer step's "supported" rule at ``options``' thresholds, from what a row recorded: every
     claim grounded and relevant, the model sure enough, the evidence strong enough (the judge aside)."""
-    return lambda row: (row.relevance is not None and row.relevance >= options.min_relevance
-                        and confident(row.answer_probability, options.min_answer_probability)
-                        and confident(row.confidence, options.min_evidence_confidence))
+    return lambda row: (
+        row.relevance is not None
+        and row.relevance >= options.min_relevance
+        and confident(row.answer_probability, options.min_answer_probability)
+        and confident(row.confidence, options.min_evidence_confidence)
+    )
 
 
 def answer_metrics(rows: Sequence[GeneratedAnswer], options: GenerationSettings | None = None) -> dict[str, Any]:
@@ -194,31 +232,46 @@ def answer_metrics(rows: Sequence[GeneratedAnswer], options: GenerationSettings 
         "holds_gold": mean_of([r.holds_gold for r in answerable]),
         "answered_rate": {c: mean_of([r.answered for r in rows if r.category == c]) for c in CATEGORIES},
         # what the user gets with generation.unsupported = "refuse": flagged answers are refused too
-        "answered_rate_if_refused": {c: mean_of([r.answered and not r.flagged for r in rows if r.category == c])
-                                     for c in CATEGORIES},
+        "answered_rate_if_refused": {
+            c: mean_of([r.answered and not r.flagged for r in rows if r.category == c]) for c in CATEGORIES
+        },
         "answered_rate_if_declined_at": decline_curve(rows),
         "outcomes": dict(sorted(Counter(r.outcome or "answered" for r in rows).items())),
         # of the answers that cite: all their citations name a passage that was shown
         "citations_valid": mean_of([bool(r.citations_valid) for r in answered if r.citations]),
         "cites_unshown": sum(r.citations_valid is False for r in answered),
         "uncited": mean_of([r.citations == 0 for r in answered]),
-        "claims_supported": (sum(r.claims_supported for r in answered) / judged
-                             if (judged := sum(r.claims_judged for r in answered)) else None),
-        "judge": {"flagged": len(raised), "wrong": len(wrong),
-                  "precision": len(caught) / len(raised) if raised else None,
-                  "recall": len(caught) / len(wrong) if wrong else None},
+        "claims_supported": (
+            sum(r.claims_supported for r in answered) / judged
+            if (judged := sum(r.claims_judged for r in answered))
+            else None
+        ),
+        "judge": {
+            "flagged": len(raised),
+            "wrong": len(wrong),
+            "precision": len(caught) / len(raised) if raised else None,
+            "recall": len(caught) / len(wrong) if wrong else None,
+        },
         # "supported" (grounding and relevance checks, and the judge where on) against holding the gold answer
         "grounding": support_scores(rows),
-        **{sweep: {f"{t:g}": support_scores(rows, supported_under(options.model_copy(update={setting: t})))
-                   for t in values} for sweep, (setting, values) in SUPPORT_SWEEPS.items()},
+        **{
+            sweep: {
+                f"{t:g}": support_scores(rows, supported_under(options.model_copy(update={setting: t}))) for t in values
+            }
+            for sweep, (setting, values) in SUPPORT_SWEEPS.items()
+        },
         "unanswerable_reached_model": sum(r.should_not_answer for r in rows),
         "context_words": mean_of([r.context_words for r in rows if r.outcome != "gate"]),
         "prompt_tokens": mean_of([r.prompt_tokens or 0 for r in asked]),
         "prompt_tokens_p50": percentile([r.prompt_tokens or 0 for r in asked], 50) if asked else None,
-        "cached_share": (sum(r.cached_tokens or 0 for r in asked) / total
-                         if (total := sum(r.prompt_tokens or 0 for r in asked)) else None),
-        "tokens_per_second": (sum(r.completion_tokens or 0 for r in asked) / completion_seconds
-                              if completion_seconds else None),
+        "cached_share": (
+            sum(r.cached_tokens or 0 for r in asked) / total
+            if (total := sum(r.prompt_tokens or 0 for r in asked))
+            else None
+        ),
+        "tokens_per_second": (
+            sum(r.completion_tokens or 0 for r in asked) / completion_seconds if completion_seconds else None
+        ),
         "seconds_per_answer": mean_of([r.seconds for r in rows if r.outcome != "gate"]),
         "p50_seconds": percentile([r.seconds for r in rows if r.outcome != "gate"], 50),
         "p95_seconds": percentile([r.seconds for r in rows if r.outcome != "gate"], 95),
@@ -237,9 +290,13 @@ class AnswerEvaluation:
     def __init__(self, settings: Settings, backend: Callable[[], GenerationBackend], systems: Sequence[str]):
         self.settings, self.backend, self.systems = settings, backend, list(systems)
 
-    def run(self, questions: Sequence[EvalQuestion], contexts: dict[str, Sequence[SystemAnswer]],
-            advance: Callable[[], None] = lambda: None,
-            on_answer: Callable[[GeneratedAnswer], None] = lambda answer: None) -> dict[str, Any]:
+    def run(
+        self,
+        questions: Sequence[EvalQuestion],
+        contexts: Mapping[str, Sequence[SystemAnswer]],
+        advance: Callable[[], None] = lambda: None,
+        on_answer: Callable[[GeneratedAnswer], None] = lambda answer: None,
+    ) -> dict[str, Any]:
         """``on_answer`` sees each answer as it is scored, so a long run keeps what it has done."""
         rows: dict[str, list[GeneratedAnswer]] = {name: [] for name in self.systems}
         for index, question in enumerate(questions):
@@ -247,16 +304,26 @@ class AnswerEvaluation:
                 rows[name].append(generate_for(question, name, contexts[name][index], self.settings, self.backend))
                 on_answer(rows[name][-1])
             advance()
-        result: dict[str, Any] = {"questions": len(questions), "model": model_label(self.settings),
-                                  "systems": {name: answer_metrics(per, self.settings.generation)
-                                              for name, per in rows.items()},
-                                  "rows": [asdict(r) for per in rows.values() for r in per]}
+        result: dict[str, Any] = {
+            "questions": len(questions),
+            "model": model_label(self.settings),
+            "systems": {name: answer_metrics(per, self.settings.generation) for name, per in rows.items()},
+            "rows": [asdict(r) for per in rows.values() for r in per],
+        }
         if len(self.systems) >= 2:
             first, second = self.systems[:2]
             result["paired_f1"] = {"systems": [first, second], **paired_f1(rows[first], rows[second])}
-            result["paired_holds_gold"] = {"systems": [first, second], **paired_test(
-                [(float(a.holds_gold), float(b.holds_gold)) for a, b in zip(rows[first], rows[second])
-                 if a.category == "answerable"], exact_mcnemar=True)}
+            result["paired_holds_gold"] = {
+                "systems": [first, second],
+                **paired_test(
+                    [
+                        (float(a.holds_gold), float(b.holds_gold))
+                        for a, b in zip(rows[first], rows[second])
+                        if a.category == "answerable"
+                    ],
+                    exact_mcnemar=True,
+                ),
+            }
         return result
 
 

@@ -13,7 +13,6 @@ Questions of another data set (``foreign``) are a second, easier kind.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import random
 import re
@@ -22,11 +21,10 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import QragError
-
+from ..gate_fitting import Category
+from ..splits import held_out_docs
 
 #: The kinds of question, as abstain rates and gate rows name them.
-Category = Literal["answerable", "unanswerable", "out_of_corpus"]
-CATEGORIES: tuple[Category, ...] = ("answerable", "unanswerable", "out_of_corpus")
 
 
 class DatasetError(QragError):
@@ -82,13 +80,6 @@ class Dataset:
         return f"{name}-held-{len(self.held_out)}-s{self.split_seed}" if self.held_out else name
 
 
-def held_out_docs(docs: list[str], share: float, seed: int, salt: str = "") -> frozenset[str]:
-    """``round(share * len(docs))`` documents, the same ones for the same seed on any machine;
-    another ``salt`` draws a split independent of this one."""
-    ranked = sorted(docs, key=lambda doc: hashlib.sha256(f"{salt}{seed}:{doc}".encode()).hexdigest())
-    return frozenset(ranked[:round(share * len(docs))])
-
-
 #: the share of a data set's documents whose questions choose prompts, thresholds and policies
 #: (``--articles tune``); reports are made on the others (``--articles test``)
 TUNING_SHARE = 0.25
@@ -99,8 +90,15 @@ def tuning_docs(docs: list[str]) -> frozenset[str]:
     return held_out_docs(docs, TUNING_SHARE, 0, salt="tuning:")
 
 
-def load_dataset(root: Path, sample: int | None = None, seed: int = 0, hold_out: float = 0.0,
-                 split_seed: int = 0, foreign: Path | None = None, articles: str | None = None) -> Dataset:
+def load_dataset(
+    root: Path,
+    sample: int | None = None,
+    seed: int = 0,
+    hold_out: float = 0.0,
+    split_seed: int = 0,
+    foreign: Path | None = None,
+    articles: str | None = None,
+) -> Dataset:
     """Read a data set; ``sample`` questions are drawn with ``random.Random(seed)``.
 
     ``articles``: ``tune`` keeps only questions written on the tuning documents
@@ -122,7 +120,7 @@ def load_dataset(root: Path, sample: int | None = None, seed: int = 0, hold_out:
             raise DatasetError(f"--articles {articles!r}: use tune or test")
         tuning = tuning_docs(docs)
         questions = [q for q in questions if _written_on(q, tuning) == (articles == "tune")]
-    held = frozenset()
+    held: frozenset[str] = frozenset()
     if hold_out:
         held = held_out_docs(docs, hold_out, split_seed)
         questions = [dataclasses.replace(q, out_of_corpus=True) if _written_on(q, held) else q for q in questions]
@@ -149,9 +147,11 @@ def _read_questions(root: Path) -> tuple[list[EvalQuestion], str]:
     for file_name, kind in (("questions.jsonl", "qa"), ("queries.jsonl", "relevance")):
         path = root / file_name
         if path.is_file():
-            questions = [_question(path, number, line, kind)
-                         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
-                         if line.strip()]
+            questions = [
+                _question(path, number, line, kind)
+                for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+                if line.strip()
+            ]
             break
     else:
         raise DatasetError(f"{root} has neither questions.jsonl (QA) nor queries.jsonl (relevance)")
@@ -164,9 +164,14 @@ def _question(path: Path, number: int, line: str, kind: str) -> EvalQuestion:
     try:
         row = json.loads(line)
         if kind == "qa":
-            return EvalQuestion(str(row.get("id", number)), row["question"], tuple(row.get("answers", ())),
-                                bool(row.get("unanswerable", False)), doc=row.get("doc"),
-                                out_of_corpus=bool(row.get("out_of_corpus", False)))
+            return EvalQuestion(
+                str(row.get("id", number)),
+                row["question"],
+                tuple(row.get("answers", ())),
+                bool(row.get("unanswerable", False)),
+                doc=row.get("doc"),
+                out_of_corpus=bool(row.get("out_of_corpus", False)),
+            )
         return EvalQuestion(str(row.get("id", number)), row["question"], relevant_docs=tuple(row["relevant_docs"]))
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise DatasetError(f"{path}:{number}: not a {kind} question ({type(exc).__name__}: {exc})") from None

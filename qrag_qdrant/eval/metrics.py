@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..evidence import Evidence, Passage, QueryExpansion
-from .dataset import CATEGORIES, EvalQuestion
+from ..gate_fitting import CATEGORIES, risk_curve
+from .dataset import EvalQuestion
 
 ARTICLES = re.compile(r"\b(a|an|the)\b")
 PUNCTUATION = str.maketrans("", "", string.punctuation)
@@ -95,37 +96,36 @@ def is_correct(question: EvalQuestion, answer: SystemAnswer, kind: str) -> bool:
         return False
     if kind == "qa":
         return first_answer_rank(answer, question.answers) is not None
-    return any(doc in question.relevant_docs for doc in answer.docs[:max(len(answer.units), 1)])
+    return any(doc in question.relevant_docs for doc in answer.docs[: max(len(answer.units), 1)])
 
 
-def risk_curve(correct: np.ndarray, confidence: np.ndarray, evidence: np.ndarray) -> np.ndarray:
-    """The error rate among the answered at each coverage, answering the most confident first and
-    the questions without evidence last (ties keep their order). Its mean is the AURC."""
-    order = np.lexsort((-confidence, ~evidence))
-    return np.cumsum(~correct[order]) / np.arange(1, len(order) + 1)
-
-
-def risk_coverage(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer], kind: str,
-                  points: int = 50) -> dict[str, Any]:
+def risk_coverage(
+    questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer], kind: str, points: int = 50
+) -> dict[str, Any]:
     """Risk against coverage (``risk_curve``) and its area ``aurc`` (lower is better); a system
     without a gate answers in no particular order, so its curve is flat at its error rate."""
     if not answers:
         return {"aurc": None, "curve": []}
     correct = np.array([is_correct(q, a, kind) for q, a in zip(questions, answers)])
     if any(a.confidence is not None for a in answers):
-        risk = risk_curve(correct, np.array([a.confidence or 0.0 for a in answers]),
-                          np.array([bool(a.units) for a in answers]))
+        risk = risk_curve(
+            correct, np.array([a.confidence or 0.0 for a in answers]), np.array([bool(a.units) for a in answers])
+        )
     else:
         risk = np.full(len(answers), 1.0 - correct.mean())
     picks = np.unique(np.linspace(0, len(answers) - 1, min(points, len(answers))).round().astype(int))
-    return {"aurc": float(risk.mean()),
-            "curve": [[round(float((i + 1) / len(answers)), 4), round(float(risk[i]), 4)] for i in picks]}
+    return {
+        "aurc": float(risk.mean()),
+        "curve": [[round(float((i + 1) / len(answers)), 4), round(float(risk[i]), 4)] for i in picks],
+    }
 
 
 def abstain_rates(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer]) -> dict[str, float | None]:
     """Share abstained (no quorum, or the gate) per kind of question; None where there is none."""
-    return {category: mean_of([a.abstained for q, a in zip(questions, answers) if q.category == category])
-            for category in CATEGORIES}
+    return {
+        category: mean_of([a.abstained for q, a in zip(questions, answers) if q.category == category])
+        for category in CATEGORIES
+    }
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -135,10 +135,14 @@ def percentile(values: Sequence[float], q: float) -> float:
 def common_metrics(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer], kind: str) -> dict[str, Any]:
     latencies = [a.latency_ms for a in answers]
     curve = risk_coverage(questions, answers, kind)
-    return {"context_words": float(np.mean([a.words for a in answers])),
-            "p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95),
-            "abstain_rate": abstain_rates(questions, answers), "aurc": curve["aurc"],
-            "risk_coverage": curve["curve"]}
+    return {
+        "context_words": float(np.mean([a.words for a in answers])),
+        "p50_ms": percentile(latencies, 50),
+        "p95_ms": percentile(latencies, 95),
+        "abstain_rate": abstain_rates(questions, answers),
+        "aurc": curve["aurc"],
+        "risk_coverage": curve["curve"],
+    }
 
 
 def qa_metrics(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer]) -> dict[str, Any]:
@@ -154,8 +158,9 @@ def qa_metrics(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer
     }
 
 
-def trec_judgements(questions: Sequence[EvalQuestion],
-                    answers: Sequence[SystemAnswer]) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+def trec_judgements(
+    questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer]
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
     """The judged queries' relevant documents (qrels) and each system's document ranking (run)."""
     judged = [(q, a) for q, a in zip(questions, answers) if q.answerable]
     qrels = {q.id: {doc: 1 for doc in q.relevant_docs} for q, _ in judged}
@@ -168,8 +173,11 @@ def relevance_metrics(questions: Sequence[EvalQuestion], answers: Sequence[Syste
     from ir_measures import R, nDCG
 
     scores = ir_measures.calc_aggregate([nDCG @ 10, R @ 100], *trec_judgements(questions, answers))
-    return {"ndcg@10": float(scores[nDCG @ 10]), "recall@100": float(scores[R @ 100]),
-            **common_metrics(questions, answers, "relevance")}
+    return {
+        "ndcg@10": float(scores[nDCG @ 10]),
+        "recall@100": float(scores[R @ 100]),
+        **common_metrics(questions, answers, "relevance"),
+    }
 
 
 def per_question_ndcg(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer]) -> dict[str, float]:
@@ -182,8 +190,9 @@ def per_question_ndcg(questions: Sequence[EvalQuestion], answers: Sequence[Syste
     return {qid: scores.get(qid, 0.0) for qid in qrels}
 
 
-def paired_comparison(questions: Sequence[EvalQuestion], first: Sequence[SystemAnswer],
-                      second: Sequence[SystemAnswer], kind: str) -> dict[str, dict[str, Any]]:
+def paired_comparison(
+    questions: Sequence[EvalQuestion], first: Sequence[SystemAnswer], second: Sequence[SystemAnswer], kind: str
+) -> dict[str, dict[str, Any]]:
     """``first`` against ``second`` on the same questions, two-sided, per metric. QA: answer
     recall, with an exact McNemar test (a binomial test on the questions only one of them
     answers), and MRR; relevance: nDCG@10 per query. MRR and nDCG use a Wilcoxon signed-rank
@@ -191,9 +200,12 @@ def paired_comparison(questions: Sequence[EvalQuestion], first: Sequence[SystemA
     if kind == "qa":
         answerable = [(q, a, b) for q, a, b in zip(questions, first, second) if q.answerable]
         ranks = [(first_answer_rank(a, q.answers), first_answer_rank(b, q.answers)) for q, a, b in answerable]
-        return {"answer_recall": paired_test([(float(a is not None), float(b is not None)) for a, b in ranks],
-                                             exact_mcnemar=True),
-                "mrr": paired_test([(1.0 / a if a else 0.0, 1.0 / b if b else 0.0) for a, b in ranks])}
+        return {
+            "answer_recall": paired_test(
+                [(float(a is not None), float(b is not None)) for a, b in ranks], exact_mcnemar=True
+            ),
+            "mrr": paired_test([(1.0 / a if a else 0.0, 1.0 / b if b else 0.0) for a, b in ranks]),
+        }
     firsts, seconds = per_question_ndcg(questions, first), per_question_ndcg(questions, second)
     return {"ndcg@10": paired_test([(firsts[qid], seconds[qid]) for qid in firsts])}
 
@@ -206,14 +218,24 @@ def paired_test(pairs: Sequence[tuple[float, float]], exact_mcnemar: bool = Fals
     wins, losses = int((difference > 0).sum()), int((difference < 0).sum())
     p_value = None
     if wins + losses:
-        p_value = float(binomtest(wins, wins + losses).pvalue if exact_mcnemar
-                        else wilcoxon(difference, zero_method="zsplit").pvalue)
-    return {"questions": len(pairs), "mean_difference": float(difference.mean()) if pairs else None, "wins": wins,
-            "losses": losses, "ties": len(pairs) - wins - losses, "p_value": p_value}
+        p_value = float(
+            binomtest(wins, wins + losses).pvalue
+            if exact_mcnemar
+            else wilcoxon(difference, zero_method="zsplit").pvalue
+        )
+    return {
+        "questions": len(pairs),
+        "mean_difference": float(difference.mean()) if pairs else None,
+        "wins": wins,
+        "losses": losses,
+        "ties": len(pairs) - wins - losses,
+        "p_value": p_value,
+    }
 
 
-def support_profile(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer],
-                    kind: str) -> dict[str, dict[str, float]]:
+def support_profile(
+    questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer], kind: str
+) -> dict[str, dict[str, float | None]]:
     """Per top-cluster support: how many questions, how often the top cluster was right,
     and (QA) how many unanswerable questions got that support.
 
@@ -228,13 +250,37 @@ def support_profile(questions: Sequence[EvalQuestion], answers: Sequence[SystemA
             row["unanswerable"] += 1
             continue
         row["questions"] += 1
-        row["right"] += (holds_answer(" ".join(answer.units[0]), question.answers) if kind == "qa"
-                         else bool(answer.docs) and answer.docs[0] in question.relevant_docs)
-    return {str(support): {"questions": row["questions"],
-                           "top_cluster_right": row["right"] / row["questions"] if row["questions"] else None,
-                           **({"unanswerable": row["unanswerable"]} if kind == "qa" else {})}
-            for support, row in sorted(rows.items())}
+        row["right"] += (
+            holds_answer(" ".join(answer.units[0]), question.answers)
+            if kind == "qa"
+            else bool(answer.docs) and answer.docs[0] in question.relevant_docs
+        )
+    return {
+        str(support): {
+            "questions": row["questions"],
+            "top_cluster_right": row["right"] / row["questions"] if row["questions"] else None,
+            **({"unanswerable": row["unanswerable"]} if kind == "qa" else {}),
+        }
+        for support, row in sorted(rows.items())
+    }
 
 
 def mean_of(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if len(values) else None
+
+
+def expansion_metrics(answers: Sequence[SystemAnswer], plain: Sequence[SystemAnswer] | None) -> dict[str, Any]:
+    """What an expanded system's model calls cost, and how often they failed (searched without)."""
+    reports = [a.expansion for a in answers if a.expansion is not None]
+    seconds = [r.seconds for r in reports if r.seconds is not None]
+    added = [a.latency_ms - b.latency_ms for a, b in zip(answers, plain)] if plain else []
+    return {
+        "model_seconds_mean": mean_of(seconds),
+        "model_seconds_p50": percentile(seconds, 50),
+        "model_seconds_p95": percentile(seconds, 95),
+        "failed": sum(r.error is not None for r in reports),
+        "failures": dict(Counter(r.error for r in reports if r.error)),
+        "texts_mean": mean_of([len(r.texts) for r in reports]),
+        "added_ms_p50": percentile(added, 50) if added else None,
+        "added_ms_mean": mean_of(added) if added else None,
+    }

@@ -8,12 +8,11 @@ from typing import Any
 from rich.table import Table
 
 from ..errors import QragError
+from ..gate_fitting import CATEGORIES
 from ..plugins import install_hint
-from .dataset import CATEGORIES
 from .runner import EvalResult
 
-QA_COLUMNS = ("answer_recall", "answered_recall", "mrr", "context_words", "abstain_rate", "aurc", "p50_ms",
-              "p95_ms")
+QA_COLUMNS = ("answer_recall", "answered_recall", "mrr", "context_words", "abstain_rate", "aurc", "p50_ms", "p95_ms")
 RELEVANCE_COLUMNS = ("ndcg@10", "recall@100", "context_words", "abstain_rate", "aurc", "p50_ms", "p95_ms")
 #: abstain_rate's parts (the question categories), as the tables name them
 ABSTAIN_PARTS = dict(zip(CATEGORIES, ("ans", "unans", "ooc")))
@@ -57,16 +56,30 @@ def expansions_table(result: EvalResult) -> Table | None:
     if not expanded:
         return None
     table = Table(title="query expansions against quorum (paired)")
-    for column in ("system", "metric", "difference", "wins / losses / ties", "p", "model s (mean / p50)",
-                   "added ms p50", "failed"):
+    for column in (
+        "system",
+        "metric",
+        "difference",
+        "wins / losses / ties",
+        "p",
+        "model s (mean / p50)",
+        "added ms p50",
+        "failed",
+    ):
         table.add_column(column, justify="left" if column in ("system", "metric") else "right")
     for name, metrics in expanded.items():
         cost = metrics["expansion"]
         for metric, paired in metrics["vs_quorum"].items():
-            table.add_row(name, metric, f"{paired['mean_difference']:+.4f}",
-                          f"{paired['wins']} / {paired['losses']} / {paired['ties']}", cell("p", paired["p_value"]),
-                          f"{cell('s', cost['model_seconds_mean'])} / {cell('s', cost['model_seconds_p50'])}",
-                          cell("added_ms", cost["added_ms_p50"]), str(cost["failed"]))
+            table.add_row(
+                name,
+                metric,
+                f"{paired['mean_difference']:+.4f}",
+                f"{paired['wins']} / {paired['losses']} / {paired['ties']}",
+                cell("p", paired["p_value"]),
+                f"{cell('s', cost['model_seconds_mean'])} / {cell('s', cost['model_seconds_p50'])}",
+                cell("added_ms", cost["added_ms_p50"]),
+                str(cost["failed"]),
+            )
     return table
 
 
@@ -87,10 +100,14 @@ ANSWER_COLUMNS: tuple[tuple[str, Any], ...] = (
     ("holds gold", lambda m: cell("rate", m["holds_gold"])),
     ("answered (ans / unans / ooc)", lambda m: cell("abstain_rate", m["answered_rate"])),
     ("same, unsupported refused", lambda m: cell("abstain_rate", m["answered_rate_if_refused"])),
-    ("citations valid / cite unshown / uncited",
-     lambda m: f"{cell('rate', m['citations_valid'])} / {m['cites_unshown']} / {cell('rate', m['uncited'])}"),
-    ("supported: share / P / R", lambda m: " / ".join(cell("rate", m["grounding"][k])
-                                                      for k in ("supported", "precision", "recall"))),
+    (
+        "citations valid / cite unshown / uncited",
+        lambda m: f"{cell('rate', m['citations_valid'])} / {m['cites_unshown']} / {cell('rate', m['uncited'])}",
+    ),
+    (
+        "supported: share / P / R",
+        lambda m: " / ".join(cell("rate", m["grounding"][k]) for k in ("supported", "precision", "recall")),
+    ),
     ("unans. shown supported", lambda m: cell("rate", m["grounding"]["unanswerable_shown_supported"])),
     ("context words", lambda m: cell("context_words", m["context_words"])),
     ("prompt tokens (p50)", lambda m: cell("context_words", m["prompt_tokens_p50"])),
@@ -110,10 +127,12 @@ def paired_line(generation: dict[str, Any]) -> str | None:
         return None
     first, second = paired["systems"]
     gold = generation["paired_holds_gold"]
-    return (f"{first} against {second} on {paired['questions']} answerable questions: F1 difference "
-            f"{paired['mean_difference']:+.3f} ({paired['wins']} wins, {paired['losses']} losses, Wilcoxon p = "
-            f"{p_text(paired['p_value'])}); holds gold {gold['mean_difference']:+.3f} ({gold['wins']} wins, "
-            f"{gold['losses']} losses, exact McNemar p = {p_text(gold['p_value'])})")
+    return (
+        f"{first} against {second} on {paired['questions']} answerable questions: F1 difference "
+        f"{paired['mean_difference']:+.3f} ({paired['wins']} wins, {paired['losses']} losses, Wilcoxon p = "
+        f"{p_text(paired['p_value'])}); holds gold {gold['mean_difference']:+.3f} ({gold['wins']} wins, "
+        f"{gold['losses']} losses, exact McNemar p = {p_text(gold['p_value'])})"
+    )
 
 
 def p_text(p_value: float | None) -> str:
@@ -121,8 +140,9 @@ def p_text(p_value: float | None) -> str:
 
 
 def answers_table(generation: dict[str, Any]) -> Table:
-    table = Table(title=f"answers: {generation['questions']} questions, {generation['model']}",
-                  caption=paired_line(generation))
+    table = Table(
+        title=f"answers: {generation['questions']} questions, {generation['model']}", caption=paired_line(generation)
+    )
     table.add_column("system")
     for name, _ in ANSWER_COLUMNS:
         table.add_column(name, justify="right")
@@ -134,13 +154,20 @@ def answers_table(generation: dict[str, Any]) -> Table:
 def decline_rows(generation: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
     """Answered rates per kind had llm.decline_threshold been each t (the backend reported its
     decline probability), to choose the threshold from one run."""
-    curves = {name: m["answered_rate_if_declined_at"] for name, m in generation["systems"].items()
-              if m.get("answered_rate_if_declined_at")}
+    curves = {
+        name: m["answered_rate_if_declined_at"]
+        for name, m in generation["systems"].items()
+        if m.get("answered_rate_if_declined_at")
+    }
     if not curves:
         return None
     thresholds = list(next(iter(curves.values())))
-    rows = [[f"{name}, {kind}", *(cell("rate", curve[t][kind]) for t in thresholds)]
-            for name, curve in curves.items() for kind in curve[thresholds[0]] if curve[thresholds[0]][kind] is not None]
+    rows = [
+        [f"{name}, {kind}", *(cell("rate", curve[t][kind]) for t in thresholds)]
+        for name, curve in curves.items()
+        for kind in curve[thresholds[0]]
+        if curve[thresholds[0]][kind] is not None
+    ]
     return ["answered if llm.decline_threshold were", *thresholds], rows
 
 
@@ -177,8 +204,9 @@ def draw_plots(result: EvalResult, folder: Path) -> None:
     figure, axes = plt.subplots(figsize=(6, 4))
     for name, metrics in result.systems.items():
         axes.scatter(metrics["context_words"], metrics[quality], s=40)
-        axes.annotate(name, (metrics["context_words"], metrics[quality]), fontsize=8, xytext=(4, 2),
-                      textcoords="offset points")
+        axes.annotate(
+            name, (metrics["context_words"], metrics[quality]), fontsize=8, xytext=(4, 2), textcoords="offset points"
+        )
     axes.set_xlabel("mean context words")
     axes.set_ylabel(quality)
     axes.set_title(f"{result.dataset.name}: {quality} against context size")
@@ -218,36 +246,63 @@ def write_report(result: EvalResult, folder: Path, command: str) -> Path:
     draw_plots(result, folder)
     kind, cols = result.dataset.kind, columns(result)
     rows = [[name, *(cell(m, metrics[m]) for m in cols)] for name, metrics in result.systems.items()]
-    support_rows = [[s, f"{row['questions']:.0f}", cell("rate", row["top_cluster_right"]),
-                     str(row.get("unanswerable", "-"))] for s, row in result.support.items()]
+    support_rows = [
+        [s, f"{row['questions']:.0f}", cell("rate", row["top_cluster_right"]), str(row.get("unanswerable", "-"))]
+        for s, row in result.support.items()
+    ]
     parts = [
-        f"# Evaluation: {result.dataset.name}", "",
-        f"{len(result.dataset.questions)} questions ({kind} data set). Command:", "",
-        f"```\n{command}\n```", "",
-        markdown_table(["system", *(header(m, result) for m in cols)], rows), "",
-        "![recall against context words](recall_vs_context_words.png)", "",
-        "## Abstention: risk against coverage", "",
+        f"# Evaluation: {result.dataset.name}",
+        "",
+        f"{len(result.dataset.questions)} questions ({kind} data set). Command:",
+        "",
+        f"```\n{command}\n```",
+        "",
+        markdown_table(["system", *(header(m, result) for m in cols)], rows),
+        "",
+        "![recall against context words](recall_vs_context_words.png)",
+        "",
+        "## Abstention: risk against coverage",
+        "",
         "Each system answers its most confident questions first (quorum: the evidence gate; the others: a "
         "gate on their own list's top score and score gap). Risk is the error rate among the questions "
-        "answered; AURC is the area under the curve (lower is better).", "",
-        "![risk against coverage](risk_coverage.png)", "",
-        "## Quorum support", "",
-        markdown_table(["top-cluster support", "questions", "top cluster right", "unanswerable questions"],
-                       support_rows), "",
-        "![recall by support](recall_by_support.png)", "",
+        "answered; AURC is the area under the curve (lower is better).",
+        "",
+        "![risk against coverage](risk_coverage.png)",
+        "",
+        "## Quorum support",
+        "",
+        markdown_table(
+            ["top-cluster support", "questions", "top cluster right", "unanswerable questions"], support_rows
+        ),
+        "",
+        "![recall by support](recall_by_support.png)",
+        "",
     ]
     if result.generation:
-        parts += ["## Answers", "", f"{result.generation['questions']} questions, model "
-                  f"{result.generation['model']}, the same for every system.", "",
-                  markdown_table(["system", *(name for name, _ in ANSWER_COLUMNS)], answer_rows(result.generation)),
-                  "", paired_line(result.generation) or "", ""]
+        parts += [
+            "## Answers",
+            "",
+            f"{result.generation['questions']} questions, model "
+            f"{result.generation['model']}, the same for every system.",
+            "",
+            markdown_table(["system", *(name for name, _ in ANSWER_COLUMNS)], answer_rows(result.generation)),
+            "",
+            paired_line(result.generation) or "",
+            "",
+        ]
         if (declines := decline_rows(result.generation)) is not None:
             parts += [markdown_table(*declines), ""]
     if result.sweep:
         keys = [k for k in result.sweep[0] if k not in cols]
-        parts += ["## Sweep", "", markdown_table(
-            [*keys, *(header(m, result) for m in cols)],
-            [[str(p[k]) for k in keys] + [cell(m, p[m]) for m in cols] for p in result.sweep]), ""]
+        parts += [
+            "## Sweep",
+            "",
+            markdown_table(
+                [*keys, *(header(m, result) for m in cols)],
+                [[str(p[k]) for k in keys] + [cell(m, p[m]) for m in cols] for p in result.sweep],
+            ),
+            "",
+        ]
     path = folder / "report.md"
     path.write_text("\n".join(parts))
     return path

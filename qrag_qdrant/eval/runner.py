@@ -25,7 +25,6 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,10 +40,19 @@ from ..coordinator.gate import list_features
 from ..coordinator.ranking import ScoredCluster
 from ..errors import ConfigError
 from ..evidence import Passage, QueryExpansion
+from ..gate_fitting import CATEGORIES
 from ..store import Hit
-from .dataset import CATEGORIES, Dataset, EvalQuestion
-from .metrics import (SystemAnswer, is_correct, mean_of, paired_comparison, percentile, qa_metrics,
-                      relevance_metrics, support_profile)
+from ..timings import timed
+from .dataset import Dataset, EvalQuestion
+from .metrics import (
+    SystemAnswer,
+    expansion_metrics,
+    is_correct,
+    paired_comparison,
+    qa_metrics,
+    relevance_metrics,
+    support_profile,
+)
 
 HYBRID = "qdrant-hybrid"
 RRF_ALL = "rrf-all"
@@ -55,10 +63,19 @@ EXPANDED_SYSTEMS = {"quorum+mq": "multi_query:3", "quorum+hyde": "hyde"}
 RELEVANCE_DEPTH = 100
 #: Settings applied after the search, so a sweep over them reuses it (top_k and
 #: min_similarity shape the search itself: change them with --top-k or the config).
-SWEEPABLE = {"quorum": int, "cluster_threshold": float, "rrf_k": int,
-             "weight_rrf": float, "weight_support": float, "word_budget": int,
-             "context_clusters": int, "context": str, "adaptive_margin": float, "adaptive_words": int,
-             "adaptive_clusters": int}
+SWEEPABLE = {
+    "quorum": int,
+    "cluster_threshold": float,
+    "rrf_k": int,
+    "weight_rrf": float,
+    "weight_support": float,
+    "word_budget": int,
+    "context_clusters": int,
+    "context": str,
+    "adaptive_margin": float,
+    "adaptive_words": int,
+    "adaptive_clusters": int,
+}
 
 
 @dataclass
@@ -76,7 +93,7 @@ class EvalResult:
     dataset: Dataset
     config: dict[str, Any]
     systems: dict[str, dict[str, Any]]
-    support: dict[str, dict[str, float]]
+    support: dict[str, dict[str, float | None]]
     sweep: list[dict[str, Any]] = field(default_factory=list)
     #: one per question and system: what a gate is trained on (``qrag-qdrant gate train``)
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -87,10 +104,17 @@ class EvalResult:
 
     def as_json(self) -> dict[str, Any]:
         categories = {c: sum(q.category == c for q in self.dataset.questions) for c in CATEGORIES}
-        return {"dataset": self.dataset.name, "questions": len(self.dataset.questions), "categories": categories,
-                "held_out_docs": sorted(self.dataset.held_out), "config": self.config,
-                "systems": self.systems, "quorum_support": self.support, "sweep": self.sweep,
-                **({"generation": self.generation} if self.generation else {})}
+        return {
+            "dataset": self.dataset.name,
+            "questions": len(self.dataset.questions),
+            "categories": categories,
+            "held_out_docs": sorted(self.dataset.held_out),
+            "config": self.config,
+            "systems": self.systems,
+            "quorum_support": self.support,
+            "sweep": self.sweep,
+            **({"generation": self.generation} if self.generation else {}),
+        }
 
 
 def system_names(rag: QuorumRAG) -> list[str]:
@@ -117,8 +141,9 @@ class ExpansionCache:
             self.entries[key] = report
             if self.path is not None:
                 with self.path.open("a") as sink:
-                    sink.write(json.dumps({"question": question, "expansion": item,
-                                           "result": report.model_dump()}) + "\n")
+                    sink.write(
+                        json.dumps({"question": question, "expansion": item, "result": report.model_dump()}) + "\n"
+                    )
         return self.entries[key]
 
 
@@ -126,11 +151,19 @@ def expanded_settings(settings: Settings, item: str) -> Settings:
     """The settings with ``item`` as the only expansion: searched by every retriever that does not
     name its own, and by those that name it (so ``expansions = []`` on a retriever leaves it out)."""
     name = parse_expansion(item)[0]
-    return settings.model_copy(update={
-        "retrieval": settings.retrieval.model_copy(update={"expansions": (item,)}),
-        "retrievers": tuple(r if r.expansions is None else r.model_copy(
-            update={"expansions": tuple(x for x in r.expansions if parse_expansion(x)[0] == name)})
-            for r in settings.retrievers)})
+    return settings.model_copy(
+        update={
+            "retrieval": settings.retrieval.model_copy(update={"expansions": (item,)}),
+            "retrievers": tuple(
+                r
+                if r.expansions is None
+                else r.model_copy(
+                    update={"expansions": tuple(x for x in r.expansions if parse_expansion(x)[0] == name)}
+                )
+                for r in settings.retrievers
+            ),
+        }
+    )
 
 
 def parse_sweep(items: Sequence[str]) -> list[dict[str, Any]]:
@@ -148,8 +181,15 @@ def parse_sweep(items: Sequence[str]) -> list[dict[str, Any]]:
 
 
 class Evaluation:
-    def __init__(self, rag: QuorumRAG, dataset: Dataset, systems: Sequence[str] | None = None,
-                 top_k: int | None = None, expansions_cache: Path | None = None, chunks: int | None = None):
+    def __init__(
+        self,
+        rag: QuorumRAG,
+        dataset: Dataset,
+        systems: Sequence[str] | None = None,
+        top_k: int | None = None,
+        expansions_cache: Path | None = None,
+        chunks: int | None = None,
+    ):
         """``chunks``: how many chunks a chunk system (a retriever alone, hybrid, rrf-all) sends;
         default ``retrieval.context_clusters``."""
         known = system_names(rag) + list(EXPANDED_SYSTEMS)
@@ -158,8 +198,9 @@ class Evaluation:
             raise ConfigError(f"unknown systems {', '.join(unknown)}; known: {', '.join(known)}")
         self.rag, self.dataset = rag, dataset
         self.systems = list(systems or system_names(rag))
-        self.expanders = {name: self._expander(rag, item) for name, item in EXPANDED_SYSTEMS.items()
-                          if name in self.systems}
+        self.expanders = {
+            name: self._expander(rag, item) for name, item in EXPANDED_SYSTEMS.items() if name in self.systems
+        }
         self.expansions = ExpansionCache(expansions_cache)
         self.top_k = top_k or (RELEVANCE_DEPTH if dataset.kind == "relevance" else rag.settings.retrieval.top_k)
         self.options = rag.settings.retrieval.model_copy(update={"top_k": self.top_k})
@@ -185,18 +226,32 @@ class Evaluation:
         metrics = qa_metrics if self.dataset.kind == "qa" else relevance_metrics
         questions = self.dataset.questions
         support = support_profile(questions, answers[QUORUM], self.dataset.kind) if QUORUM in answers else {}
-        result = EvalResult(self.dataset, self.rag.settings.model_dump(mode="json", exclude={"config_file"}),
-                            {name: metrics(questions, per_question) for name, per_question in answers.items()},
-                            support, contexts=answers)
+        result = EvalResult(
+            self.dataset,
+            self.rag.settings.model_dump(mode="json", exclude={"config_file"}),
+            {name: metrics(questions, per_question) for name, per_question in answers.items()},
+            support,
+            contexts=answers,
+        )
         for name in self.expanders:
             result.systems[name]["expansion"] = expansion_metrics(answers[name], answers.get(QUORUM))
             if QUORUM in answers:
-                result.systems[name]["vs_quorum"] = paired_comparison(questions, answers[name], answers[QUORUM],
-                                                                      self.dataset.kind)
-        result.rows = [{"id": q.id, "group": q.group, "category": q.category, "system": name,
-                        "label": is_correct(q, a, self.dataset.kind), "confidence": a.confidence,
-                        "features": a.features}
-                       for name, per_question in answers.items() for q, a in zip(questions, per_question)]
+                result.systems[name]["vs_quorum"] = paired_comparison(
+                    questions, answers[name], answers[QUORUM], self.dataset.kind
+                )
+        result.rows = [
+            {
+                "id": q.id,
+                "group": q.group,
+                "category": q.category,
+                "system": name,
+                "label": is_correct(q, a, self.dataset.kind),
+                "confidence": a.confidence,
+                "features": a.features,
+            }
+            for name, per_question in answers.items()
+            for q, a in zip(questions, per_question)
+        ]
         for point in sweep:
             options = self.options.model_copy(update=point)
             point_answers = [self._quorum(search, options) for search in self.searches]
@@ -204,14 +259,13 @@ class Evaluation:
         return result
 
     def search_question(self, question: EvalQuestion) -> QuestionSearch:
-        coordinator = self.rag.coordinator
+        coordinator, timings = self.rag.coordinator, {"search": 0.0}
         if {RRF_ALL, QUORUM, *self.expanders} & set(self.systems):  # the query path's own embed and search
-            timings: dict[str, float] = {}
             vectors, lists = coordinator.embed_and_search(question.question, self.top_k, timings)
-            return QuestionSearch(vectors, lists, timings["embed"], timings["search"])
-        started = time.perf_counter()
-        vectors = coordinator.embed(question.question)
-        return QuestionSearch(vectors, [], (time.perf_counter() - started) * 1000, 0.0)
+        else:
+            with timed(timings, "embed"):
+                vectors, lists = coordinator.embed(question.question), []
+        return QuestionSearch(vectors, lists, timings["embed"], timings["search"])
 
     def answer(self, name: str, search: QuestionSearch) -> SystemAnswer:
         if name == QUORUM:
@@ -225,8 +279,13 @@ class Evaluation:
             return self._timed(answer, search, started, shared_search=True)
         if name == HYBRID:
             spec = self._hybrid_collection()
-            hits = self.rag.store.hybrid(spec.name, search.vectors.dense, search.vectors.sparse[spec.name],
-                                         limit=max(self.top_k, self.budget), prefetch_limit=self.top_k)
+            hits = self.rag.store.hybrid(
+                spec.name,
+                search.vectors.dense,
+                search.vectors.sparse[spec.name],
+                limit=max(self.top_k, self.budget),
+                prefetch_limit=self.top_k,
+            )
             return self._timed(self._chunks(name, hits), search, started)
         spec, query = self._retriever(name, search.vectors)
         hits = self.rag.store.query(spec.name, [query])[0]
@@ -239,28 +298,39 @@ class Evaluation:
         plan = expander.plans[0]  # this config's retrievers, whoever wrote the cached texts
         started = time.perf_counter()
         lists = self.rag.coordinator.search_expansions(
-            [ExpandedText(label, text, plan.searchers(index))
-             for index, (label, text) in enumerate(zip(report.labels, report.texts))], self.top_k)
+            [
+                ExpandedText(label, text, plan.searchers(index))
+                for index, (label, text) in enumerate(zip(report.labels, report.texts))
+            ],
+            self.top_k,
+        )
         searched_ms = (time.perf_counter() - started) * 1000
         answer = self._quorum(search, self.options, lists)
         answer.expansion = report
         answer.latency_ms += searched_ms + (report.seconds or 0.0) * 1000
         return answer
 
-    def _quorum(self, search: QuestionSearch, options: RetrievalSettings,
-                expanded: Sequence[RankedList] = ()) -> SystemAnswer:
+    def _quorum(
+        self, search: QuestionSearch, options: RetrievalSettings, expanded: Sequence[RankedList] = ()
+    ) -> SystemAnswer:
         """The query path's own evidence (``Coordinator.evidence_from``) from the shared search;
         the clusters' document order, for ranking metrics, is observed through its hook."""
         started = time.perf_counter()
         ranked: list[ScoredCluster] = []
-        evidence = self.rag.coordinator.evidence_from(search.vectors, search.lists, options, expanded,
-                                                      on_ranked=ranked.extend)
+        evidence = self.rag.coordinator.evidence_from(
+            search.vectors, search.lists, options, expanded, on_ranked=ranked.extend
+        )
         clusters = evidence.clusters
-        answer = SystemAnswer(units=[[p.text for p in c.passages] for c in clusters], docs=_cluster_docs(ranked),
-                              support=clusters[0].support if clusters else None,
-                              confidence=evidence.confidence or 0.0, features=evidence.gate_features or {},
-                              passages=evidence.passages, gated=evidence.abstain_reason == "low_confidence",
-                              evidence=evidence)
+        answer = SystemAnswer(
+            units=[[p.text for p in c.passages] for c in clusters],
+            docs=_cluster_docs(ranked),
+            support=clusters[0].support if clusters else None,
+            confidence=evidence.confidence or 0.0,
+            features=evidence.gate_features or {},
+            passages=evidence.passages,
+            gated=evidence.abstain_reason == "low_confidence",
+            evidence=evidence,
+        )
         return self._timed(answer, search, started, shared_search=True)
 
     def _chunks(self, name: str, hits: Sequence[Hit], scores: Sequence[float] | None = None) -> SystemAnswer:
@@ -268,18 +338,31 @@ class Evaluation:
         features = list_features(list(scores if scores is not None else (h.score for h in hits)))
         gate = self.rag.coordinator.gate.systems.get(name)
         confidence = gate.confidence(features) if gate and hits else (0.0 if gate else None)
-        gated = gate is not None and self.options.min_confidence != 0 and confidence < gate.threshold
+        gated = (
+            gate is not None
+            and confidence is not None
+            and self.options.min_confidence != 0
+            and confidence < gate.threshold
+        )
         shown = hits[: self.budget]
-        return SystemAnswer(units=[[h.payload.text] for h in shown],
-                            docs=_unique(h.payload.source for h in hits), confidence=confidence,
-                            features=features, gated=gated,
-                            passages=[Passage(citation=n, source=h.payload.source, start=h.payload.start,
-                                              end=h.payload.end, text=h.payload.text)
-                                      for n, h in enumerate(shown, start=1)])
+        return SystemAnswer(
+            units=[[h.payload.text] for h in shown],
+            docs=_unique(h.payload.source for h in hits),
+            confidence=confidence,
+            features=features,
+            gated=gated,
+            passages=[
+                Passage(
+                    citation=n, source=h.payload.source, start=h.payload.start, end=h.payload.end, text=h.payload.text
+                )
+                for n, h in enumerate(shown, start=1)
+            ],
+        )
 
     @staticmethod
-    def _timed(answer: SystemAnswer, search: QuestionSearch, started: float,
-               shared_search: bool = False) -> SystemAnswer:
+    def _timed(
+        answer: SystemAnswer, search: QuestionSearch, started: float, shared_search: bool = False
+    ) -> SystemAnswer:
         own = (time.perf_counter() - started) * 1000
         answer.latency_ms = search.embed_ms + (search.search_ms if shared_search else 0.0) + own
         return answer
@@ -295,19 +378,6 @@ class Evaluation:
         specs = [spec for spec, _ in self.rag.coordinator.collections]
         preferred = [s for s in specs if (s.size, s.overlap) == (100, 50)]
         return (preferred or specs)[0]
-
-
-def expansion_metrics(answers: Sequence[SystemAnswer], plain: Sequence[SystemAnswer] | None) -> dict[str, Any]:
-    """What an expanded system's model calls cost, and how often they failed (searched without)."""
-    reports = [a.expansion for a in answers if a.expansion is not None]
-    seconds = [r.seconds for r in reports if r.seconds is not None]
-    added = [a.latency_ms - b.latency_ms for a, b in zip(answers, plain)] if plain else []
-    return {"model_seconds_mean": mean_of(seconds), "model_seconds_p50": percentile(seconds, 50),
-            "model_seconds_p95": percentile(seconds, 95), "failed": sum(r.error is not None for r in reports),
-            "failures": dict(Counter(r.error for r in reports if r.error)),
-            "texts_mean": mean_of([len(r.texts) for r in reports]),
-            "added_ms_p50": percentile(added, 50) if added else None,
-            "added_ms_mean": mean_of(added) if added else None}
 
 
 def _cluster_docs(ranked: Sequence[ScoredCluster]) -> list[str]:

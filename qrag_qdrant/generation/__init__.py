@@ -18,12 +18,23 @@ from ..plugins import Registry
 from .base import BackendDefaults, GenerationBackend, Judge, Usage
 from .prompt import NOT_IN_DOCUMENTS, SYSTEM_PROMPTS, build_messages
 
-__all__ = ["BACKENDS", "NOT_IN_DOCUMENTS", "SYSTEM_PROMPTS", "BackendDefaults", "GenerationBackend", "Judge",
-           "Usage", "build_messages", "open_backend", "register_backend"]
+__all__ = [
+    "BACKENDS",
+    "NOT_IN_DOCUMENTS",
+    "SYSTEM_PROMPTS",
+    "BackendDefaults",
+    "GenerationBackend",
+    "Judge",
+    "Usage",
+    "build_messages",
+    "open_backend",
+    "register_backend",
+]
 
 BackendFactory = Callable[[Settings], GenerationBackend]
-BACKENDS: Registry[BackendFactory] = Registry("qrag_qdrant.generation", "generation backend",
-                                               setting="generation.backend")
+BACKENDS: Registry[BackendFactory] = Registry(
+    "qrag_qdrant.generation", "generation backend", setting="generation.backend"
+)
 register_backend = BACKENDS.register
 
 

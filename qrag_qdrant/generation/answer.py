@@ -7,19 +7,28 @@ what a user gets.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from collections.abc import Callable, Sequence
 
 from ..config import Settings
 from ..errors import GenerationError
 from ..evidence import Answer, Evidence, Passage, TokenUsage
+from ..timings import timed
 from .base import GenerationBackend, Judge
 from .prompt import fit_passages, unescaped
 from .verify import answer_probability, check_answer
 
+log = logging.getLogger(__name__)
 
-def answer_from(evidence: Evidence, backend: Callable[[], GenerationBackend], settings: Settings,
-                on_token: Callable[[str], None] | None = None, cancelled: threading.Event | None = None) -> Answer:
+
+def answer_from(
+    evidence: Evidence,
+    backend: Callable[[], GenerationBackend],
+    settings: Settings,
+    on_token: Callable[[str], None] | None = None,
+    cancelled: threading.Event | None = None,
+) -> Answer:
     """The checked answer to ``evidence``; the model is not called when retrieval abstained.
     The CLI, the service and ``eval --generate`` all answer through here."""
     result = Answer.from_evidence(evidence)
@@ -28,9 +37,14 @@ def answer_from(evidence: Evidence, backend: Callable[[], GenerationBackend], se
     return result
 
 
-def generate_answer(result: Answer, passages: Sequence[Passage], backend: Callable[[], GenerationBackend],
-                    settings: Settings, on_token: Callable[[str], None] | None = None,
-                    cancelled: threading.Event | None = None) -> None:
+def generate_answer(
+    result: Answer,
+    passages: Sequence[Passage],
+    backend: Callable[[], GenerationBackend],
+    settings: Settings,
+    on_token: Callable[[str], None] | None = None,
+    cancelled: threading.Event | None = None,
+) -> None:
     """Fill ``result`` with the answer, its claims and warnings, or the error.
 
     ``backend`` is called once, inside the error handling, so a backend that cannot open
@@ -41,23 +55,32 @@ def generate_answer(result: Answer, passages: Sequence[Passage], backend: Callab
     parts: list[str] = []
     sent: list[Passage] = list(passages)
     opened: GenerationBackend | None = None
-    try:
-        opened = backend()
-        sent, dropped = fit_passages(result.question, passages, opened.context_tokens,
-                                     settings.llm.max_tokens, settings.generation.answer_format)
-        if dropped:
-            result.warnings.append(f"the context was trimmed to fit the model's window: passages "
-                                   f"{', '.join(f'[{p.citation}]' for p in dropped)} were not sent")
-        tokens = opened.stream(result.question, sent)
-        for text in unescaped(tokens):
-            parts.append(text)
-            if on_token and text:
-                on_token(text)
-            if cancelled is not None and cancelled.is_set():
-                tokens.close()  # stops the model
-                raise GenerationError("stopped: the client went away")
-    except GenerationError as exc:
-        result.error, result.complete = str(exc), False
+    with timed(result.timings_ms, "generation"):  # the backend opened, the prompt read, the answer written
+        try:
+            opened = backend()
+            sent, dropped = fit_passages(
+                result.question,
+                passages,
+                opened.context_tokens,
+                settings.llm.max_tokens,
+                settings.generation.answer_format,
+            )
+            if dropped:
+                result.warnings.append(
+                    f"the context was trimmed to fit the model's window: passages "
+                    f"{', '.join(f'[{p.citation}]' for p in dropped)} were not sent"
+                )
+            tokens = opened.stream(result.question, sent)
+            for text in unescaped(tokens):
+                parts.append(text)
+                if on_token and text:
+                    on_token(text)
+                if cancelled is not None and cancelled.is_set():
+                    tokens.close()  # stops the model
+                    raise GenerationError("stopped: the client went away")
+        except GenerationError as exc:
+            result.error, result.complete = str(exc), False
+    log.info("generation: %.0f ms, %s", result.timings_ms["generation"], result.error or "answered")
     result.decline_probability = opened.last_decline_probability if opened else None
     if opened and (usage := opened.last_usage) is not None and result.error is None:
         result.usage = TokenUsage(**dataclasses.asdict(usage))
@@ -66,5 +89,7 @@ def generate_answer(result: Answer, passages: Sequence[Passage], backend: Callab
         result.error, result.answer = "the model returned an empty answer", None
     if result.error is None:
         judge = opened if settings.generation.judge and isinstance(opened, Judge) else None
-        result.answer_probability = answer_probability(result.answer or "", opened.last_answer_logprobs if opened else None)
+        result.answer_probability = answer_probability(
+            result.answer or "", opened.last_answer_logprobs if opened else None
+        )
         check_answer(result, sent, judge, settings.generation)

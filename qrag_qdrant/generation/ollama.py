@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Sequence
 from typing import Any
 
 import httpx
@@ -44,38 +44,48 @@ class OllamaGenerator:
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); stops reading once ``cancelled`` is set."""
         text = []
-        for piece in self._chat(chat_messages(system, prompt),
-                                {"num_predict": max_tokens, "temperature": 0}):
+        for piece in self._chat(chat_messages(system, prompt), {"num_predict": max_tokens, "temperature": 0}):
             if cancelled.is_set():
                 break
             text.append(piece)
         return "".join(text)
 
-    def _chat(self, messages: list[dict[str, str]], options: dict[str, Any] | None = None,
-              logprobs: bool = False) -> Iterator[str]:
+    def _chat(
+        self, messages: list[dict[str, str]], options: dict[str, Any] | None = None, logprobs: bool = False
+    ) -> Generator[str, None, None]:
         import ollama
 
         host, model = redacted(self.settings.host), self.settings.model
         self.last_usage, self.last_decline_probability, self.last_answer_logprobs, first = None, None, None, True
         try:
-            chunks: Any = self._client.chat(model=model, messages=messages, stream=True, options=options,
-                                            **({"logprobs": True, "top_logprobs": TOP_LOGPROBS} if logprobs else {}))
+            chunks: Any = self._client.chat(  # type: ignore[call-overload]
+                model=model,
+                messages=messages,
+                stream=True,
+                options=options,
+                **({"logprobs": True, "top_logprobs": TOP_LOGPROBS} if logprobs else {}),
+            )
             for chunk in chunks:
                 if chunk["message"]["content"]:
                     if logprobs and chunk.get("logprobs"):  # sent by Ollama >= 0.12.11
                         if first:
                             self.last_decline_probability = decline_probability(
-                                alternatives(chunk["logprobs"][0]["top_logprobs"]))
+                                alternatives(chunk["logprobs"][0]["top_logprobs"])
+                            )
                             self.last_answer_logprobs = []
                         if self.last_answer_logprobs is not None:
-                            self.last_answer_logprobs.extend((entry["token"], entry["logprob"])
-                                                             for entry in chunk["logprobs"])
+                            self.last_answer_logprobs.extend(
+                                (entry["token"], entry["logprob"]) for entry in chunk["logprobs"]
+                            )
                     first = False
                     yield chunk["message"]["content"]
                 if chunk.get("done") and chunk.get("eval_count") is not None:  # Ollama's closing counts
-                    self.last_usage = Usage(prompt_tokens=chunk.get("prompt_eval_count") or 0, cached_tokens=0,
-                                            completion_tokens=chunk["eval_count"],
-                                            completion_seconds=(chunk.get("eval_duration") or 0) / 1e9)
+                    self.last_usage = Usage(
+                        prompt_tokens=chunk.get("prompt_eval_count") or 0,
+                        cached_tokens=0,
+                        completion_tokens=chunk["eval_count"],
+                        completion_seconds=(chunk.get("eval_duration") or 0) / 1e9,
+                    )
         except ollama.ResponseError as exc:
             if exc.status_code == 404:
                 raise GenerationError(

@@ -54,7 +54,7 @@ SUPPORTED = 0.5
 UNSUPPORTED = {
     "not found": "are not found in the passages they cite",
     "off the question": "come from a sentence that shares too few of the question's words "
-                        "(the passage may be about something else)",
+    "(the passage may be about something else)",
     "unsure": "were written with too little of the model's confidence (generation.min_answer_probability)",
     "weak evidence": "come from evidence the gate is not confident enough of (generation.min_evidence_confidence)",
     "doubted": "were not confirmed by the judge",
@@ -76,7 +76,7 @@ def sentences(text: str) -> list[str]:
         elif sentence.strip():
             found.append(number + sentence)
             number = ""
-    return found + [number.strip()] if number else found
+    return [*found, number.strip()] if number else found
 
 
 def split_claims(answer: str, shown: Sequence[int]) -> list[Claim]:
@@ -98,7 +98,7 @@ def _claim(text: str, shown: Sequence[int]) -> Claim:
 def declined(answer: str) -> bool:
     """The model said the passages do not hold the answer (and nothing else of substance)."""
     text = " ".join(CITATION.sub("", answer).lower().split()).strip(" .\"'")
-    return text.startswith(NOT_IN_DOCUMENTS) or text.endswith(NOT_IN_DOCUMENTS) and len(text) < 80
+    return text.startswith(NOT_IN_DOCUMENTS) or (text.endswith(NOT_IN_DOCUMENTS) and len(text) < 80)
 
 
 def bare(text: str) -> str:
@@ -122,8 +122,11 @@ def grounding(claim: Claim, passages: Sequence[Passage], fallback: Sequence[int]
     """The first passage the claim cites (or, citing none, of ``fallback``) that holds its own words."""
     words = normalised(bare(claim.text))
     cited = [n for n in claim.citations if n not in claim.invalid_citations] if claim.citations else fallback
-    return next((p for p in passages if p.citation in cited and words in normalised(p.text)), None) \
-        if words.strip() else None
+    return (
+        next((p for p in passages if p.citation in cited and words in normalised(p.text)), None)
+        if words.strip()
+        else None
+    )
 
 
 def relevance(question: str, claim: str, passage: str) -> float:
@@ -153,8 +156,11 @@ def answer_probability(answer: str, tokens: Sequence[tuple[str, float]] | None) 
     chosen = list(tokens)
     if short and start >= 0:
         ends = list(itertools.accumulate(len(token) for token, _ in tokens))
-        chosen = [(token, logprob) for (token, logprob), end in zip(tokens, ends)
-                  if end > start and end - len(token) < start + len(short)]
+        chosen = [
+            (token, logprob)
+            for (token, logprob), end in zip(tokens, ends)
+            if end > start and end - len(token) < start + len(short)
+        ]
     return round(math.exp(sum(logprob for _, logprob in chosen) / len(chosen)), 4)
 
 
@@ -167,12 +173,10 @@ def confident(probability: float | None, minimum: float) -> bool:
 def judge_prompt(claim: Claim, passages: Sequence[Passage]) -> str:
     cited = [p for p in passages if p.citation in claim.citations] or list(passages)
     quoted = "\n\n".join(fence(p) for p in cited)
-    return f"Passages:\n\n{quoted}\n\nClaim: {bare(claim.text)}\n\n" \
-           "Do the passages support the claim? Answer yes or no."
+    return f"Passages:\n\n{quoted}\n\nClaim: {bare(claim.text)}\n\nDo the passages support the claim? Answer yes or no."
 
 
-def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | None,
-                 options: GenerationSettings) -> None:
+def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | None, options: GenerationSettings) -> None:
     """Fill ``answer.short_answer``, its claims and warnings; turn a decline or a refused answer
     into an abstention. ``answer.answer_probability``, when the generation step could tell it,
     must reach ``options.min_answer_probability``."""
@@ -195,15 +199,24 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         holder = grounding(claim, passages, valid)
         claim.grounded = holder is not None
         claim.relevance = relevance(answer.question, claim.text, holder.text) if holder is not None else None
-        claim.unsupported = ("not found" if claim.relevance is None else
-                             "off the question" if claim.relevance < options.min_relevance else
-                             "unsure" if unsure else "weak evidence" if weak else None)
+        claim.unsupported = (
+            "not found"
+            if claim.relevance is None
+            else "off the question"
+            if claim.relevance < options.min_relevance
+            else "unsure"
+            if unsure
+            else "weak evidence"
+            if weak
+            else None
+        )
         if judge is not None and claim.unsupported is None:
             claim.score = round(judge.yes_probability(JUDGE_SYSTEM, judge_prompt(claim, passages)), 4)
             claim.unsupported = "doubted" if claim.score < SUPPORTED else None
         claim.supported = claim.unsupported is None
-    counts = Counter(c.unsupported for c in answer.claims if not c.supported)
-    answer.warnings.extend(f"{counts[kind]} of {len(answer.claims)} claims {why}" for kind, why in UNSUPPORTED.items()
-                           if counts[kind])
+    counts: Counter[str | None] = Counter(c.unsupported for c in answer.claims if not c.supported)
+    answer.warnings.extend(
+        f"{counts[kind]} of {len(answer.claims)} claims {why}" for kind, why in UNSUPPORTED.items() if counts[kind]
+    )
     if counts and options.unsupported == "refuse":
         answer.abstained, answer.abstain_reason = True, "unsupported_answer"

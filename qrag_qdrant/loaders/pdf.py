@@ -35,8 +35,7 @@ class PdfLoader:
                 try:
                     text = reader.pages[number].extract_text() or ""
                 except Exception as exc:
-                    raise LoaderError(f"corrupt PDF: page {number + 1} cannot be read "
-                                      f"({type(exc).__name__})") from None
+                    raise LoaderError(f"corrupt PDF: page {number + 1} cannot be read ({type(exc).__name__})") from None
                 found_text |= bool(text.strip())
                 reader.resolved_objects.clear()  # the page's streams (images too) are not needed again
                 yield TextBlock(text, page=number + 1)

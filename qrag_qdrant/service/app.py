@@ -35,8 +35,11 @@ from .uploads import UploadArea
 WEB = resources.files(__package__) / "static"
 #: a strict policy the web page and the API docs pass: nothing inline, nothing from elsewhere
 SECURITY_HEADERS = [
-    (b"content-security-policy", b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                                 b"connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"),
+    (
+        b"content-security-policy",
+        b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        b"connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    ),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
     (b"referrer-policy", b"no-referrer"),
@@ -81,11 +84,17 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
     keys = keys if keys is not None else KeyFile.load(settings.service.keys)
     uploads = UploadArea(Path(settings.store) / ".uploads", settings.service.max_queued_upload_bytes)
     state = ServiceState(
-        settings, ResultCache(settings.service.cache_entries), RateLimits(settings.service.rates()), uploads,
-        IngestJobs(lambda namespace, path, progress, options: state.spaces().ingest(namespace, path, progress,
-                                                                                    **options),
-                   job_error, JobRecords(Path(settings.store) / ".jobs")),
-        feedback=FeedbackFile(settings.store))
+        settings,
+        ResultCache(settings.service.cache_entries),
+        RateLimits(settings.service.rates()),
+        uploads,
+        IngestJobs(
+            lambda namespace, path, progress, options: state.spaces().ingest(namespace, path, progress, **options),
+            job_error,
+            JobRecords(Path(settings.store) / ".jobs"),
+        ),
+        feedback=FeedbackFile(settings.store),
+    )
 
     mcp = mcp_app(state)
 
@@ -103,11 +112,21 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         state.namespaces.close()
         state.namespaces = None
 
-    app = FastAPI(title="qrag-qdrant", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description="Answers only from evidence that several retrievers agree on, or abstains.")
+    app = FastAPI(
+        title="qrag-qdrant",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        description="Answers only from evidence that several retrievers agree on, or abstains.",
+    )
     app.state.service, app.state.keys = state, keys
-    app.add_middleware(BodyGuard, keys=lambda: app.state.keys, limit_of=lambda path: settings.service.max_upload_bytes
-                       if path == "/v1/ingest" else settings.service.max_body_bytes)
+    app.add_middleware(
+        BodyGuard,
+        keys=lambda: app.state.keys,
+        limit_of=lambda path: (
+            settings.service.max_upload_bytes if path == "/v1/ingest" else settings.service.max_body_bytes
+        ),
+    )
     app.add_middleware(SecurityHeaders)
     install_handlers(app)
     for router in (health, queries, ingests, openai, page_router(WEB)):
@@ -136,5 +155,8 @@ def mcp_app(state: ServiceState) -> Starlette | None:
         return ServiceNamespace(state.spaces(), ctx.request_context.request.state.principal.namespace)
 
     return build_server(caller_namespace).streamable_http_app(
-        streamable_http_path="/", stateless_http=True, json_response=True,
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        streamable_http_path="/",
+        stateless_http=True,
+        json_response=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )

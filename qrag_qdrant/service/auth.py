@@ -25,11 +25,12 @@ import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
 from ..errors import ConfigError
+from ..files import write_atomically
 
 Role = Literal["read", "read-write", "admin"]
 ROLES: tuple[Role, ...] = ("read", "read-write", "admin")
@@ -75,10 +76,21 @@ class KeyEntry:
         return self.expires is not None and now >= self.expires
 
     def toml(self) -> str:
-        lines = ["[[keys]]", *(f'{name} = "{value}"' for name, value in (
-            ("name", self.name), ("namespace", self.namespace), ("role", self.role), ("sha256", self.sha256),
-            ("created", self.created and self.created.isoformat(timespec="seconds")),
-            ("expires", self.expires and self.expires.isoformat(timespec="seconds"))) if value is not None)]
+        lines = [
+            "[[keys]]",
+            *(
+                f'{name} = "{value}"'
+                for name, value in (
+                    ("name", self.name),
+                    ("namespace", self.namespace),
+                    ("role", self.role),
+                    ("sha256", self.sha256),
+                    ("created", self.created and self.created.isoformat(timespec="seconds")),
+                    ("expires", self.expires and self.expires.isoformat(timespec="seconds")),
+                )
+                if value is not None
+            ),
+        ]
         return "\n".join(lines) + "\n"
 
 
@@ -99,15 +111,20 @@ def _entry(raw: dict[str, object]) -> KeyEntry:
     name = raw.get("name")
     if name is not None and not isinstance(name, str):
         raise ValueError(f"name {name!r} is not a string")
-    return KeyEntry(str(raw["sha256"]), str(raw["namespace"]), role, name,  # type: ignore[arg-type]
-                    *(_when(raw.get(part)) for part in ("created", "expires")))
+    return KeyEntry(
+        str(raw["sha256"]),
+        str(raw["namespace"]),
+        role,
+        name,
+        *(_when(raw.get(part)) for part in ("created", "expires")),
+    )
 
 
 def _when(value: object) -> datetime | None:
     if value is None:
         return None
     when = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 class KeyFile:
@@ -150,7 +167,7 @@ class KeyFile:
     def principal(self, key: str, now: datetime | None = None) -> Principal | None:
         """Who ``key`` belongs to, if it is in the file and has not expired."""
         self.refresh()
-        wanted, now = digest(key), now or datetime.now(timezone.utc)
+        wanted, now = digest(key), now or datetime.now(UTC)
         found = None
         for known, entry in self._entries.items():  # compare every entry in constant time
             if hmac.compare_digest(known, wanted):
@@ -163,7 +180,7 @@ class KeyFile:
         """Mint a key for ``namespace``, store its hash, and return the key (shown once)."""
         if name is not None and not KEY_NAME.fullmatch(name):
             raise ConfigError(f"key name {name!r}: use 1-64 letters, digits, '.', '_' or '-'")
-        key, created = KEY_PREFIX + secrets.token_urlsafe(32), datetime.now(timezone.utc).replace(microsecond=0)
+        key, created = KEY_PREFIX + secrets.token_urlsafe(32), datetime.now(UTC).replace(microsecond=0)
         expires = created + timedelta(seconds=ttl_seconds) if ttl_seconds else None
         with self._writing() as entries:
             entries.append(KeyEntry(digest(key), namespace, role, name, created, expires))
@@ -178,11 +195,11 @@ class KeyFile:
 
     def rotate(self, which: str) -> tuple[str, KeyEntry]:
         """A new key in place of ``which``: same namespace, role, name and lifetime; the old one stops working."""
-        key, created = KEY_PREFIX + secrets.token_urlsafe(32), datetime.now(timezone.utc).replace(microsecond=0)
+        key, created = KEY_PREFIX + secrets.token_urlsafe(32), datetime.now(UTC).replace(microsecond=0)
         with self._writing() as entries:
             old = self._find(entries, which)
             lifetime = old.expires - old.created if old.expires and old.created else None
-            new = replace(old, sha256=digest(key), created=created, expires=lifetime and created + lifetime)
+            new = replace(old, sha256=digest(key), created=created, expires=created + lifetime if lifetime else None)
             entries[entries.index(old)] = new
         return key, new
 
@@ -200,19 +217,17 @@ class KeyFile:
         """The entries to change, written back whole (mode 0600) when the block ends, under a lock
         that other writers (another ``key add``) wait for."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        lock = os.open(self.path.with_name(f".{self.path.name}.lock"), os.O_CREAT | os.O_RDWR, 0o600)
+        # the lock is the key file's folder itself: a lock file of its own would be left beside the keys
+        lock = os.open(self.path.parent, os.O_RDONLY)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX)
             entries = list(self._read().values()) if self.path.is_file() else []
             yield entries
-            staging = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            descriptor = os.open(staging, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-            with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-                out.write("# qrag-qdrant service keys: SHA-256 hashes only (qrag-qdrant key add/list/revoke/rotate)\n\n"
-                          + "\n".join(entry.toml() for entry in entries))
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(staging, self.path)
+            write_atomically(
+                self.path,
+                "# qrag-qdrant service keys: SHA-256 hashes only (qrag-qdrant key add/list/revoke/rotate)\n\n"
+                + "\n".join(entry.toml() for entry in entries),
+            )
         finally:
             os.close(lock)
         self.refresh()

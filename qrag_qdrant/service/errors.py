@@ -13,8 +13,17 @@ from fastapi.responses import JSONResponse
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 
-from ..errors import (ConfigError, CorpusError, GenerationError, NothingIngestedError, QragError, QuestionError,
-                      StoreError, StoreInUseError, redacted)
+from ..errors import (
+    ConfigError,
+    CorpusError,
+    GenerationError,
+    NothingIngestedError,
+    QragError,
+    QuestionError,
+    StoreError,
+    StoreInUseError,
+    redacted,
+)
 
 #: the CLI's error classes as HTTP statuses and stable codes, most specific first
 ERROR_CODES: tuple[tuple[type[QragError], int, str], ...] = (
@@ -41,8 +50,9 @@ class ServiceError(HTTPException):
     """An HTTP error with the service's stable ``code``; ``param`` names the request field at
     fault, for OpenAI's error shape."""
 
-    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None,
-                 param: str | None = None):
+    def __init__(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None, param: str | None = None
+    ):
         super().__init__(status, message, headers)
         self.code, self.param = code, param
 
@@ -54,15 +64,28 @@ def one_line(message: str, paths: bool = False) -> str:
     return (message if paths else SERVER_PATH.sub("<server path>", message))[:500]
 
 
-def error_response(status: int, code: str, message: str, paths: bool = False,
-                   headers: dict[str, str] | None = None, path: str = "", param: str | None = None) -> JSONResponse:
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    paths: bool = False,
+    headers: dict[str, str] | None = None,
+    path: str = "",
+    param: str | None = None,
+) -> JSONResponse:
     """The error as JSON: ``{"code", "message"}``, or on the OpenAI-compatible ``path`` OpenAI's
     ``{"error": {"message", "type", "param", "code"}}``."""
     text = one_line(message, paths)
     if path in OPENAI_PATHS:
         kind = "authentication_error" if status == 401 else "invalid_request_error"
-        body: dict[str, object] = {"error": {"message": text, "type": kind, "param": param,
-                                             "code": "invalid_api_key" if status == 401 else code}}
+        body: dict[str, object] = {
+            "error": {
+                "message": text,
+                "type": kind,
+                "param": param,
+                "code": "invalid_api_key" if status == 401 else code,
+            }
+        }
     else:
         body = {"code": code, "message": text}
     return JSONResponse(body, status_code=status, headers=headers)
@@ -93,8 +116,15 @@ def install_handlers(app: Starlette) -> None:
 
 async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
     code = getattr(exc, "code", None) or STATUS_CODES.get(exc.status_code, "http_error")
-    return error_response(exc.status_code, code, str(exc.detail), shows_paths(request), exc.headers,
-                          request.url.path, getattr(exc, "param", None))
+    return error_response(
+        exc.status_code,
+        code,
+        str(exc.detail),
+        shows_paths(request),
+        dict(exc.headers) if exc.headers else None,
+        request.url.path,
+        getattr(exc, "param", None),
+    )
 
 
 async def qrag_error(request: Request, exc: QragError) -> JSONResponse:
@@ -103,11 +133,15 @@ async def qrag_error(request: Request, exc: QragError) -> JSONResponse:
 
 async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
     errors = exc.errors()
-    problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
-                         for e in errors)
+    problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}" for e in errors)
     field = next((str(p) for e in errors for p in e["loc"] if p != "body"), None)
-    return error_response(422 if request.url.path not in OPENAI_PATHS else 400, "invalid_request", problems,
-                          path=request.url.path, param=field)
+    return error_response(
+        422 if request.url.path not in OPENAI_PATHS else 400,
+        "invalid_request",
+        problems,
+        path=request.url.path,
+        param=field,
+    )
 
 
 async def unexpected(request: Request, exc: Exception) -> JSONResponse:

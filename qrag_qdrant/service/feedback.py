@@ -84,6 +84,15 @@ def gate_rows(feedback: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Feedback as ``gate train`` rows: up means the evidence held the answer; the last rating of a
     query wins."""
     latest = {row["query_id"]: row for row in feedback}
-    return [{"id": query_id, "group": row["group"] or row["question"], "category": "feedback", "system": "quorum",
-             "label": row["rating"] == "up", "confidence": row["confidence"], "features": row["features"]}
-            for query_id, row in latest.items()]
+    return [
+        {
+            "id": query_id,
+            "group": row["group"] or row["question"],
+            "category": "feedback",
+            "system": "quorum",
+            "label": row["rating"] == "up",
+            "confidence": row["confidence"],
+            "features": row["features"],
+        }
+        for query_id, row in latest.items()
+    ]

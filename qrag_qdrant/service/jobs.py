@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from ..corpus import SkippedFile
+from ..files import write_atomically
 from ..ingest import IngestReport
 
 JobState = Literal["queued", "running", "done", "failed"]
@@ -34,12 +35,15 @@ JobState = Literal["queued", "running", "done", "failed"]
 IngestRun = Callable[[str, Path, "JobProgress", dict[str, bool]], IngestReport]
 #: an exception as the service's error ``(code, message)``
 ErrorOf = Callable[[BaseException], tuple[str, str]]
-INTERRUPTED = {"code": "interrupted", "message": "the service stopped before this job finished; send the same "
-               "ingest again to resume it (unchanged files are not embedded again)"}
+INTERRUPTED = {
+    "code": "interrupted",
+    "message": "the service stopped before this job finished; send the same "
+    "ingest again to resume it (unchanged files are not embedded again)",
+}
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class JobInterrupted(BaseException):
@@ -85,9 +89,12 @@ class JobProgress:
         self._step()
         self.job.files_total = total
 
-    def file_done(self) -> None:
+    def file_read(self, source: str) -> None:
         self._step()
         self.job.files_done += 1
+
+    def file_skipped(self, skipped: SkippedFile) -> None:
+        self.file_read(skipped.source)
 
     def chunks_queued(self, count: int) -> None:
         self._step()
@@ -106,9 +113,7 @@ class JobRecords:
 
     def write(self, job: IngestJob) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        staging = self.folder / f".{job.id}.tmp"
-        staging.write_text(json.dumps(job.view()))
-        os.replace(staging, self.folder / f"{job.id}.json")
+        write_atomically(self.folder / f"{job.id}.json", json.dumps(job.view()))
 
     def read_all(self) -> list[IngestJob]:
         """The records the last runs left; one that cannot be read is skipped."""
@@ -139,8 +144,14 @@ class IngestJobs:
             self._jobs[job.id] = job
         return len(restored)
 
-    def submit(self, namespace: str, path: Path, source: str, release: Callable[[Path], None] | None = None,
-               options: dict[str, bool] | None = None) -> IngestJob:
+    def submit(
+        self,
+        namespace: str,
+        path: Path,
+        source: str,
+        release: Callable[[Path], None] | None = None,
+        options: dict[str, bool] | None = None,
+    ) -> IngestJob:
         """Queue an ingest of ``path``; ``release``: the path is an upload folder of this job's, handed
         back (removed) when the job ends, whatever happened."""
         job = IngestJob(uuid.uuid4().hex, namespace, source)
@@ -148,7 +159,8 @@ class IngestJobs:
         with self._lock:
             self._jobs[job.id] = job
             queue = self._queues.setdefault(
-                namespace, ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"qrag-ingest-{namespace}"))
+                namespace, ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"qrag-ingest-{namespace}")
+            )
             self._pending[job.id] = (queue.submit(self._execute, job, path, release, options or {}), path, release)
         return job
 
@@ -157,8 +169,9 @@ class IngestJobs:
         job = self._jobs.get(job_id)
         return job if job is not None and job.namespace == namespace else None
 
-    def _execute(self, job: IngestJob, path: Path, release: Callable[[Path], None] | None,
-                 options: dict[str, bool]) -> None:
+    def _execute(
+        self, job: IngestJob, path: Path, release: Callable[[Path], None] | None, options: dict[str, bool]
+    ) -> None:
         job.state, job.started = "running", now()
         self._records.write(job)
         try:
@@ -169,7 +182,7 @@ class IngestJobs:
             self._finish(job, "done")
         except JobInterrupted:
             self._finish(job, "failed", dict(INTERRUPTED))
-        except Exception as exc:  # noqa: BLE001 - the job reports it; the service goes on
+        except Exception as exc:
             code, message = self._error_of(exc)
             self._finish(job, "failed", {"code": code, "message": message})
         finally:

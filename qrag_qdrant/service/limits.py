@@ -36,8 +36,11 @@ class BodyGuard:
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])
-        principal = self.keys().principal(key) \
-            if (key := bearer_key(headers.get(b"authorization", b"").decode("latin-1"))) else None
+        principal = (
+            self.keys().principal(key)
+            if (key := bearer_key(headers.get(b"authorization", b"").decode("latin-1")))
+            else None
+        )
         if principal is None:
             await error_response(401, "unauthorized", UNAUTHORIZED, path=scope["path"])(scope, receive, send)
             return
@@ -94,6 +97,9 @@ class RateLimits:
         """A 429 with ``Retry-After`` (whole seconds) when the key has spent its ``kind`` requests."""
         wait = self.wait_seconds(kind, key_id)
         if wait:
-            raise ServiceError(429, "rate_limited", f"too many {kind} requests for this key: retry in "
-                               f"{math.ceil(wait)} s (service.rate_{kind})",
-                               headers={"Retry-After": str(math.ceil(wait))})
+            raise ServiceError(
+                429,
+                "rate_limited",
+                f"too many {kind} requests for this key: retry in {math.ceil(wait)} s (service.rate_{kind})",
+                headers={"Retry-After": str(math.ceil(wait))},
+            )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from pathlib import Path
 
@@ -10,7 +11,8 @@ from ..config import Settings
 from ..embedding import DenseEmbedder
 from ..errors import QragError
 from ..evidence import Answer, Evidence
-from ..ingest import IngestProgress, IngestReport
+from ..ingest import IngestReport
+from ..progress import IngestProgress
 
 
 class Namespaces:
@@ -38,10 +40,8 @@ class Namespaces:
                 if namespace in self._rags:  # opened while this request waited
                     return self._rags[namespace]
             rag = QuorumRAG(self.settings.model_copy(update={"namespace": namespace}), embedder=self.embedder)
-            try:
+            with contextlib.suppress(QragError):  # a speed-up only: a collection that cannot open says so when queried
                 rag.warm()
-            except QragError:  # a speed-up only: a collection that cannot open says so when queried
-                pass
             with self._lock:
                 self._rags[namespace] = (rag, threading.Lock())
                 return self._rags[namespace]
@@ -54,8 +54,9 @@ class Namespaces:
         with lock:
             return rag.retrieve(question)
 
-    def ingest(self, namespace: str, path: Path, progress: IngestProgress, prune: bool = False,
-               rebuild: bool = False) -> IngestReport:
+    def ingest(
+        self, namespace: str, path: Path, progress: IngestProgress, prune: bool = False, rebuild: bool = False
+    ) -> IngestReport:
         """Outside the retrieval lock: queries go on during an ingest and see the old index until
         each document's new version is complete."""
         return self.rag(namespace).ingest(path, prune=prune, rebuild=rebuild, progress=progress)

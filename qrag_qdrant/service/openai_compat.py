@@ -29,16 +29,26 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..api import QuorumRAG
 from ..evidence import Answer, Evidence
 from .errors import ServiceError
-from .routes import (QueryRequest, State, answer_events, answer_unless_gone, cached_or_retrieved, limited,
-                     remember_answer, shown)
+from .routes import (
+    QueryCaller,
+    QueryRequest,
+    State,
+    answer_events,
+    answer_unless_gone,
+    cached_or_retrieved,
+    remember_answer,
+    shown,
+)
 
 ANSWER_MODEL, EVIDENCE_MODEL = "quorum", "quorum-evidence"
-MODELS = {ANSWER_MODEL: "the answer from quorum evidence, with [n] citations, or an abstention that says why",
-          EVIDENCE_MODEL: "the quorum evidence itself as the message: no language model is called"}
+MODELS = {
+    ANSWER_MODEL: "the answer from quorum evidence, with [n] citations, or an abstention that says why",
+    EVIDENCE_MODEL: "the quorum evidence itself as the message: no language model is called",
+}
 ABSTAINED = {
     "no_quorum": "No answer: the retrievers did not agree on any evidence in your documents.",
     "low_confidence": "No answer: the retrievers agreed on evidence, but it is too weak to answer from; the "
-                      "documents probably do not hold the answer.",
+    "documents probably do not hold the answer.",
     "model_declined": "No answer: the passages the retrievers agreed on do not hold the answer.",
     "unsupported_answer": "No answer: the answer made claims its cited passages do not support.",
 }
@@ -73,60 +83,107 @@ class ChatRequest(BaseModel):
 
     def question(self) -> str:
         if self.model not in MODELS:
-            raise ServiceError(404, "model_not_found", f"the model {self.model!r} does not exist; use one of "
-                              f"{', '.join(MODELS)}", param="model")
+            raise ServiceError(
+                404,
+                "model_not_found",
+                f"the model {self.model!r} does not exist; use one of {', '.join(MODELS)}",
+                param="model",
+            )
         if self.n not in (None, 1):
-            raise ServiceError(400, "unsupported_parameter", "n > 1 is not supported: one answer per question", param="n")
+            raise ServiceError(
+                400, "unsupported_parameter", "n > 1 is not supported: one answer per question", param="n"
+            )
         if self.tools or self.functions:
-            raise ServiceError(400, "unsupported_parameter", "tools and functions are not supported: quorum "
-                              "answers from its evidence only", param="tools" if self.tools else "functions")
+            raise ServiceError(
+                400,
+                "unsupported_parameter",
+                "tools and functions are not supported: quorum answers from its evidence only",
+                param="tools" if self.tools else "functions",
+            )
         if not self.messages:
-            raise ServiceError(400, "invalid_messages", "messages is empty: send at least one user message",
-                               param="messages")
+            raise ServiceError(
+                400, "invalid_messages", "messages is empty: send at least one user message", param="messages"
+            )
         question = next((m.text() for m in reversed(self.messages) if m.role == "user"), None)
         if question is None:
-            raise ServiceError(400, "invalid_messages", "messages holds no user message: the last user message "
-                              "is the question", param="messages")
+            raise ServiceError(
+                400,
+                "invalid_messages",
+                "messages holds no user message: the last user message is the question",
+                param="messages",
+            )
         return question
 
 
 @openai.get("/models")
-def models(principal: limited("query")) -> dict[str, Any]:  # type: ignore[valid-type]
-    return {"object": "list", "data": [{"id": name, "object": "model", "created": 0, "owned_by": "qrag-qdrant",
-                                        "description": about} for name, about in MODELS.items()]}
+def models(principal: QueryCaller) -> dict[str, Any]:
+    return {
+        "object": "list",
+        "data": [
+            {"id": name, "object": "model", "created": 0, "owned_by": "qrag-qdrant", "description": about}
+            for name, about in MODELS.items()
+        ],
+    }
 
 
 @openai.post("/chat/completions", response_model=None)
-async def chat_completions(body: ChatRequest, request: Request, state: State,
-                           principal: limited("query")) -> JSONResponse | StreamingResponse:  # type: ignore[valid-type]
+async def chat_completions(
+    body: ChatRequest, request: Request, state: State, principal: QueryCaller
+) -> JSONResponse | StreamingResponse:
     query = QueryRequest(question=body.question(), generate=body.model == ANSWER_MODEL)
     namespace, completion = principal.namespace, f"chatcmpl-{uuid.uuid4().hex}"
     result, stamp = await run_in_threadpool(cached_or_retrieved, state, namespace, query)
     rag = state.spaces().rag(namespace)
     remember = functools.partial(remember_answer, state, namespace, stamp=stamp)
     if body.stream:
-        return StreamingResponse(chunks(completion, body.model, rag, result, query.generate, remember),
-                                 media_type="text/event-stream")
+        return StreamingResponse(
+            chunks(completion, body.model, rag, result, query.generate, remember), media_type="text/event-stream"
+        )
     if query.generate and not isinstance(result, Answer) and not result.abstained:
         result = await answer_unless_gone(request, rag, result)
         remember(result)
     answer = result if isinstance(result, Answer) else Answer.from_evidence(result)
-    return JSONResponse({"id": completion, "object": "chat.completion", "created": int(time.time()),
-                         "model": body.model, "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                             "role": "assistant", "content": message(answer, query.generate)}}],
-                         "usage": usage(answer), "qrag": qrag_field(answer)})
+    return JSONResponse(
+        {
+            "id": completion,
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": message(answer, query.generate)},
+                }
+            ],
+            "usage": usage(answer),
+            "qrag": qrag_field(answer),
+        }
+    )
 
 
-async def chunks(completion: str, model: str, rag: QuorumRAG, result: Evidence, generate: bool,
-                 on_done: Callable[[Answer], None]) -> AsyncIterator[str]:
+async def chunks(
+    completion: str, model: str, rag: QuorumRAG, result: Evidence, generate: bool, on_done: Callable[[Answer], None]
+) -> AsyncIterator[str]:
     """``chat.completion.chunk`` events: the role, each piece of the answer, the last chunk with
     ``finish_reason``, usage and the ``qrag`` evidence, then ``[DONE]``."""
     created = int(time.time())
 
     def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
-        return "data: " + json.dumps({"id": completion, "object": "chat.completion.chunk", "created": created,
-                                      "model": model, "choices": [{"index": 0, "delta": delta,
-                                                                   "finish_reason": finish}], **extra}) + "\n\n"
+        return (
+            "data: "
+            + json.dumps(
+                {
+                    "id": completion,
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                    **extra,
+                }
+            )
+            + "\n\n"
+        )
 
     yield chunk({"role": "assistant", "content": ""})
     if generate and not isinstance(result, Answer) and not result.abstained:
@@ -160,8 +217,10 @@ def evidence_text(evidence: Evidence) -> str:
     lines = [f"Evidence (confidence {evidence.confidence:.3f}):"]
     for cluster in evidence.clusters:
         for passage in cluster.passages:
-            lines.append(f"\n[{passage.citation}] {passage.location} (support {cluster.support}/{evidence.retrievers}"
-                         f": {', '.join(cluster.retrievers)})\n{passage.text}")
+            lines.append(
+                f"\n[{passage.citation}] {passage.location} (support {cluster.support}/{evidence.retrievers}"
+                f": {', '.join(cluster.retrievers)})\n{passage.text}"
+            )
     return "\n".join(lines)
 
 

@@ -12,11 +12,11 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
@@ -76,19 +76,25 @@ def caller(request: Request, _: Annotated[HTTPAuthorizationCredentials | None, D
     return principal
 
 
-def limited(kind: str) -> Any:
+def limited(kind: str) -> Callable[[ServiceState, Principal], Principal]:
     """The caller, once the key's ``kind`` bucket has a token (else 429 with Retry-After)."""
 
-    def check(state: Annotated[ServiceState, Depends(service)],
-              principal: Annotated[Principal, Depends(caller)]) -> Principal:
+    def check(
+        state: Annotated[ServiceState, Depends(service)], principal: Annotated[Principal, Depends(caller)]
+    ) -> Principal:
         state.limits.check(kind, principal.key_id)
         return principal
 
-    return Annotated[Principal, Depends(check)]
+    return check
 
 
 State = Annotated[ServiceState, Depends(service)]
+EvidenceT = TypeVar("EvidenceT", bound=Evidence)
 Caller = Annotated[Principal, Depends(caller)]
+#: the caller of each kind of request, once its key's bucket has a token
+QueryCaller = Annotated[Principal, Depends(limited("query"))]
+IngestCaller = Annotated[Principal, Depends(limited("ingest"))]
+FeedbackCaller = Annotated[Principal, Depends(limited("feedback"))]
 
 
 class QueryRequest(BaseModel):
@@ -118,12 +124,27 @@ class FeedbackRequest(BaseModel):
 
 
 #: POST /v1/ingest reads its body itself (files, or a path as JSON); this documents both
-INGEST_BODY = {"requestBody": {"required": True, "content": {
-    "multipart/form-data": {"schema": {"type": "object", "required": ["files"], "properties": {
-        "files": {"type": "array", "items": {"type": "string", "format": "binary"},
-                  "description": "documents; each file name (may hold folders) becomes its source"}}}},
-    "application/json": {"schema": IngestPathRequest.model_json_schema()},
-}}}
+INGEST_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["files"],
+                    "properties": {
+                        "files": {
+                            "type": "array",
+                            "items": {"type": "string", "format": "binary"},
+                            "description": "documents; each file name (may hold folders) becomes its source",
+                        }
+                    },
+                }
+            },
+            "application/json": {"schema": IngestPathRequest.model_json_schema()},
+        },
+    }
+}
 
 health = APIRouter()
 queries = APIRouter(prefix="/v1")
@@ -146,10 +167,11 @@ def readyz(state: State) -> JSONResponse:
 def metrics(state: State) -> str:
     """Service-wide counters only: no figure here is per namespace, so none tells one team of another."""
     counters = state.cache.counters
-    return "".join(f"# HELP qrag_cache_{name}_total result cache {name}, all namespaces together\n"
-                   f"# TYPE qrag_cache_{name}_total counter\nqrag_cache_{name}_total {value}\n"
-                   for name, value in (("hits", counters.hits), ("misses", counters.misses),
-                                       ("stale", counters.stale)))
+    return "".join(
+        f"# HELP qrag_cache_{name}_total result cache {name}, all namespaces together\n"
+        f"# TYPE qrag_cache_{name}_total counter\nqrag_cache_{name}_total {value}\n"
+        for name, value in (("hits", counters.hits), ("misses", counters.misses), ("stale", counters.stale))
+    )
 
 
 @queries.get("/collections")
@@ -158,8 +180,9 @@ def collections(state: State, principal: Caller) -> list[CollectionInfo]:
 
 
 @queries.post("/query", response_model=None)
-async def query(body: QueryRequest, request: Request, state: State,
-                principal: limited("query")) -> JSONResponse | StreamingResponse:  # type: ignore[valid-type]
+async def query(
+    body: QueryRequest, request: Request, state: State, principal: QueryCaller
+) -> JSONResponse | StreamingResponse:
     namespace, spaces = principal.namespace, state.spaces()
     result, stamp = await run_in_threadpool(cached_or_retrieved, state, namespace, body)
     query_id = uuid.uuid4().hex
@@ -172,8 +195,15 @@ async def query(body: QueryRequest, request: Request, state: State,
         result = await answer_unless_gone(request, rag, result)
         remember(result)
         if result.error is not None and not result.answer:
-            return JSONResponse({"code": GENERATION_FAILED, "message": one_line(result.error), "query_id": query_id,
-                                 **result.model_dump(mode="json", exclude={"error"})}, status_code=502)
+            return JSONResponse(
+                {
+                    "code": GENERATION_FAILED,
+                    "message": one_line(result.error),
+                    "query_id": query_id,
+                    **result.model_dump(mode="json", exclude={"error"}),
+                },
+                status_code=502,
+            )
     # pydantic's own serialiser, not FastAPI's encoder: a quarter of a millisecond less per query
     return JSONResponse({"query_id": query_id, **shown(result).model_dump(mode="json")})
 
@@ -188,7 +218,8 @@ def cached_or_retrieved(state: ServiceState, namespace: str, body: QueryRequest)
     question = normalise(body.question)
     wanted = "answer" if body.generate else "evidence"
     cached = cache.get((namespace, question, wanted), stamp) or (
-        cache.get((namespace, question, "evidence"), stamp) if body.generate else None)
+        cache.get((namespace, question, "evidence"), stamp) if body.generate else None
+    )
     lookup_ms = round((time.perf_counter() - started) * 1000, 3)
     if cached is not None:
         return cached.model_copy(update={"timings_ms": {"cache_hit": lookup_ms}}), stamp
@@ -204,7 +235,7 @@ def remember_answer(state: ServiceState, namespace: str, answer: Answer, stamp: 
         state.cache.put((namespace, normalise(answer.question), "answer"), stamp, answer)
 
 
-def shown(result: Evidence) -> Evidence:
+def shown(result: EvidenceT) -> EvidenceT:
     """What a team may read of a result: an error message without credentials or server paths."""
     if isinstance(result, Answer) and result.error:
         return result.model_copy(update={"error": one_line(result.error)})
@@ -215,8 +246,9 @@ async def answer_unless_gone(request: Request, rag: QuorumRAG, evidence: Evidenc
     """The answer, generated on a worker thread; a client that disconnects meanwhile stops the
     model at its next token (the thread's answer is then incomplete, and nobody reads it)."""
     cancelled = threading.Event()
-    answering = asyncio.ensure_future(run_in_threadpool(rag.answer, evidence.question, evidence=evidence,
-                                                        cancelled=cancelled))
+    answering = asyncio.ensure_future(
+        run_in_threadpool(rag.answer, evidence.question, evidence=evidence, cancelled=cancelled)
+    )
     watching = asyncio.ensure_future(until_disconnected(request))
     try:
         await asyncio.wait({answering, watching}, return_when=asyncio.FIRST_COMPLETED)
@@ -237,8 +269,9 @@ def sse(event: str, data: Any) -> str:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n"
 
 
-async def stream_answer(rag: QuorumRAG, body: QueryRequest, result: Evidence,
-                        on_done: Callable[[Answer], None], query_id: str) -> AsyncIterator[str]:
+async def stream_answer(
+    rag: QuorumRAG, body: QueryRequest, result: Evidence, on_done: Callable[[Answer], None], query_id: str
+) -> AsyncIterator[str]:
     """The evidence (with the query's id, for feedback), each answer token as it arrives, then the
     checked answer. A cached answer arrives as one token. A client that leaves mid-stream stops the
     model at its next token: the server's next write fails, and this generator is closed."""
@@ -260,8 +293,9 @@ async def stream_answer(rag: QuorumRAG, body: QueryRequest, result: Evidence,
                 yield sse("token", {"text": item})
 
 
-async def answer_events(rag: QuorumRAG, evidence: Evidence,
-                        on_done: Callable[[Answer], None]) -> AsyncIterator[str | Answer]:
+async def answer_events(
+    rag: QuorumRAG, evidence: Evidence, on_done: Callable[[Answer], None]
+) -> AsyncGenerator[str | Answer, None]:
     """Each answer token as the model writes it (on a worker thread), then the checked answer.
     Closing this generator early (the client left, so the server's next write failed) stops
     the model at its next token."""
@@ -278,7 +312,7 @@ async def answer_events(rag: QuorumRAG, evidence: Evidence,
         try:
             answer = rag.answer(evidence.question, evidence=evidence, cancelled=cancelled, on_token=post)
             on_done(answer)
-        except Exception as exc:  # noqa: BLE001 - reported to the client as the final event
+        except Exception as exc:
             answer = Answer.from_evidence(evidence, error=f"unexpected {type(exc).__name__}")
         post(answer)
 
@@ -292,8 +326,7 @@ async def answer_events(rag: QuorumRAG, evidence: Evidence,
 
 
 @queries.post("/feedback", status_code=201)
-def feedback(body: FeedbackRequest, state: State,
-             principal: limited("feedback")) -> dict[str, str]:  # type: ignore[valid-type]
+def feedback(body: FeedbackRequest, state: State, principal: FeedbackCaller) -> dict[str, str]:
     asked = state.recent.get(body.query_id)
     if asked is None or asked.namespace != principal.namespace:  # another team's ids do not exist for you
         raise ServiceError(404, "unknown_query", f"no recent query {body.query_id[:40]!r} in this namespace")
@@ -303,8 +336,7 @@ def feedback(body: FeedbackRequest, state: State,
 
 
 @ingests.post("/ingest", status_code=202, openapi_extra=INGEST_BODY)
-async def ingest(request: Request, state: State,
-                 principal: limited("ingest")) -> JSONResponse:  # type: ignore[valid-type]
+async def ingest(request: Request, state: State, principal: IngestCaller) -> JSONResponse:
     """Start an ingest job: uploaded files (multipart, field ``files``), or for an admin key a
     path on the server (JSON). Poll ``GET /v1/jobs/{id}`` for its progress and report."""
     if not principal.can_write:
@@ -324,15 +356,18 @@ async def ingest(request: Request, state: State,
         except ValidationError as exc:
             raise RequestValidationError(exc.errors()) from None
         if not principal.can_read_server_paths:
-            raise ServiceError(403, "forbidden", "ingesting a path on the server needs an admin key; "
-                               "upload the files instead")
+            raise ServiceError(
+                403, "forbidden", "ingesting a path on the server needs an admin key; upload the files instead"
+            )
         if not Path(body.path).exists():
             raise ServiceError(400, "bad_corpus", f"path does not exist on the server: {body.path}")
-        job = state.jobs.submit(principal.namespace, Path(body.path), body.path,
-                                options={"prune": body.prune, "rebuild": body.rebuild})
+        job = state.jobs.submit(
+            principal.namespace, Path(body.path), body.path, options={"prune": body.prune, "rebuild": body.rebuild}
+        )
     else:
-        raise ServiceError(415, "unsupported_media_type",
-                           "send the files as multipart/form-data, or a server path as application/json")
+        raise ServiceError(
+            415, "unsupported_media_type", "send the files as multipart/form-data, or a server path as application/json"
+        )
     return JSONResponse(job.view(), status_code=202, headers={"Location": f"/v1/jobs/{job.id}"})
 
 

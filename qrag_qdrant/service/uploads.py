@@ -28,13 +28,20 @@ def upload_name(filename: str | None) -> PurePosixPath:
     raw = filename or ""
     name = PurePosixPath(raw.replace("\\", "/"))
     problem = (
-        "is not a plain relative name" if not name.parts or name.is_absolute() or any(
-            part in ("..", ".") or part.startswith(".") for part in name.parts)
-        else "holds a control character" if any(ord(c) < 32 or ord(c) == 127 for c in raw)
-        else "is not valid text" if not _encodes(raw)
-        else f"has a part longer than {NAME_BYTES} bytes" if any(len(p.encode()) > NAME_BYTES for p in name.parts)
-        else f"is longer than {PATH_BYTES} bytes" if len(raw.encode()) > PATH_BYTES
-        else None)
+        "is not a plain relative name"
+        if not name.parts
+        or name.is_absolute()
+        or any(part in ("..", ".") or part.startswith(".") for part in name.parts)
+        else "holds a control character"
+        if any(ord(c) < 32 or ord(c) == 127 for c in raw)
+        else "is not valid text"
+        if not _encodes(raw)
+        else f"has a part longer than {NAME_BYTES} bytes"
+        if any(len(p.encode()) > NAME_BYTES for p in name.parts)
+        else f"is longer than {PATH_BYTES} bytes"
+        if len(raw.encode()) > PATH_BYTES
+        else None
+    )
     if problem:
         raise ServiceError(422, "invalid_request", f"file name {raw[:80]!r} {problem}")
     return name
@@ -88,9 +95,13 @@ class UploadArea:
             with self._lock:
                 waiting = sum(used for owner, used in self._queued.values() if owner == namespace)
                 if waiting + size > self.max_queued_bytes:
-                    raise ServiceError(413, "upload_quota", f"this namespace has {waiting} bytes of uploads waiting "
-                                       f"to be ingested; {size} more would pass service.max_queued_upload_bytes "
-                                       f"({self.max_queued_bytes}): wait for its jobs to finish")
+                    raise ServiceError(
+                        413,
+                        "upload_quota",
+                        f"this namespace has {waiting} bytes of uploads waiting "
+                        f"to be ingested; {size} more would pass service.max_queued_upload_bytes "
+                        f"({self.max_queued_bytes}): wait for its jobs to finish",
+                    )
                 self._queued[folder] = (namespace, size)
             for name, upload in zip(names, files):
                 (folder / name).parent.mkdir(parents=True, exist_ok=True)

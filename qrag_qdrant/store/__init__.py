@@ -15,8 +15,17 @@ from ..plugins import Registry
 from .base import CollectionManifest, Store
 from .points import ChunkPayload, ChunkPoint, Hit, VectorQuery
 
-__all__ = ["STORES", "ChunkPayload", "ChunkPoint", "CollectionManifest", "Hit", "Store", "VectorQuery", "open_store",
-           "register_store"]
+__all__ = [
+    "STORES",
+    "ChunkPayload",
+    "ChunkPoint",
+    "CollectionManifest",
+    "Hit",
+    "Store",
+    "VectorQuery",
+    "open_store",
+    "register_store",
+]
 
 StoreFactory = Callable[[Settings], Store]
 STORES: Registry[StoreFactory] = Registry("qrag_qdrant.stores", "store", setting="qdrant.store")

@@ -15,7 +15,9 @@ Completeness marker: a document's chunk 0 is written after its other chunks (see
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 from typing import Any
@@ -26,6 +28,7 @@ from ..config import CollectionSpec
 from ..embedding import BM25_SOURCES, Bm25Embedder, Bm25Settings
 from ..errors import ModelMismatchError
 from ..names import VERSIONED, collection_pattern, namespace_of, versioned_name
+from ..term_stats import TermStats, count_terms
 from .points import ChunkPoint, Hit, Sparse, VectorQuery
 
 #: Qdrant's default k for its RRF fusion; the qdrant-hybrid baseline uses Qdrant as a peer would.
@@ -54,12 +57,20 @@ class CollectionManifest(BaseModel):
     indexed: int = 0
 
     @classmethod
-    def expected(cls, namespace: str, spec: CollectionSpec, model: str, dim: int,
-                 bm25_source: str = "client") -> CollectionManifest:
+    def expected(
+        cls, namespace: str, spec: CollectionSpec, model: str, dim: int, bm25_source: str = "client"
+    ) -> CollectionManifest:
         """What a collection for ``spec`` must hold; BM25's avg_len is the chunk length."""
         bm25 = Bm25Settings(avg_len=float(spec.size))
-        return cls(namespace=namespace, size=spec.size, overlap=spec.overlap, model=model, dim=dim,
-                   bm25=bm25.as_dict(), bm25_source=bm25_source)
+        return cls(
+            namespace=namespace,
+            size=spec.size,
+            overlap=spec.overlap,
+            model=model,
+            dim=dim,
+            bm25=bm25.as_dict(),
+            bm25_source=bm25_source,
+        )
 
     @property
     def bm25_settings(self) -> Bm25Settings:
@@ -127,7 +138,9 @@ class Store(ABC):
         """Delete the points a filter of ``self.models`` selects."""
 
     @abstractmethod
-    def scroll_payloads(self, name: str, fields: list[str], selector: Any | None = None) -> Iterable[dict[str, Any]]: ...
+    def scroll_payloads(
+        self, name: str, fields: list[str], selector: Any | None = None
+    ) -> Iterable[dict[str, Any]]: ...
 
     @abstractmethod
     def scroll_points(self, name: str) -> Iterable[ChunkPoint]:
@@ -138,8 +151,7 @@ class Store(ABC):
         """All of a collection's searches in one round trip, results in request order."""
 
     @abstractmethod
-    def hybrid(self, name: str, dense: Sequence[float], sparse: Sparse, limit: int,
-               prefetch_limit: int) -> list[Hit]:
+    def hybrid(self, name: str, dense: Sequence[float], sparse: Sparse, limit: int, prefetch_limit: int) -> list[Hit]:
         """Qdrant's own hybrid query: dense and bm25 prefetches fused by Qdrant's RRF (k=2).
         A baseline, so it fetches what a plain hybrid RAG needs: payloads, no vectors."""
 
@@ -169,13 +181,37 @@ class Store(ABC):
 
     # Shared semantics built on the primitives above.
 
+    def term_stats(self, name: str, points: int, excluded: Sequence[str]) -> TermStats:
+        """The document frequencies ``name`` keeps, less ``excluded`` sources'. A collection written
+        before they were kept, or by a store that keeps none, has them counted from its texts."""
+        manifest = self.manifest(name)
+        indexed = manifest.indexed if manifest is not None else 0
+        stats = TermStats.current(self.attachment(name, TERM_STATS), indexed)
+        if stats is None:
+            stats = TermStats.of(count_terms(self.texts(name)), points, indexed)
+            if self.keeps_attachments:
+                warnings.warn(
+                    f"{name} has no current term counts stored (written by an older version, or an ingest "
+                    f"has not finished): they were counted from its {stats.chunks} chunks, as every new "
+                    "process will until an ingest of its documents finishes and stores them; run "
+                    "qrag-qdrant ingest on them once if none is running",
+                    stacklevel=3,
+                )
+        if excluded:
+            texts = list(self.texts(name, self.models.Filter(must=[self.of_sources(excluded)])))
+            stats = stats.updated(Counter(), count_terms(texts), stats.chunks - len(texts), indexed)
+        return stats
+
     def list_collections(self, namespace: str | None = None) -> dict[str, str]:
         """What a reader sees: alias (or an unversioned collection) -> the collection it
         reads, for one namespace or, with ``None``, for all of them."""
         aliases = self.aliases() or {}
         served = {name: name for name in self.collection_names() if not VERSIONED.match(name)} | aliases
-        return {name: served[name] for name in sorted(served)
-                if namespace_of(name) is not None and (namespace is None or collection_pattern(namespace).match(name))}
+        return {
+            name: served[name]
+            for name in sorted(served)
+            if namespace_of(name) is not None and (namespace is None or collection_pattern(namespace).match(name))
+        }
 
     def open_collection(self, name: str, manifest: CollectionManifest, create: bool) -> CollectionManifest | None:
         """Check the collection behind alias ``name`` was built like ``manifest`` (the BM25 source
@@ -199,8 +235,11 @@ class Store(ABC):
 
     def next_version(self, alias: str) -> str:
         """``<alias>-v<N>``, N one more than any collection of that alias has."""
-        versions = [int(m["version"]) for name in self.collection_names()
-                    if (m := VERSIONED.match(name)) and m["alias"] == alias]
+        versions = [
+            int(m["version"])
+            for name in self.collection_names()
+            if (m := VERSIONED.match(name)) and m["alias"] == alias
+        ]
         return versioned_name(alias, max(versions, default=0) + 1)
 
     def drop_unserved(self, namespace: str) -> list[str]:
@@ -210,8 +249,11 @@ class Store(ABC):
         if aliases is None:
             return []
         pattern, served = collection_pattern(namespace), set(aliases.values())
-        dropped = [name for name in self.collection_names()
-                   if pattern.match(name) and VERSIONED.match(name) and name not in served]
+        dropped = [
+            name
+            for name in self.collection_names()
+            if pattern.match(name) and VERSIONED.match(name) and name not in served
+        ]
         for name in dropped:
             self.drop_collection(name)
         return dropped
@@ -248,10 +290,16 @@ class Store(ABC):
         """Delete the points of these sources whose hash is not the current one."""
         if current:
             m = self.models
-            self._delete(name, m.Filter(should=[
-                m.Filter(must=[self._match("source", source)], must_not=[self._match("doc_hash", digest)])
-                for source, digest in current.items()
-            ]), removing)
+            self._delete(
+                name,
+                m.Filter(
+                    should=[
+                        m.Filter(must=[self._match("source", source)], must_not=[self._match("doc_hash", digest)])
+                        for source, digest in current.items()
+                    ]
+                ),
+                removing,
+            )
 
     def delete_sources(self, name: str, sources: Iterable[str], removing: TextsSeen | None = None) -> None:
         sources = sorted(sources)

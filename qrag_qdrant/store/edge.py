@@ -16,7 +16,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
-import os
 import shutil
 import threading
 from collections.abc import Iterable, Sequence
@@ -28,6 +27,7 @@ import qdrant_edge as edge
 from ..config import DENSE_VECTOR, SPARSE_VECTOR, QdrantSettings, Settings
 from ..embedding import Bm25Document, SparseVec
 from ..errors import StoreError, StoreInUseError
+from ..files import read_ahead, write_atomically
 from ..names import collection_pattern, namespace_of
 from .base import ATTACHMENTS, QDRANT_RRF_K, CollectionManifest, Store
 from .points import ChunkPoint, Hit, Sparse, VectorQuery
@@ -38,8 +38,6 @@ LOCK = ".lock"
 ALIASES = ".aliases"
 WAL = "wal"
 SCROLL_PAGE = 1000
-#: the kernel reads ahead at most this much of one advice (a 32 MiB file advised whole: 8 resident)
-READ_AHEAD = 8 << 20
 #: below this many KB of vectors in a segment Qdrant scans it instead of searching its graph (its default)
 FULL_SCAN_KB = 10_000
 #: ``qdrant.quantization``'s TurboQuant settings by the engine's name for their bits a dimension
@@ -62,10 +60,13 @@ class EdgeStore(Store):
         self._shards: dict[str, edge.EdgeShard] = {}
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            self._lock = open(self.root / f"{LOCK}-{namespace}", "a+")
+            self._lock = open(self.root / f"{LOCK}-{namespace}", "a+")  # noqa: SIM115 held until close()
         except OSError as exc:
-            hint = (" (Qdrant Edge writes its log even to answer queries: copy the store to a writable "
-                    "folder)" if exc.errno in (errno.EROFS, errno.EACCES) else "")
+            hint = (
+                " (Qdrant Edge writes its log even to answer queries: copy the store to a writable folder)"
+                if exc.errno in (errno.EROFS, errno.EACCES)
+                else ""
+            )
             raise StoreError(f"cannot open store {self.root}: {exc.strerror or exc}{hint}") from None
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -81,15 +82,16 @@ class EdgeStore(Store):
         self._versions_generation = 0
         self._versions_lock = threading.Lock()
         self._aliases_file = self.root / f"{ALIASES}-{namespace}.json"
-        self._aliases: dict[str, str] = (json.loads(self._aliases_file.read_text())
-                                         if self._aliases_file.is_file() else {})
+        self._aliases: dict[str, str] = (
+            json.loads(self._aliases_file.read_text()) if self._aliases_file.is_file() else {}
+        )
 
     def collection_names(self) -> list[str]:
         return [p.name for p in self.root.iterdir() if (p / MANIFEST).is_file()]
 
     def aliases(self) -> dict[str, str]:
         """This namespace's aliases, and every other namespace's as last written."""
-        aliases = {}
+        aliases: dict[str, str] = {}
         for path in sorted(self.root.glob(f"{ALIASES}-*.json")):
             aliases |= self._aliases if path == self._aliases_file else json.loads(path.read_text())
         return aliases
@@ -100,7 +102,7 @@ class EdgeStore(Store):
             if not (self.root / collection / MANIFEST).is_file():
                 raise StoreError(f"cannot point alias {alias} at {collection}: no such collection")
         aliases = {**self._aliases, **targets}
-        _write_atomically(self._aliases_file, json.dumps(aliases, indent=2, sort_keys=True))
+        write_atomically(self._aliases_file, json.dumps(aliases, indent=2, sort_keys=True))
         self._aliases = aliases
         self._forget_versions()
 
@@ -119,30 +121,39 @@ class EdgeStore(Store):
     def create_collection(self, name: str, manifest: CollectionManifest) -> None:
         self._own(name)
         if manifest.bm25_source == "server":
-            raise StoreError("the embedded store has no server to compute BM25: qdrant.bm25_source must not be "
-                             "'server' without qdrant.url")
+            raise StoreError(
+                "the embedded store has no server to compute BM25: qdrant.bm25_source must not be "
+                "'server' without qdrant.url"
+            )
         folder = self.root / name
         shutil.rmtree(folder, ignore_errors=True)  # a folder without manifest is a crashed create
         layout = self.layout
         quantization = _quantization(layout.quantization)
         config = edge.EdgeConfig(
-            vectors={DENSE_VECTOR: edge.EdgeVectorParams(size=manifest.dim, distance=edge.Distance.Cosine,
-                                                         on_disk=layout.vectors_on_disk,
-                                                         quantization_config=quantization)},
-            sparse_vectors={SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf,
-                                                                       on_disk=layout.vectors_on_disk)},
+            vectors={
+                DENSE_VECTOR: edge.EdgeVectorParams(
+                    size=manifest.dim,
+                    distance=edge.Distance.Cosine,
+                    on_disk=layout.vectors_on_disk,
+                    quantization_config=quantization,
+                )
+            },
+            sparse_vectors={
+                SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf, on_disk=layout.vectors_on_disk)
+            },
             # A query reads the payload of every candidate (about 63): on disk that cost +5 ms p50 at
             # 200k points per collection, in RAM about 1.4 KB per chunk (docs/scaling.md)
             on_disk_payload=layout.payloads_on_disk,
-            hnsw_config=edge.HnswIndexConfig(m=layout.hnsw_m, ef_construct=layout.hnsw_ef_construct,
-                                             full_scan_threshold=FULL_SCAN_KB),
+            hnsw_config=edge.HnswIndexConfig(
+                m=layout.hnsw_m, ef_construct=layout.hnsw_ef_construct, full_scan_threshold=FULL_SCAN_KB
+            ),
         )
         shard = edge.EdgeShard.create(str(folder / SHARD), config)
         self._written.add(name)
         shard.update(edge.UpdateOperation.create_field_index("source", edge.PayloadSchemaType.Keyword))
         shard.update(edge.UpdateOperation.create_field_index("chunk_index", edge.PayloadSchemaType.Integer))
         self._shards[name] = shard
-        _write_atomically(folder / MANIFEST, manifest.model_dump_json(indent=2))
+        write_atomically(folder / MANIFEST, manifest.model_dump_json(indent=2))
 
     def manifest(self, name: str) -> CollectionManifest | None:
         path = self.root / self._aliases.get(name, name) / MANIFEST
@@ -153,8 +164,10 @@ class EdgeStore(Store):
     def stamp_indexed(self, name: str, version: int) -> None:
         manifest = self.manifest(name)
         if manifest is not None:
-            _write_atomically(self.root / self._aliases.get(name, name) / MANIFEST,
-                              manifest.model_copy(update={"indexed": version}).model_dump_json(indent=2))
+            write_atomically(
+                self.root / self._aliases.get(name, name) / MANIFEST,
+                manifest.model_copy(update={"indexed": version}).model_dump_json(indent=2),
+            )
 
     def attachment(self, name: str, key: str) -> bytes | None:
         path = self._attachment_path(name, key)
@@ -166,7 +179,7 @@ class EdgeStore(Store):
         if data is None:
             path.unlink(missing_ok=True)
         else:
-            _write_atomically(path, data)
+            write_atomically(path, data)
 
     def _attachment_path(self, name: str, key: str) -> Path:
         if key not in ATTACHMENTS:
@@ -190,11 +203,19 @@ class EdgeStore(Store):
 
     def upsert(self, name: str, points: Sequence[ChunkPoint]) -> None:
         if points:
-            self._update(name, edge.UpdateOperation.upsert_points([
-                edge.Point(p.id, {DENSE_VECTOR: list(map(float, p.dense)), SPARSE_VECTOR: _edge_vector(p.sparse)},
-                           p.payload.as_dict())
-                for p in points
-            ]))
+            self._update(
+                name,
+                edge.UpdateOperation.upsert_points(
+                    [
+                        edge.Point(
+                            p.id,
+                            {DENSE_VECTOR: list(map(float, p.dense)), SPARSE_VECTOR: _edge_vector(p.sparse)},
+                            p.payload.as_dict(),
+                        )
+                        for p in points
+                    ]
+                ),
+            )
 
     def delete(self, name: str, selector: Any) -> None:
         self._update(name, edge.UpdateOperation.delete_points_by_filter(selector))
@@ -254,15 +275,21 @@ class EdgeStore(Store):
             shard = self.root / self._aliases.get(name, name) / SHARD
             for path in shard.rglob("*"):
                 if path.is_file() and WAL not in path.relative_to(shard).parts:
-                    _read_ahead(path)
+                    read_ahead(path)
             self.current_versions(name, None)
 
     def scroll_payloads(self, name: str, fields: list[str], selector: Any | None = None) -> Iterable[dict[str, Any]]:
         shard, offset = self._shard(name), None
         while True:
-            records, offset = shard.scroll(edge.ScrollRequest(
-                offset=offset, limit=SCROLL_PAGE, filter=selector,
-                with_payload=edge.PayloadSelector.Include(fields), with_vector=False))
+            records, offset = shard.scroll(
+                edge.ScrollRequest(
+                    offset=offset,
+                    limit=SCROLL_PAGE,
+                    filter=selector,
+                    with_payload=edge.PayloadSelector.Include(fields),
+                    with_vector=False,
+                )
+            )
             for record in records:
                 yield record.payload or {}
             if offset is None:
@@ -271,36 +298,54 @@ class EdgeStore(Store):
     def scroll_points(self, name: str) -> Iterable[ChunkPoint]:
         shard, offset = self._shard(name), None
         while True:
-            records, offset = shard.scroll(edge.ScrollRequest(offset=offset, limit=SCROLL_PAGE, with_payload=True,
-                                                              with_vector=True))
+            records, offset = shard.scroll(
+                edge.ScrollRequest(offset=offset, limit=SCROLL_PAGE, with_payload=True, with_vector=True)
+            )
             for record in records:
                 yield ChunkPoint.of(record)
             if offset is None:
                 return
 
     def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
-        quantized = edge.QuantizationSearchParams(rescore=True, oversampling=self.layout.oversampling) \
-            if self.layout.quantization != "none" else None
+        quantized = (
+            edge.QuantizationSearchParams(rescore=True, oversampling=self.layout.oversampling)
+            if self.layout.quantization != "none"
+            else None
+        )
         requests = [
-            edge.QueryRequest(limit=q.limit, query=edge.Query.Nearest(_edge_vector(q.vector), using=q.vector_name),
-                              score_threshold=q.min_score, filter=q.selector, with_vector=[DENSE_VECTOR],
-                              with_payload=True,
-                              params=edge.SearchParams(
-                                  hnsw_ef=q.hnsw_ef, exact=q.exact,
-                                  # an exact scan is the float32 truth: the int8 copy is not used
-                                  quantization=edge.QuantizationSearchParams(ignore=True) if q.exact else quantized)
-                              if q.hnsw_ef or q.exact or quantized else None)
+            edge.QueryRequest(
+                limit=q.limit,
+                query=edge.Query.Nearest(_edge_vector(q.vector), using=q.vector_name),
+                score_threshold=q.min_score,
+                filter=q.selector,
+                with_vector=[DENSE_VECTOR],
+                with_payload=True,
+                params=edge.SearchParams(
+                    hnsw_ef=q.hnsw_ef,
+                    exact=q.exact,
+                    # an exact scan is the float32 truth: the int8 copy is not used
+                    quantization=edge.QuantizationSearchParams(ignore=True) if q.exact else quantized,
+                )
+                if q.hnsw_ef or q.exact or quantized
+                else None,
+            )
             for q in queries
         ]
         return Hit.all_of(self._shard(name).query_batch(edge.QueryBatchRequest(requests)))
 
-    def hybrid(self, name: str, dense: Sequence[float], sparse: Sparse, limit: int,
-               prefetch_limit: int) -> list[Hit]:
+    def hybrid(self, name: str, dense: Sequence[float], sparse: Sparse, limit: int, prefetch_limit: int) -> list[Hit]:
         request = edge.QueryRequest(
             limit=limit,
-            prefetches=[edge.Prefetch(limit=prefetch_limit, query=edge.Query.Nearest(_edge_vector(dense), using=DENSE_VECTOR)),
-                        edge.Prefetch(limit=prefetch_limit, query=edge.Query.Nearest(_edge_vector(sparse), using=SPARSE_VECTOR))],
-            query=edge.Fusion.Rrf(k=QDRANT_RRF_K), with_vector=False, with_payload=True)
+            prefetches=[
+                edge.Prefetch(limit=prefetch_limit, query=edge.Query.Nearest(_edge_vector(dense), using=DENSE_VECTOR)),
+                edge.Prefetch(
+                    limit=prefetch_limit, query=edge.Query.Nearest(_edge_vector(sparse), using=SPARSE_VECTOR)
+                ),
+            ],
+            query=edge.Fusion.Rrf(k=QDRANT_RRF_K),  # type: ignore[arg-type]
+            with_vector=False,
+            with_payload=True,
+        )
         return [Hit.of(p) for p in self._shard(name).query(request)]
 
     def count(self, name: str) -> int:
@@ -338,8 +383,9 @@ def _quantization(kind: str) -> Any:
     if kind == "int8":
         return edge.ScalarQuantizationConfig(edge.ScalarType.Int8, quantile=0.99, always_ram=True)
     if kind in TURBO_BITS:
-        return edge.TurboQuantQuantizationConfig(bits=getattr(edge.TurboQuantBitSize, TURBO_BITS[kind]),
-                                                 always_ram=True)
+        return edge.TurboQuantQuantizationConfig(
+            bits=getattr(edge.TurboQuantBitSize, TURBO_BITS[kind]), always_ram=True
+        )
     return None
 
 
@@ -349,28 +395,3 @@ def _edge_vector(vector: Sequence[float] | Sparse) -> Any:
     if isinstance(vector, Bm25Document):
         raise StoreError("this collection's BM25 is computed by a Qdrant server; the embedded store cannot")
     return list(map(float, vector))
-
-
-def _read_ahead(path: Path) -> None:
-    """Asks the kernel to read a file into its page cache, in the background; where the platform
-    has no ``posix_fadvise``, nothing happens (the reads then go to the disk as before)."""
-    if not hasattr(os, "posix_fadvise"):
-        return
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # removed by an optimisation since it was listed
-        return
-    try:
-        for offset in range(0, os.fstat(fd).st_size, READ_AHEAD):
-            os.posix_fadvise(fd, offset, READ_AHEAD, os.POSIX_FADV_WILLNEED)
-    finally:
-        os.close(fd)
-
-
-def _write_atomically(path: Path, data: str | bytes) -> None:
-    temporary = path.with_suffix(".tmp")
-    if isinstance(data, bytes):
-        temporary.write_bytes(data)
-    else:
-        temporary.write_text(data)
-    os.replace(temporary, path)

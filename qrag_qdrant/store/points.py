@@ -69,8 +69,12 @@ class ChunkPoint:
     def of(cls, record: Any) -> ChunkPoint:
         """From a record of either engine, read with its vectors and payload."""
         sparse = record.vector[SPARSE_VECTOR]
-        return cls(str(record.id), record.vector[DENSE_VECTOR], SparseVec(list(sparse.indices), list(sparse.values)),
-                   ChunkPayload.of(record.payload))
+        return cls(
+            str(record.id),
+            record.vector[DENSE_VECTOR],
+            SparseVec(list(sparse.indices), list(sparse.values)),
+            ChunkPayload.of(record.payload),
+        )
 
 
 @dataclass(frozen=True)
@@ -104,8 +108,12 @@ class Hit:
         clustering, its dense vector (empty when not asked for). The binding builds ``vector``
         and ``id`` anew on each access: ``point_id`` is the id when the caller has it."""
         dense = vectors[DENSE_VECTOR] if (vectors := point.vector) else ()
-        return cls(str(point.id if point_id is None else point_id), point.score,
-                   np.frombuffer(_float32s(len(dense)).pack(*dense), dtype=np.float32), ChunkPayload.of(point.payload))
+        return cls(
+            str(point.id if point_id is None else point_id),
+            point.score,
+            np.frombuffer(_float32s(len(dense)).pack(*dense), dtype=np.float32),
+            ChunkPayload.of(point.payload),
+        )
 
     @classmethod
     def all_of(cls, results: Iterable[Iterable[Any]]) -> list[list[Hit]]:

@@ -57,22 +57,31 @@ def _server_errors(method: Callable[..., T]) -> Callable[..., T]:
             except UnexpectedResponse as exc:
                 detail = exc.content.decode(errors="replace")[:300]
                 if exc.status_code == 401:
-                    raise StoreError(f"Qdrant at {self.location} refused the API key or token "
-                                     "(HTTP 401): check QRAG_QDRANT_API_KEY") from None
+                    raise StoreError(
+                        f"Qdrant at {self.location} refused the API key or token (HTTP 401): check QRAG_QDRANT_API_KEY"
+                    ) from None
                 if exc.status_code == 403:
-                    hint = "; a namespace's first ingest and --rebuild need the server's API key" if (
-                        method.__name__ in ADMIN_ONLY) else ""
-                    raise StoreError(f"Qdrant at {self.location} refused this {method.__name__.replace('_', ' ')}"
-                                     f" (HTTP 403): the key or token does not allow it ({detail}){hint}") from None
+                    hint = (
+                        "; a namespace's first ingest and --rebuild need the server's API key"
+                        if (method.__name__ in ADMIN_ONLY)
+                        else ""
+                    )
+                    raise StoreError(
+                        f"Qdrant at {self.location} refused this {method.__name__.replace('_', ' ')}"
+                        f" (HTTP 403): the key or token does not allow it ({detail}){hint}"
+                    ) from None
                 if exc.status_code not in RETRIED_STATUS:
                     raise StoreError(f"Qdrant at {self.location} answered HTTP {exc.status_code}: {detail}") from None
                 if attempt == self.retries:
-                    raise StoreError(f"Qdrant at {self.location} failed the {method.__name__.replace('_', ' ')} "
-                                     f"after {attempt + 1} attempts: HTTP {exc.status_code}: {detail}") from None
+                    raise StoreError(
+                        f"Qdrant at {self.location} failed the {method.__name__.replace('_', ' ')} "
+                        f"after {attempt + 1} attempts: HTTP {exc.status_code}: {detail}"
+                    ) from None
             except (ResponseHandlingException, ConnectionError, TimeoutError) as exc:
                 if attempt == self.retries:
-                    raise StoreError(f"cannot reach Qdrant at {self.location} after {attempt + 1} attempts: "
-                                     f"{exc}") from None
+                    raise StoreError(
+                        f"cannot reach Qdrant at {self.location} after {attempt + 1} attempts: {exc}"
+                    ) from None
             time.sleep(self.backoff * 2**attempt)
             attempt += 1
 
@@ -102,8 +111,9 @@ class ServerStore(Store):
     def connect(cls, settings: QdrantSettings) -> ServerStore:
         api_key = settings.api_key.get_secret_value() if settings.api_key else None
         # no version probe: against a hung server it is one more timeout before the real call
-        client = QdrantClient(url=settings.url, api_key=api_key, timeout=max(1, round(settings.timeout)),
-                              check_compatibility=False)
+        client = QdrantClient(
+            url=settings.url, api_key=api_key, timeout=max(1, round(settings.timeout)), check_compatibility=False
+        )
         return cls(client, location=str(settings.url), settings=settings)
 
     @_server_errors
@@ -119,14 +129,23 @@ class ServerStore(Store):
             self._require(SERVER_TURBO_SINCE, "has no TurboQuant", "qdrant.quantization = 'int8'")
         self.client.create_collection(
             name,
-            vectors_config={DENSE_VECTOR: models.VectorParams(
-                size=manifest.dim, distance=models.Distance.COSINE, on_disk=layout.vectors_on_disk,
-                quantization_config=_quantization(layout.quantization),
-                hnsw_config=models.HnswConfigDiff(m=layout.hnsw_m, ef_construct=layout.hnsw_ef_construct))},
-            sparse_vectors_config={SPARSE_VECTOR: models.SparseVectorParams(
-                modifier=models.Modifier.IDF, index=models.SparseIndexParams(on_disk=layout.vectors_on_disk))},
+            vectors_config={
+                DENSE_VECTOR: models.VectorParams(
+                    size=manifest.dim,
+                    distance=models.Distance.COSINE,
+                    on_disk=layout.vectors_on_disk,
+                    quantization_config=_quantization(layout.quantization),
+                    hnsw_config=models.HnswConfigDiff(m=layout.hnsw_m, ef_construct=layout.hnsw_ef_construct),
+                )
+            },
+            sparse_vectors_config={
+                SPARSE_VECTOR: models.SparseVectorParams(
+                    modifier=models.Modifier.IDF, index=models.SparseIndexParams(on_disk=layout.vectors_on_disk)
+                )
+            },
             on_disk_payload=layout.payloads_on_disk,
-            shard_number=layout.shard_number, replication_factor=layout.replication_factor,
+            shard_number=layout.shard_number,
+            replication_factor=layout.replication_factor,
             write_consistency_factor=layout.write_consistency_factor,
             metadata=manifest.model_dump(),
         )
@@ -137,8 +156,9 @@ class ServerStore(Store):
         """A feature a new collection needs, checked against the server's version before creating it."""
         version = self.client.info().version
         if tuple(int(part) for part in version.split("-")[0].split(".")[:3]) < since:
-            raise ConfigError(f"Qdrant {version} at {self.location} {lacking} (needs >= "
-                              f"{'.'.join(map(str, since))}); set {instead}")
+            raise ConfigError(
+                f"Qdrant {version} at {self.location} {lacking} (needs >= {'.'.join(map(str, since))}); set {instead}"
+            )
 
     @_server_errors
     def drop_collection(self, name: str) -> None:
@@ -156,12 +176,19 @@ class ServerStore(Store):
     @_server_errors
     def switch_aliases(self, targets: dict[str, str]) -> None:
         current = self.aliases() or {}
-        self.client.update_collection_aliases(change_aliases_operations=[
-            *(models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=alias))
-              for alias in targets if alias in current),
-            *(models.CreateAliasOperation(create_alias=models.CreateAlias(alias_name=alias, collection_name=name))
-              for alias, name in targets.items()),
-        ])
+        self.client.update_collection_aliases(
+            change_aliases_operations=[
+                *(
+                    models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=alias))
+                    for alias in targets
+                    if alias in current
+                ),
+                *(
+                    models.CreateAliasOperation(create_alias=models.CreateAlias(alias_name=alias, collection_name=name))
+                    for alias, name in targets.items()
+                ),
+            ]
+        )
 
     @_server_errors
     def manifest(self, name: str) -> CollectionManifest | None:
@@ -183,7 +210,9 @@ class ServerStore(Store):
         manifest = self.manifest(name)
         if manifest is not None:
             target = (self.aliases() or {}).get(name, name)
-            self.client.update_collection(target, metadata=manifest.model_copy(update={"indexed": version}).model_dump())
+            self.client.update_collection(
+                target, metadata=manifest.model_copy(update={"indexed": version}).model_dump()
+            )
 
     @_server_errors
     def attachment(self, name: str, key: str) -> bytes | None:
@@ -210,11 +239,18 @@ class ServerStore(Store):
     @_server_errors
     def upsert(self, name: str, points: Sequence[ChunkPoint]) -> None:
         if points:
-            self.client.upsert(name, wait=True, points=[
-                models.PointStruct(id=p.id, payload=p.payload.as_dict(), vector={
-                    DENSE_VECTOR: list(map(float, p.dense)), SPARSE_VECTOR: _client_vector(p.sparse)})
-                for p in points
-            ])
+            self.client.upsert(
+                name,
+                wait=True,
+                points=[
+                    models.PointStruct(
+                        id=p.id,
+                        payload=p.payload.as_dict(),
+                        vector={DENSE_VECTOR: list(map(float, p.dense)), SPARSE_VECTOR: _client_vector(p.sparse)},
+                    )
+                    for p in points
+                ],
+            )
 
     @_server_errors
     def delete(self, name: str, selector: Any) -> None:
@@ -225,47 +261,81 @@ class ServerStore(Store):
         offset = None
         payloads: list[dict[str, Any]] = []
         while True:
-            records, offset = self.client.scroll(name, scroll_filter=selector, limit=SCROLL_PAGE, offset=offset,
-                                                 with_payload=fields, with_vectors=False,
-                                                 consistency=self._consistency)
+            records, offset = self.client.scroll(
+                name,
+                scroll_filter=selector,
+                limit=SCROLL_PAGE,
+                offset=offset,
+                with_payload=fields,
+                with_vectors=False,
+                consistency=self._consistency,
+            )
             payloads.extend(record.payload or {} for record in records)
             if offset is None:
                 return payloads
 
     @_server_errors
     def scroll_points(self, name: str) -> Iterable[ChunkPoint]:
-        offset, points = None, []
+        offset, points = None, list[ChunkPoint]()
         while True:
-            records, offset = self.client.scroll(name, limit=SCROLL_PAGE, offset=offset, with_payload=True,
-                                                 with_vectors=True, consistency=self._consistency)
+            records, offset = self.client.scroll(
+                name,
+                limit=SCROLL_PAGE,
+                offset=offset,
+                with_payload=True,
+                with_vectors=True,
+                consistency=self._consistency,
+            )
             points.extend(ChunkPoint.of(record) for record in records)
             if offset is None:
                 return points
 
     @_server_errors
     def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
-        quantized = models.QuantizationSearchParams(rescore=True, oversampling=self.settings.oversampling) \
-            if self.settings.quantization != "none" else None
-        responses = self.client.query_batch_points(name, requests=[
-            models.QueryRequest(query=_client_vector(q.vector), using=q.vector_name, limit=q.limit,
-                                score_threshold=q.min_score, filter=q.selector, with_vector=[DENSE_VECTOR],
-                                with_payload=True,
-                                params=models.SearchParams(
-                                    hnsw_ef=q.hnsw_ef, exact=q.exact,
-                                    quantization=models.QuantizationSearchParams(ignore=True) if q.exact else quantized)
-                                if q.hnsw_ef or q.exact or quantized else None)
-            for q in queries
-        ], consistency=self._consistency)
+        quantized = (
+            models.QuantizationSearchParams(rescore=True, oversampling=self.settings.oversampling)
+            if self.settings.quantization != "none"
+            else None
+        )
+        responses = self.client.query_batch_points(
+            name,
+            requests=[
+                models.QueryRequest(
+                    query=_client_vector(q.vector),
+                    using=q.vector_name,
+                    limit=q.limit,
+                    score_threshold=q.min_score,
+                    filter=q.selector,
+                    with_vector=[DENSE_VECTOR],
+                    with_payload=True,
+                    params=models.SearchParams(
+                        hnsw_ef=q.hnsw_ef,
+                        exact=q.exact,
+                        quantization=models.QuantizationSearchParams(ignore=True) if q.exact else quantized,
+                    )
+                    if q.hnsw_ef or q.exact or quantized
+                    else None,
+                )
+                for q in queries
+            ],
+            consistency=self._consistency,
+        )
         return Hit.all_of(response.points for response in responses)
 
     @_server_errors
-    def hybrid(self, name: str, dense: Sequence[float], sparse: Sparse, limit: int,
-               prefetch_limit: int) -> list[Hit]:
+    def hybrid(self, name: str, dense: Sequence[float], sparse: Sparse, limit: int, prefetch_limit: int) -> list[Hit]:
         response = self.client.query_points(
-            name, limit=limit, with_payload=True, with_vectors=False, consistency=self._consistency,
-            prefetch=[models.Prefetch(query=_client_vector(dense), using=DENSE_VECTOR, limit=prefetch_limit),
-                      models.Prefetch(query=_client_vector(sparse), using=SPARSE_VECTOR, limit=prefetch_limit)],
-            query=models.RrfQuery(rrf=models.Rrf(k=QDRANT_RRF_K)))
+            name,
+            limit=limit,
+            with_payload=True,
+            with_vectors=False,
+            consistency=self._consistency,
+            prefetch=[
+                models.Prefetch(query=_client_vector(dense), using=DENSE_VECTOR, limit=prefetch_limit),
+                models.Prefetch(query=_client_vector(sparse), using=SPARSE_VECTOR, limit=prefetch_limit),
+            ],
+            query=models.RrfQuery(rrf=models.Rrf(k=QDRANT_RRF_K)),
+        )
         return [Hit.of(p) for p in response.points]
 
     @_server_errors
@@ -287,12 +357,18 @@ def _client_vector(vector: Sequence[float] | Sparse) -> Any:
 def _quantization(kind: str) -> models.QuantizationConfig | None:
     """The quantized copy of the dense vectors that stays in RAM and is searched first."""
     if kind == "int8":
-        return models.ScalarQuantization(scalar=models.ScalarQuantizationConfig(
-            type=models.ScalarType.INT8, quantile=0.99, always_ram=True))
+        return models.ScalarQuantization(
+            scalar=models.ScalarQuantizationConfig(type=models.ScalarType.INT8, quantile=0.99, always_ram=True)
+        )
     if kind in TURBO_BITS:
         if not hasattr(models, "TurboQuantization"):
-            raise ConfigError(f"qdrant.quantization = '{kind}' needs qdrant-client >= {CLIENT_TURBO_SINCE} "
-                              "(pip install -U qdrant-client); or set qdrant.quantization = 'int8'")
-        return models.TurboQuantization(turbo=models.TurboQuantQuantizationConfig(
-            bits=getattr(models.TurboQuantBitSize, TURBO_BITS[kind]), always_ram=True))
+            raise ConfigError(
+                f"qdrant.quantization = '{kind}' needs qdrant-client >= {CLIENT_TURBO_SINCE} "
+                "(pip install -U qdrant-client); or set qdrant.quantization = 'int8'"
+            )
+        return models.TurboQuantization(
+            turbo=models.TurboQuantQuantizationConfig(
+                bits=getattr(models.TurboQuantBitSize, TURBO_BITS[kind]), always_ram=True
+            )
+        )
     return None

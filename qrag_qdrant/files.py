@@ -1,0 +1,45 @@
+"""File helpers every stage shares: writing a file whole or not at all, readable by its owner only
+(manifests, aliases, the key file, job records), and reading a file ahead into the page cache."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+#: the kernel reads ahead at most this much of one advice (a 32 MiB file advised whole: 8 resident)
+READ_AHEAD = 8 << 20
+#: files holding teams' keys, questions, jobs and indexes are the owner's alone
+PRIVATE_FILE_MODE = 0o600
+
+
+def write_atomically(path: Path, data: str | bytes, mode: int = PRIVATE_FILE_MODE) -> None:
+    """Write ``data`` to a staging file beside ``path``, flush it to disk, then rename it over
+    ``path``: a reader sees the old content or the new, never a part, and a crash leaves the old."""
+    staging = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    descriptor = os.open(staging, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(data.encode("utf-8") if isinstance(data, str) else data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(staging, path)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
+
+
+def read_ahead(path: Path) -> None:
+    """Asks the kernel to read a file into its page cache, in the background; where the platform
+    has no ``posix_fadvise``, nothing happens (the reads then go to the disk as before)."""
+    if not hasattr(os, "posix_fadvise"):
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # removed by an optimisation since it was listed
+        return
+    try:
+        for offset in range(0, os.fstat(fd).st_size, READ_AHEAD):
+            os.posix_fadvise(fd, offset, READ_AHEAD, os.POSIX_FADV_WILLNEED)
+    finally:
+        os.close(fd)

@@ -1,0 +1,23 @@
+"""Logging: each stage logs to its own named logger (``qrag_qdrant.ingest``,
+``qrag_qdrant.coordinator.pipeline``, ...); the CLI's ``-v``/``-vv`` shows them on stderr.
+
+A library user configures them as any other: ``logging.getLogger("qrag_qdrant").setLevel(...)``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+#: -v: what each stage did; -vv: in detail
+LEVELS = (logging.WARNING, logging.INFO, logging.DEBUG)
+
+
+def configure_logging(verbosity: int) -> None:
+    """Send qrag-qdrant's loggers to stderr at the level ``verbosity`` (0, 1, 2+) asks for."""
+    logger = logging.getLogger("qrag_qdrant")
+    logger.setLevel(LEVELS[min(verbosity, len(LEVELS) - 1)])
+    if not any(getattr(h, "qrag_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s", "%H:%M:%S"))
+        handler.qrag_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
