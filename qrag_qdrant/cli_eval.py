@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,7 +18,13 @@ from .cli_options import ConfigOption, StoreOption, open_rag
 from .cli_render import friendly_errors, ingest_progress, out, print_table, progress_bar
 from .errors import ConfigError
 
-DatasetDirOption = Annotated[Path, typer.Argument(help="data set folder: corpus/ and questions.jsonl or queries.jsonl")]
+DatasetDirOption = Annotated[
+    Path,
+    typer.Argument(
+        help="data set folder: corpus/ and questions.jsonl or queries.jsonl; a name that is no folder here is looked "
+        "up in $QRAG_DATA (benchmarks/prepare_data.py makes such folders from the official files)"
+    ),
+]
 SweepPointsOption = Annotated[
     list[str] | None,
     typer.Argument(metavar="[NAME=V1,V2 ...]", help="with --sweep: the grid, e.g. quorum=1,2,3 rrf_k=10,60"),
@@ -143,7 +150,7 @@ def evaluate(
         raise typer.BadParameter(f"unexpected arguments {' '.join(sweep_points)} (did you mean --sweep?)")
     grid = parse_sweep(sweep_points or []) if sweep else []
     dataset = load_dataset(
-        dataset_dir,
+        in_data_folder(dataset_dir),
         sample=sample,
         seed=seed,
         hold_out=hold_out,
@@ -185,6 +192,18 @@ def evaluate(
     if report:
         path = write_report(result, report, "qrag-qdrant " + " ".join(sys.argv[1:]))
         out.print(f"report: {path}")
+
+
+#: where ``eval NAME`` finds a data set that is not a path from here: ``$QRAG_DATA/NAME``
+DATA_VARIABLE = "QRAG_DATA"
+
+
+def in_data_folder(dataset_dir: Path) -> Path:
+    """``dataset_dir`` as given, or under ``$QRAG_DATA`` when it is not a folder from here."""
+    data = os.environ.get(DATA_VARIABLE)
+    if dataset_dir.exists() or not data or dataset_dir.is_absolute():
+        return dataset_dir
+    return Path(data) / dataset_dir
 
 
 def answer_questions(

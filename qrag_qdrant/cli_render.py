@@ -237,6 +237,8 @@ def print_answer_checks(answer: Answer) -> None:
                 else f"the judge's score {claim.score or 0:.2f}"
             )
             out.print(f"[yellow]unsupported[/yellow] ({why}): {claim.text}")
+        elif claim.supported and claim.location:
+            out.print(f"supported: {claim.location}", markup=False)
     for warning in answer.warnings:
         out.print(f"[yellow]note:[/yellow] {warning}")
 

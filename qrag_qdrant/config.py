@@ -54,7 +54,7 @@ SPARSE_VECTOR = "bm25"
 class RetrieverSpec(Section):
     """One independent retriever: a vector kind searched over one chunking of the corpus."""
 
-    kind: Literal["dense", "bm25"]
+    kind: Literal["dense", "bm25"] = Field(description="dense embeddings or BM25 over the chunking")
     size: PositiveInt = Field(description="chunk size in words")
     overlap: NonNegativeInt = Field(description="words shared by consecutive chunks")
     expansions: tuple[str, ...] | None = Field(
@@ -119,9 +119,13 @@ class Settings(BaseSettings):
     )
 
     config_file: Path | None = Field(None, exclude=True, description="TOML file the settings were read from")
-    namespace: str = "default"
-    store: Path = Path(".qrag")
-    retrievers: tuple[RetrieverSpec, ...] = DEFAULT_RETRIEVERS
+    namespace: str = Field("default", description="the team's namespace: the prefix of its collections")
+    store: Path = Field(
+        Path(".qrag"), description="the embedded store's folder (and the service's state beside a server)"
+    )
+    retrievers: tuple[RetrieverSpec, ...] = Field(
+        DEFAULT_RETRIEVERS, description="the independent retrievers; each chunking is one collection"
+    )
     retrieval: RetrievalSettings = RetrievalSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
     ollama: OllamaSettings = OllamaSettings()

@@ -34,18 +34,20 @@ Pooling = Literal["auto", "chunk", "late", "anchored"]
 
 
 class RetrievalSettings(Section):
-    top_k: PositiveInt = 15
-    rrf_k: NonNegativeInt = 2
-    cluster_threshold: float = Field(0.85, ge=0.0, le=1.0)
-    quorum: PositiveInt = 2
+    top_k: PositiveInt = Field(15, description="candidates each retriever returns")
+    rrf_k: NonNegativeInt = Field(2, description="Reciprocal Rank Fusion's k: a candidate scores 1/(k + rank) per list")
+    cluster_threshold: float = Field(
+        0.85, ge=0.0, le=1.0, description="cosine of a candidate to a cluster's leader at which it joins the cluster"
+    )
+    quorum: PositiveInt = Field(2, description="distinct retrievers a cluster needs to count as evidence")
     min_similarity: float = Field(0.2, ge=-1.0, le=1.0, description="cosine floor for dense hits")
     hnsw_ef: PositiveInt | None = Field(
         128,
         description="HNSW search breadth of dense retrievers; None: the engine's default (benchmarks/hnsw_recall.py)",
     )
-    weight_rrf: float = Field(0.7, ge=0.0)
-    weight_support: float = Field(0.6, ge=0.0)
-    context_clusters: PositiveInt = 5
+    weight_rrf: float = Field(0.7, ge=0.0, description="ranking: weight of a cluster's normalised fused rank")
+    weight_support: float = Field(0.6, ge=0.0, description="ranking: weight of its support (retrievers / all)")
+    context_clusters: PositiveInt = Field(5, description="clusters the gate reads, and the fixed context sends")
     word_budget: NonNegativeInt = Field(500, description="context words shared by the clusters; 0: whole spans")
     context_passages: Literal["window", "chunks"] = Field(
         "window",
@@ -65,7 +67,7 @@ class RetrievalSettings(Section):
     )
     adaptive_words: PositiveInt = Field(150, description="adaptive context: words per cluster sent")
     adaptive_clusters: PositiveInt = Field(3, description="adaptive context: the most clusters sent")
-    max_question_chars: PositiveInt = 4000
+    max_question_chars: PositiveInt = Field(4000, description="a longer question is refused (bad_question)")
     min_confidence: float | None = Field(
         None,
         ge=0.0,
@@ -100,10 +102,10 @@ class RetrievalSettings(Section):
 
 
 class EmbeddingSettings(Section):
-    model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    model: str = Field("sentence-transformers/all-MiniLM-L6-v2", description="the embedding model's name")
     path: Path | None = Field(None, description="local model directory; default: the packaged offline weights")
-    batch_size: PositiveInt = 64
-    threads: PositiveInt | None = None
+    batch_size: PositiveInt = Field(64, description="chunks embedded per model call while ingesting")
+    threads: PositiveInt | None = Field(None, description="onnxruntime threads; None: as many as cores")
     allow_download: bool = Field(False, description="let fastembed fetch the model from its hub")
     pooling: Pooling = Field(
         "auto",
@@ -136,9 +138,9 @@ class EmbeddingSettings(Section):
 
 
 class OllamaSettings(Section):
-    host: str = "http://localhost:11434"
-    model: str = "mistral"
-    timeout: PositiveFloat = 120.0
+    host: str = Field("http://localhost:11434", description="the Ollama server")
+    model: str = Field("mistral", description="the Ollama model that writes answers")
+    timeout: PositiveFloat = Field(120.0, description="seconds to wait for Ollama's next piece of an answer")
 
 
 class LlmSettings(Section):
@@ -152,7 +154,7 @@ class LlmSettings(Section):
         "one installed (1.5B from local-llm, else 0.5B from local-llm-small)",
     )
     # On 2 busy cores, 2 llama.cpp threads contend and can run 50x slower than 1 (docs/benchmarks.md).
-    threads: PositiveInt = 1
+    threads: PositiveInt = Field(1, description="llama.cpp threads: on 2 busy cores, 2 threads contend")
     context: PositiveInt = Field(4096, description="the model's context window in tokens")
     max_tokens: PositiveInt = Field(256, description="the longest answer, in tokens")
     decline_threshold: float | None = Field(
@@ -213,7 +215,7 @@ class GenerationSettings(Section):
 class QdrantSettings(Section):
     url: str | None = Field(None, description="Qdrant server URL; unset means the embedded store")
     api_key: SecretStr | None = Field(None, description="the server's API key, its read-only key, or a JWT")
-    timeout: PositiveFloat = 10.0
+    timeout: PositiveFloat = Field(10.0, description="seconds per call to the server")
     retries: NonNegativeInt = Field(
         3, description="retries of a call that failed to reach the server or that too few replicas acknowledged"
     )
@@ -254,17 +256,21 @@ class QdrantSettings(Section):
         "Qdrant's 100 took dense recall@15 at 200k points from 0.976 to 1.000 for an index build twice as long",
     )
     # Distributed mode: how new collections are laid out, and how many replicas a read asks.
-    shard_number: PositiveInt = 1
-    replication_factor: PositiveInt = 1
-    write_consistency_factor: PositiveInt = 1
-    read_consistency: PositiveInt | Literal["majority", "quorum", "all"] = 1
+    shard_number: PositiveInt = Field(1, description="distributed mode: shards of a new server collection")
+    replication_factor: PositiveInt = Field(1, description="distributed mode: copies of each shard")
+    write_consistency_factor: PositiveInt = Field(
+        1, description="distributed mode: replicas that must acknowledge a write"
+    )
+    read_consistency: PositiveInt | Literal["majority", "quorum", "all"] = Field(
+        1, description="distributed mode: replicas a read asks"
+    )
 
 
 class ServiceSettings(Section):
     """``qrag-qdrant serve``."""
 
-    host: str = "127.0.0.1"
-    port: int = Field(8000, ge=1, le=65535)
+    host: str = Field("127.0.0.1", description="the address `serve` listens on")
+    port: int = Field(8000, ge=1, le=65535, description="the port `serve` listens on")
     keys: Path = Field(
         Path(".qrag-keys.toml"),
         description="the key file: each team's key (hashed), namespace and role; `qrag-qdrant key add` writes it",

@@ -19,6 +19,8 @@ class Passage(BaseModel):
     text: str
     pages: list[int] | None = Field(None, description="[first, last] page of a PDF source")
     heading: str | None = Field(None, description='the heading path of an HTML or Word source, e.g. "Setup › Accounts"')
+    #: (offset in ``text``, heading path) where the heading changes: which section a sentence is in
+    heading_marks: list[tuple[int, str]] = Field(default_factory=list, exclude=True, repr=False)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -28,6 +30,11 @@ class Passage(BaseModel):
             first, last = self.pages
             return f"{self.source} p. {first}" + (f"–{last}" if last != first else "")
         return f"{self.source} › {self.heading}" if self.heading else self.source
+
+    def location_at(self, offset: int) -> str:
+        """Where the passage's text at ``offset`` is: the heading over that point, not the passage's."""
+        heading = next((h for at, h in reversed(self.heading_marks) if at <= offset), None)
+        return f"{self.source} › {heading}" if heading and not self.pages else self.location
 
 
 class EvidenceCluster(BaseModel):
@@ -102,6 +109,11 @@ class Claim(BaseModel):
         None,
         description="its words (the short answer or quote) occur in a passage it "
         "cites, after normalisation: the exact check, no model call",
+    )
+    location: str | None = Field(
+        None,
+        description="where the sentence that holds the claim is: the cited passage's source with the heading over "
+        "that sentence (a passage can start in one section and hold the claim in the next), or its pages",
     )
     relevance: float | None = Field(
         None,

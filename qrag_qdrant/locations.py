@@ -25,6 +25,12 @@ def marks_covering(marks: Sequence[Mark], start: int, end: int) -> list[Mark]:
     return ([before[-1]] if before else []) + [m for m in marks if start < m.offset < end]
 
 
+def headings_within(marks: Iterable[Mark | Sequence[object]], start: int, end: int) -> list[tuple[int, str]]:
+    """The headings in force over the span ``[start, end)``, each with its offset in the span."""
+    covering = marks_covering(sorted(Mark(*m) for m in marks), start, end)
+    return [(max(m.offset, start) - start, m.heading) for m in covering if m.heading is not None]
+
+
 def locate(marks: Iterable[Mark | Sequence[object]], start: int, end: int) -> tuple[list[int] | None, str | None]:
     """The [first, last] page of the span ``[start, end)``, and the heading over most of its text."""
     covering = marks_covering(sorted(Mark(*m) for m in marks), start, end)

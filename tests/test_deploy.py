@@ -64,6 +64,7 @@ def test_the_single_server_has_ollama_with_a_model_volume_and_pull_instructions(
     services = compose(DEPLOY / "docker-compose.yml")["services"]
     assert any(volume.endswith(":/root/.ollama") for volume in services["ollama"]["volumes"])
     assert "ollama pull mistral" in (DEPLOY / "README.md").read_text()
+    assert "ollama pull mistral" in (DEPLOY.parent / "docs" / "deploy.md").read_text()
 
 
 def test_the_cluster_has_three_nodes_that_join_the_first():

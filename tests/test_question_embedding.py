@@ -64,3 +64,22 @@ def test_a_query_never_imports_fastembed(corpus, tmp_path):
     source, imported = json.loads(done.stdout)
     assert source == "honeybees.txt"
     assert imported == []
+
+
+def test_the_packaged_model_files_are_checked_against_their_pinned_sha256(tmp_path, monkeypatch):
+    from qrag_qdrant.embedding import files
+    from qrag_qdrant.errors import EmbeddingError
+
+    monkeypatch.setenv("QRAG_CACHE_DIR", str(tmp_path / "cache"))
+    laid_out = offline_model_dir(OFFLINE_MODEL)  # the real packaged files pass
+    assert (laid_out / files.VERIFIED_STAMP).is_file()
+    real = files.package_file
+    forged = tmp_path / "model.onnx"
+    forged.write_bytes(b"weights from somewhere else")
+    monkeypatch.setattr(
+        files,
+        "package_file",
+        lambda package, relative: forged if relative.name == "model.onnx" else real(package, relative),
+    )
+    with pytest.raises(EmbeddingError, match="not the packaged embedding model's file"):
+        offline_model_dir(OFFLINE_MODEL)  # the stamp no longer matches, so the files are checked again

@@ -372,7 +372,7 @@ def test_uploaded_files_are_ingested_by_a_job_the_team_can_follow(service):
     assert started.headers["location"] == f"/v1/jobs/{started.json()['id']}"
     job = finished(client, started.json(), auth["a"])
     assert job["state"] == "done" and job["error"] is None, job
-    assert (job["files_total"], job["files_done"]) == (2, 1) and job["chunks_embedded"] > 0
+    assert (job["files_total"], job["files_done"], job["files_skipped"]) == (2, 2, 1) and job["chunks_embedded"] > 0
     assert job["report"]["skipped"] == [{"source": "photo.png", "reason": "unsupported format (.png)"}]
     assert job["report"]["root"] == "(uploaded files)"  # not the server's temporary folder
     owls = client.post(

@@ -378,3 +378,28 @@ def test_a_claim_that_cites_only_unshown_passages_is_not_grounded_by_another_cla
     check_answer(answer, PASSAGES, None, MARK)
     # its words are in [1], which only the other claim cites: its own [9] was not shown
     assert [(c.invalid_citations, c.grounded) for c in answer.claims] == [([9], False), ([], True)]
+
+
+def test_a_claim_is_located_in_the_section_of_its_sentence_not_where_its_passage_starts():
+    text = "Laptops come with disk encryption on. The VPN profile is renewed every 90 days."
+    passage = Passage(
+        citation=1,
+        source="handbook.html",
+        start=100,
+        end=100 + len(text),
+        text=text,
+        heading="IT › Laptops",  # the heading over most of the passage
+        heading_marks=[(0, "IT › Laptops"), (text.index("The VPN"), "IT › VPN")],
+    )
+    answer = asked("How often is the VPN profile renewed?", "every 90 days [1]", [passage])
+    assert answer.claims[0].supported and answer.claims[0].location == "handbook.html › IT › VPN"
+    assert passage.location == "handbook.html › IT › Laptops"
+    assert "heading_marks" not in passage.model_dump()  # an internal detail, not in the JSON
+
+
+def test_the_context_gives_each_passage_the_headings_within_it(tmp_path):
+    from qrag_qdrant.locations import Mark, headings_within
+
+    marks = [Mark(0, None, "A"), Mark(50, None, "A › B"), Mark(120, None, "C")]
+    assert headings_within(marks, 40, 100) == [(0, "A"), (10, "A › B")]
+    assert headings_within(marks, 130, 140) == [(0, "C")]

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..chunking import word_bounds
 from ..evidence import EvidenceCluster, Passage
-from ..locations import Mark, locate
+from ..locations import Mark, headings_within, locate
 from .fusion import Candidate
 from .ranking import ScoredCluster
 
@@ -217,6 +217,7 @@ def build_context(
                     text=span.text,
                     pages=pages,
                     heading=heading,
+                    heading_marks=headings_within(span.marks, span.start, span.end),
                 )
             )
         ranks = scored.cluster.best_ranks  # support and retrievers, computed once

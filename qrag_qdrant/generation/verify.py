@@ -143,6 +143,13 @@ def relevance(question: str, claim: str, passage: str) -> float:
     return round(max(len(asked & terms(sentence)) for sentence in holding) / len(asked), 4)
 
 
+def holding_offset(claim: str, passage: str) -> int:
+    """Where in ``passage`` the sentence that holds the claim's words starts (0: not one sentence)."""
+    words = normalised(bare(claim))
+    holding = next((s for s in sentences(passage) if words in normalised(s)), None)
+    return max(passage.find(holding.strip()), 0) if holding else 0
+
+
 def answer_probability(answer: str, tokens: Sequence[tuple[str, float]] | None) -> float | None:
     """How sure the model was of its short answer: the geometric mean of the probabilities of the
     ``tokens`` (the answer's, as the backend reported them) that wrote it, at its last occurrence
@@ -199,6 +206,7 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         holder = grounding(claim, passages, valid)
         claim.grounded = holder is not None
         claim.relevance = relevance(answer.question, claim.text, holder.text) if holder is not None else None
+        claim.location = holder.location_at(holding_offset(claim.text, holder.text)) if holder is not None else None
         claim.unsupported = (
             "not found"
             if claim.relevance is None

@@ -64,7 +64,9 @@ class IngestJob:
     started: str | None = None
     finished: str | None = None
     files_total: int = 0
+    #: files read so far, skipped ones included (``files_skipped`` of them)
     files_done: int = 0
+    files_skipped: int = 0
     chunks_queued: int = 0
     chunks_embedded: int = 0
     report: dict[str, Any] | None = None
@@ -95,6 +97,7 @@ class JobProgress:
 
     def file_skipped(self, skipped: SkippedFile) -> None:
         self.file_read(skipped.source)
+        self.job.files_skipped += 1
 
     def chunks_queued(self, count: int) -> None:
         self._step()

@@ -1,0 +1,101 @@
+"""What a new user meets in the first hour: help that reads right, a version, progress that names
+files, a service that says where it is, keys that say where they live, timings that add up."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from qrag_qdrant import __version__
+from qrag_qdrant.cli_render import LineIngestProgress
+from qrag_qdrant.corpus import SkippedFile
+
+from .cli_helpers import run
+from .ollama_standin import ollama_standin
+from .test_cli import QUESTION, ingested  # noqa: F401 (a fixture)
+
+
+@pytest.mark.parametrize("command", [[], ["query"], ["ingest"], ["key", "add"], ["gate", "calibrate"], ["serve"]])
+def test_help_shows_flags_without_a_type_and_defaults_as_written(command):
+    result = run(*command, "--help")
+    assert result.exit_code == 0, result.stderr
+    assert "<bool>" not in result.stdout
+    assert "--help" in result.stdout and "Show this message and exit." in result.stdout
+    if "--config" in result.stdout:
+        assert "[default: the package's configs/default.toml]" in " ".join(result.stdout.split())
+
+
+def test_version_is_the_installed_distributions():
+    result = run("--version")
+    assert result.exit_code == 0 and result.stdout.strip() == f"qrag-qdrant {__version__}"
+    assert __version__ != "0+unknown"
+
+
+def test_verbose_logs_each_stage_to_stderr(ingested):
+    try:
+        result = run("-v", "query", "--no-generate", QUESTION)
+        assert result.exit_code == 0, result.stderr
+        assert "qrag_qdrant.coordinator.pipeline: retrieve:" in result.stderr
+        quiet = run("query", "--no-generate", QUESTION)
+        assert quiet.exit_code == 0 and "retrieve:" not in quiet.stderr
+    finally:  # leave this process's logging as it was
+        run("--help")
+    assert logging.getLogger("qrag_qdrant").handlers == []
+
+
+def test_the_timings_include_the_answers_generation(ingested):
+    with ollama_standin() as ollama:
+        result = run("query", "--json", QUESTION, env={"QRAG_OLLAMA_HOST": ollama.host})
+    assert result.exit_code == 0, result.stderr
+    timings = json.loads(result.stdout)["timings_ms"]
+    assert timings["generation"] > 0 and {"embed", "search", "gate"} <= set(timings)
+
+
+def test_the_nothing_ingested_hint_names_the_namespace(tmp_path):
+    result = run("query", "--no-generate", "--namespace", "team-a", QUESTION)
+    assert result.exit_code == 1
+    assert "run: qrag-qdrant ingest PATH --namespace team-a" in result.stderr
+
+
+def test_ingest_progress_names_each_file_read_and_each_skipped_with_why(tmp_path, capsys):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "notes.md").write_text("Bees dance to show where the flowers are.")
+    (tmp_path / "docs" / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    from qrag_qdrant.corpus import open_corpus
+
+    progress = LineIngestProgress()
+    corpus = open_corpus(tmp_path / "docs")
+    progress.files_found(len(corpus.files))
+    for document in corpus.documents(on_read=progress.file_read, on_skip=progress.file_skipped):
+        document.close()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "ingest: 2 files found"
+    assert "ingest: read notes.md (1 of 2)" in lines
+    assert any(line.startswith("ingest: skipped photo.png: unsupported format") for line in lines)
+    assert corpus.skipped == [SkippedFile("photo.png", corpus.skipped[0].reason)]
+
+
+def test_key_add_says_where_the_key_file_is_and_leaves_nothing_beside_it(tmp_path):
+    result = run("key", "add", "--namespace", "team-a")
+    assert result.exit_code == 0, result.stderr
+    key_file = Path(".qrag-keys.toml").resolve()
+    assert str(key_file) in result.stderr and result.stdout.startswith("qrag_")
+    assert sorted(p.name for p in key_file.parent.iterdir()) == [".qrag-keys.toml"]
+    listed = json.loads(run("key", "add", "--namespace", "team-b", "--json").stdout)
+    assert listed["key_file"] == str(key_file)
+
+
+def test_serve_says_where_it_listens_and_logs_each_request(monkeypatch):
+    import uvicorn
+
+    started = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: started.update(options))
+    assert run("key", "add", "--namespace", "team-a").exit_code == 0
+    result = run("serve", "--port", "8123")
+    assert result.exit_code == 0, result.stderr
+    assert "serving on http://127.0.0.1:8123/ (the web page; API docs at http://127.0.0.1:8123/docs)" in result.stderr
+    assert f"key file: {Path('.qrag-keys.toml').resolve()} (1 key)" in result.stderr
+    assert started["access_log"] is True and started["log_level"] == "info" and started["port"] == 8123
