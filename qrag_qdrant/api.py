@@ -49,13 +49,16 @@ class QuorumRAG:
         store: Store | None = None,
         embedder: DenseEmbedder | None = None,
         generator: GenerationBackend | None = None,
+        on_answer: Callable[[Answer], None] | None = None,
     ):
-        """``generator``: a backend object to use instead of opening generation.backend."""
+        """``generator``: a backend object to use instead of opening generation.backend;
+        ``on_answer``: told of every answer this pipeline finishes (the service counts them)."""
         self.settings = settings
         self.store = store or open_store(settings)
         self._embedder = embedder
         self._coordinator: Coordinator | None = None
         self._generator = generator
+        self._on_answer = on_answer
 
     @classmethod
     def from_config(cls, config_file: Path | None = None, **overrides: Any) -> QuorumRAG:
@@ -124,7 +127,10 @@ class QuorumRAG:
         A generation failure does not raise: the evidence is returned with ``error`` set, and
         ``complete`` is false when the stream broke after part of the answer arrived.
         """
-        return answer_from(evidence or self.retrieve(question), self.generator, self.settings, on_token, cancelled)
+        answer = answer_from(evidence or self.retrieve(question), self.generator, self.settings, on_token, cancelled)
+        if self._on_answer is not None:
+            self._on_answer(answer)
+        return answer
 
     def collections(self, all_namespaces: bool = False) -> list[CollectionInfo]:
         """What readers of this namespace (or, for an admin, of every namespace) see."""

@@ -36,6 +36,7 @@ from .config_sections import (
     GenerationSettings,
     LlmSettings,
     OllamaSettings,
+    OpenAISettings,
     QdrantSettings,
     RetrievalSettings,
     Section,
@@ -129,6 +130,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = RetrievalSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
     ollama: OllamaSettings = OllamaSettings()
+    openai: OpenAISettings = OpenAISettings()
     llm: LlmSettings = LlmSettings()
     generation: GenerationSettings = GenerationSettings()
     qdrant: QdrantSettings = QdrantSettings()

@@ -141,6 +141,31 @@ class OllamaSettings(Section):
     host: str = Field("http://localhost:11434", description="the Ollama server")
     model: str = Field("mistral", description="the Ollama model that writes answers")
     timeout: PositiveFloat = Field(120.0, description="seconds to wait for Ollama's next piece of an answer")
+    keep_alive: str = Field(
+        "5m", description="how long Ollama keeps the model loaded after a request (its keep_alive: 5m, 1h, -1 for ever)"
+    )
+
+
+class OpenAISettings(Section):
+    """The ``openai`` backend: any OpenAI-compatible server (vLLM, the llama.cpp server, LM Studio,
+    LiteLLM, TGI)."""
+
+    base_url: str | None = Field(None, description="the server's API root, e.g. http://gpu-box:8000/v1")
+    model: str | None = Field(None, description="the served model's id, as the server's /v1/models lists it")
+    api_key_env: str = Field(
+        "OPENAI_API_KEY",
+        description="the environment variable that holds the server's key (the key itself is never in a config "
+        "file or a log); unset: no key is sent",
+    )
+    timeout: PositiveFloat = Field(120.0, description="seconds one request may take, streaming included")
+    max_retries: NonNegativeInt = Field(
+        3,
+        description="retries of a request refused with 429 or 5xx, or whose connection failed, backing off "
+        "exponentially and honouring the server's Retry-After",
+    )
+    headers: dict[str, SecretStr] = Field(
+        default_factory=dict, description="extra HTTP headers every request carries (values are kept secret)"
+    )
 
 
 class LlmSettings(Section):
@@ -169,9 +194,9 @@ class LlmSettings(Section):
 class GenerationSettings(Section):
     backend: str = Field(
         "auto",
-        description="a registered backend (embedded, ollama, or a plug-in's); auto: "
-        "ollama when ollama.host is set, else embedded when a local model is installed or "
-        "llm.gguf is set, else ollama",
+        description="a registered backend (embedded, ollama, openai, or a plug-in's); auto: openai when "
+        "openai.base_url is set, else ollama when ollama.host is set, else embedded when a local model is installed "
+        "or llm.gguf is set, else ollama",
     )
     unsupported: Literal["mark", "refuse"] = Field(
         "mark",

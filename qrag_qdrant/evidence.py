@@ -161,6 +161,10 @@ class Answer(Evidence):
     )
     claims: list[Claim] = Field(default_factory=list)
     usage: TokenUsage | None = Field(None, description="the backend's token counts (backends that report them)")
+    model: str | None = Field(None, description="the model that wrote the answer, as its backend names it")
+    model_server: str | None = Field(
+        None, description='where that model ran: a server\'s URL (without credentials), or "in-process"'
+    )
     warnings: list[str] = Field(default_factory=list, description="what was changed or found, in one line each")
 
     @classmethod

@@ -1,7 +1,10 @@
 """An HTTP stand-in that speaks Ollama's streaming ``/api/chat`` (NDJSON over chunked HTTP).
 
 No Ollama server runs here, so the generation tests talk to this instead; one test in
-test_generation.py runs against a real Ollama when QRAG_TEST_OLLAMA_HOST is set.
+test_generation.py runs against a real Ollama when QRAG_TEST_OLLAMA_HOST is set. It holds requests
+to Ollama's API reference (docs/api.md, "Generate a chat completion"): a body field the reference
+does not name, an option it does not list, or a message without a role and content is a 400
+``{"error": ...}``, as a request Ollama cannot read is; an unknown model is its 404.
 """
 
 from __future__ import annotations
@@ -13,6 +16,53 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+#: /api/chat's request fields, and the model options, as Ollama's API reference lists them
+CHAT_FIELDS = {
+    "model",
+    "messages",
+    "tools",
+    "format",
+    "options",
+    "stream",
+    "keep_alive",
+    "think",
+    "logprobs",
+    "top_logprobs",
+}
+OPTIONS = {
+    "num_keep",
+    "seed",
+    "num_predict",
+    "top_k",
+    "top_p",
+    "min_p",
+    "typical_p",
+    "repeat_last_n",
+    "temperature",
+    "repeat_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+    "stop",
+    "numa",
+    "num_ctx",
+    "num_batch",
+    "num_gpu",
+    "main_gpu",
+    "use_mmap",
+    "num_thread",
+}
+
+
+def malformed(body: dict[str, Any]) -> str | None:
+    """What Ollama's reference would not accept in a chat request, or None."""
+    if unknown := set(body) - CHAT_FIELDS:
+        return f"unknown fields {sorted(unknown)}"
+    if unknown := set(body.get("options") or {}) - OPTIONS:
+        return f"unknown options {sorted(unknown)}"
+    if not all(isinstance(m, dict) and {"role", "content"} <= set(m) for m in body.get("messages", [None])):
+        return "each message needs a role and content"
+    return None
 
 
 @dataclass
@@ -63,6 +113,8 @@ def ollama_standin(
             state.requests.append({"path": self.path, **body})
             if self.path != "/api/chat":
                 return self._json(404, {"error": "not found"})
+            if problem := malformed(body):
+                return self._json(400, {"error": problem})
             if body["model"] != state.model:
                 return self._json(404, {"error": f"model '{body['model']}' not found"})
             self.send_response(200)

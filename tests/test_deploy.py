@@ -109,4 +109,18 @@ def test_the_single_server_runs_the_service_beside_qdrant_and_ollama():
     assert any(volume.endswith(":/keys") for volume in qrag["volumes"])
     assert environment["QRAG_SERVICE_KEYS"].startswith("/keys/")
     dockerfile = (DEPLOY / "Dockerfile").read_text()
-    assert "[offline,service,documents]" in dockerfile and '"serve", "--host", "0.0.0.0"' in dockerfile
+    assert "[offline,service,documents,openai]" in dockerfile and '"serve", "--host", "0.0.0.0"' in dockerfile
+
+
+def test_an_openai_compatible_model_server_is_a_profile_the_service_can_point_at():
+    services = compose(DEPLOY / "docker-compose.yml")["services"]
+    server, environment = services["llamacpp"], services["qrag"]["environment"]
+    assert server["profiles"] == ["llamacpp"]  # off unless asked for: Ollama stays the default
+    assert server["environment"]["LLAMA_API_KEY"].startswith("${QRAG_MODEL_SERVER_KEY:?")  # never in the file
+    assert "--alias" in server["command"] and "/health" in " ".join(server["healthcheck"]["test"])
+    assert any(volume.endswith(":/models:ro") for volume in server["volumes"])
+    assert environment["QRAG_OPENAI_BASE_URL"] == "${QRAG_OPENAI_BASE_URL:-}"  # empty: auto keeps Ollama
+    assert environment["QRAG_OPENAI_API_KEY_ENV"] == "QRAG_MODEL_SERVER_KEY"
+    settings = load_settings(openai={"base_url": "http://llamacpp:8080/v1", "model": "local"})
+    assert settings.openai.base_url == "http://llamacpp:8080/v1"  # the keys the compose file sets are real keys
+    assert load_settings(openai={"base_url": ""}).openai.base_url == ""

@@ -242,3 +242,22 @@ def test_a_document_that_closes_its_fence_and_poses_as_the_system_stays_data(tmp
 def test_a_forged_passage_that_gives_an_order_is_not_obeyed(tmp_path, embedder):
     answer = hostile_answer(tmp_path, embedder, KEEPER + ESCAPES + FORGED)
     assert "PWNED" not in (answer.answer or "").upper(), answer.answer
+
+
+@needs_model
+def test_the_loaded_models_http_port_answers_no_one_without_its_key():
+    """The binding serves llama.cpp's HTTP API on a loopback port; another local user must not use it."""
+    import urllib.error
+    import urllib.request
+
+    from qrag_qdrant.generation.embedded import _server, resolve_gguf
+
+    settings = load_settings()
+    url = _server(resolve_gguf(settings.llm), settings.llm).listening_address
+    assert url.startswith("http://127.0.0.1:")
+    for path in ("/v1/models", "/v1/chat/completions", "/slots", "/metrics"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(
+                urllib.request.Request(url + path, data=b"{}" if "chat" in path else None), timeout=30
+            )
+        assert refused.value.code == 401, path

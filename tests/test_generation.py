@@ -123,6 +123,9 @@ def test_streams_the_answer_from_the_quorum_evidence(ingested):
     request = ollama.requests[0]
     assert request["model"] == "mistral" and request["stream"] is True
     assert request["logprobs"] is True and request["top_logprobs"] == 10
+    # greedy and bounded as every backend answers, and the model kept loaded as Ollama's default does
+    assert request["options"] == {"temperature": 0, "num_predict": 256} and request["keep_alive"] == "5m"
+    assert answer.model == "mistral" and answer.model_server == ollama.host
     assert answer.decline_probability is None and answer.answer_probability is None  # no log-probabilities sent
     # the same prompt as the embedded backend: the rules, the worked examples, then the passages
     assert request["messages"][:-1] == build_messages(QUESTION, answer.passages)[:-1]
@@ -171,3 +174,16 @@ def test_real_ollama(ingested):
     model = os.environ.get("QRAG_TEST_OLLAMA_MODEL", "mistral")
     answer = ingested(host=os.environ["QRAG_TEST_OLLAMA_HOST"], model=model).answer(QUESTION)
     assert answer.error is None and answer.complete and answer.answer
+
+
+def test_the_standin_refuses_what_ollamas_reference_does_not_define():
+    import httpx
+
+    with ollama_standin() as ollama:
+        for body in (
+            {"model": "mistral", "messages": [{"role": "user", "content": "hi"}], "temperature": 0},  # not an option
+            {"model": "mistral", "messages": [{"role": "user", "content": "hi"}], "options": {"max_tokens": 5}},
+            {"model": "mistral", "messages": [{"content": "hi"}]},
+        ):
+            response = httpx.post(f"{ollama.host}/api/chat", json=body)
+            assert response.status_code == 400 and "error" in response.json()

@@ -4,8 +4,9 @@ A backend is a factory ``(Settings) -> GenerationBackend``. The built-ins (``emb
 ``ollama``) register exactly as a plug-in does: an entry point in the group
 ``qrag_qdrant.generation`` (see pyproject.toml), through ``plugins.Registry``. In-process code
 may also call ``register_backend``. ``generation.backend`` (``QRAG_GENERATION_BACKEND``) picks one;
-``auto`` takes Ollama when the user pointed ``ollama.host`` somewhere, else the embedded model
-when one is installed or ``llm.gguf`` is set, else Ollama on its default host.
+``auto`` takes the OpenAI-compatible server when ``openai.base_url`` is set, Ollama when the user
+pointed ``ollama.host`` somewhere, else the embedded model when one is installed or ``llm.gguf``
+is set, else Ollama on its default host.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def pointed_at_ollama(settings: Settings) -> bool:
 
 def open_backend(settings: Settings) -> GenerationBackend:
     name = settings.generation.backend
-    if name == "auto":
+    if name == "auto" and settings.openai.base_url:
+        name = "openai"
+    elif name == "auto":
         name = "embedded" if embedded_available(settings) and not pointed_at_ollama(settings) else "ollama"
     return BACKENDS.get(name)(settings)

@@ -81,6 +81,8 @@ def generate_answer(
         except GenerationError as exc:
             result.error, result.complete = str(exc), False
     log.info("generation: %.0f ms, %s", result.timings_ms["generation"], result.error or "answered")
+    if opened is not None:
+        result.model, result.model_server = opened.model_name, opened.server
     result.decline_probability = opened.last_decline_probability if opened else None
     if opened and (usage := opened.last_usage) is not None and result.error is None:
         result.usage = TokenUsage(**dataclasses.asdict(usage))

@@ -31,6 +31,10 @@ class GenerationBackend(Protocol):
 
     #: the model's context window in tokens, to trim passages to; None: unknown, nothing is trimmed
     context_tokens: int | None
+    #: the model's name and where it runs (a URL without credentials, or "in-process"), shown with
+    #: every answer; None: the backend cannot tell
+    model_name: str | None
+    server: str | None
     #: what the last answer cost, set when its stream ends; None: the backend cannot tell
     last_usage: Usage | None
     #: its probability of replying "not in the documents", set before the first token; None: unknown
@@ -48,6 +52,8 @@ class BackendDefaults:
     """The attributes of ``GenerationBackend`` for a backend that cannot tell them."""
 
     context_tokens: int | None = None
+    model_name: str | None = None
+    server: str | None = None
     last_usage: Usage | None = None
     last_decline_probability: float | None = None
     last_answer_logprobs: list[tuple[str, float]] | None = None

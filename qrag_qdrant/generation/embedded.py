@@ -12,6 +12,7 @@ import hashlib
 import logging
 import os
 import queue
+import secrets
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
@@ -156,6 +157,10 @@ def _server(path: Path, settings: LlmSettings) -> Any:
             params.warmup = False
             params.sampling.temp = 0.0
             params.verbosity = 0  # llama.cpp logs every load and request to stderr; failures raise below
+            # The binding also serves llama.cpp's HTTP API on a loopback port; this process calls the
+            # model directly, so that port takes a key no one is told: another local user cannot use it.
+            params.api_keys = [secrets.token_urlsafe(32)]
+            params.endpoint_slots = params.endpoint_metrics = False
             log.info("loading %s (%d threads, %d-token window)", path.name, settings.threads, settings.context)
             try:
                 _SERVERS[key] = xllamacpp.Server(params)
@@ -178,6 +183,7 @@ class EmbeddedGenerator:
         self.context_tokens = settings.context
         self.path = resolve_gguf(settings)
         self._server = _server(self.path, settings)
+        self.model_name, self.server = self.path.name, "in-process"
         self.last_usage: Usage | None = None
         self.last_decline_probability: float | None = None
         self.last_answer_logprobs: list[tuple[str, float]] | None = None

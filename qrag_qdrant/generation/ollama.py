@@ -20,14 +20,15 @@ class OllamaGenerator:
     @classmethod
     def from_settings(cls, settings: Settings) -> OllamaGenerator:
         """The registered factory (entry point ``ollama``)."""
-        return cls(settings.ollama, settings.generation.answer_format)
+        return cls(settings.ollama, settings.generation.answer_format, settings.llm.max_tokens)
 
-    def __init__(self, settings: OllamaSettings, answer_format: AnswerFormat = "short"):
+    def __init__(self, settings: OllamaSettings, answer_format: AnswerFormat = "short", max_tokens: int = 256):
         import ollama
 
         self.settings = settings
-        self.answer_format = answer_format
+        self.answer_format, self.max_tokens = answer_format, max_tokens
         self._client = ollama.Client(host=settings.host, timeout=settings.timeout)
+        self.model_name, self.server = settings.model, redacted(settings.host)
         #: the server's model decides its own window; passages are not trimmed here
         self.context_tokens: int | None = None
         self.last_usage: Usage | None = None
@@ -39,7 +40,8 @@ class OllamaGenerator:
         ``last_decline_probability`` comes from the first token's alternatives and
         ``last_answer_logprobs`` from each token's, when the server sends log-probabilities
         (older Ollama versions ignore the request: None)."""
-        return self._chat(build_messages(question, passages, self.answer_format), logprobs=True)
+        options = {"temperature": 0, "num_predict": self.max_tokens}  # greedy, as every backend answers
+        return self._chat(build_messages(question, passages, self.answer_format), options, logprobs=True)
 
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); stops reading once ``cancelled`` is set."""
@@ -63,6 +65,7 @@ class OllamaGenerator:
                 messages=messages,
                 stream=True,
                 options=options,
+                keep_alive=self.settings.keep_alive,
                 **({"logprobs": True, "top_logprobs": TOP_LOGPROBS} if logprobs else {}),
             )
             for chunk in chunks:

@@ -105,7 +105,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         model = embedder or DenseEmbedder(settings.embedding)
         model.embed(["warm up"])  # load the models for documents and questions now, so /readyz means it
         model.query_embed("warm up")
-        state.namespaces = app.state.namespaces = Namespaces(settings, model)
+        state.namespaces = app.state.namespaces = Namespaces(settings, model, state.generation.record)
         async with mcp.router.lifespan_context(mcp) if mcp is not None else nullcontext():
             yield
         state.jobs.close(settings.service.drain_seconds)  # jobs in flight finish (or stop) before the store closes

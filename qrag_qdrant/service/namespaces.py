@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from ..api import CollectionInfo, QuorumRAG
@@ -22,8 +23,8 @@ class Namespaces:
     to be thread-safe for concurrent searches); an ingest job and answer generation run beside
     them (Edge served 6,218 searches during an ingest without an error)."""
 
-    def __init__(self, settings: Settings, embedder: DenseEmbedder):
-        self.settings, self.embedder = settings, embedder
+    def __init__(self, settings: Settings, embedder: DenseEmbedder, on_answer: Callable[[Answer], None] | None = None):
+        self.settings, self.embedder, self.on_answer = settings, embedder, on_answer
         self._lock = threading.Lock()  # guards the two dicts only, never held while a namespace opens
         self._rags: dict[str, tuple[QuorumRAG, threading.Lock]] = {}
         self._opening: dict[str, threading.Lock] = {}
@@ -39,7 +40,11 @@ class Namespaces:
             with self._lock:
                 if namespace in self._rags:  # opened while this request waited
                     return self._rags[namespace]
-            rag = QuorumRAG(self.settings.model_copy(update={"namespace": namespace}), embedder=self.embedder)
+            rag = QuorumRAG(
+                self.settings.model_copy(update={"namespace": namespace}),
+                embedder=self.embedder,
+                on_answer=self.on_answer,
+            )
             with contextlib.suppress(QragError):  # a speed-up only: a collection that cannot open says so when queried
                 rag.warm()
             with self._lock:

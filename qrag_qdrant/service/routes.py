@@ -33,6 +33,7 @@ from .auth import Principal
 from .cache import ResultCache, normalise
 from .errors import ServiceError, one_line
 from .feedback import AskedQuery, FeedbackFile, RecentQueries
+from .generation_metrics import GenerationCounters
 from .jobs import IngestJobs
 from .limits import UNAUTHORIZED, RateLimits
 from .namespaces import Namespaces
@@ -53,6 +54,7 @@ class ServiceState:
     jobs: IngestJobs
     recent: RecentQueries = field(default_factory=RecentQueries)
     feedback: FeedbackFile | None = None
+    generation: GenerationCounters = field(default_factory=GenerationCounters)
     #: set when the app starts (the models load then)
     namespaces: Namespaces | None = None
 
@@ -167,10 +169,13 @@ def readyz(state: State) -> JSONResponse:
 def metrics(state: State) -> str:
     """Service-wide counters only: no figure here is per namespace, so none tells one team of another."""
     counters = state.cache.counters
-    return "".join(
-        f"# HELP qrag_cache_{name}_total result cache {name}, all namespaces together\n"
-        f"# TYPE qrag_cache_{name}_total counter\nqrag_cache_{name}_total {value}\n"
-        for name, value in (("hits", counters.hits), ("misses", counters.misses), ("stale", counters.stale))
+    return (
+        "".join(
+            f"# HELP qrag_cache_{name}_total result cache {name}, all namespaces together\n"
+            f"# TYPE qrag_cache_{name}_total counter\nqrag_cache_{name}_total {value}\n"
+            for name, value in (("hits", counters.hits), ("misses", counters.misses), ("stale", counters.stale))
+        )
+        + state.generation.exposition()
     )
 
 
