@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -81,6 +81,10 @@ class OllamaStandIn:
     first_alternatives: list[tuple[str, float]] | None = None
     #: each token's own log-probability; None: the first token's is its first alternative's, the rest 0 (certain)
     logprobs: list[float] | None = None
+    #: when given, each request's own first-token alternatives, from its body (overrides ``first_alternatives``)
+    alternatives_for: Callable[[dict[str, Any]], list[tuple[str, float]]] | None = None
+    #: when given, only the requests it holds true for wait on ``hold``
+    hold_when: Callable[[dict[str, Any]], bool] | None = None
 
 
 @contextmanager
@@ -91,6 +95,8 @@ def ollama_standin(
     hold: threading.Event | None = None,
     first_alternatives: list[tuple[str, float]] | None = None,
     logprobs: list[float] | None = None,
+    alternatives_for: Callable[[dict[str, Any]], list[tuple[str, float]]] | None = None,
+    hold_when: Callable[[dict[str, Any]], bool] | None = None,
 ) -> Iterator[OllamaStandIn]:
     state = OllamaStandIn(
         "",
@@ -100,6 +106,8 @@ def ollama_standin(
         hold=hold,
         first_alternatives=first_alternatives,
         logprobs=logprobs,
+        alternatives_for=alternatives_for,
+        hold_when=hold_when,
     )
 
     class Handler(BaseHTTPRequestHandler):
@@ -127,8 +135,9 @@ def ollama_standin(
                     self.connection.shutdown(2)  # mid-stream: no final chunk, no done message
                     return
                 chunk = {"model": state.model, "message": {"role": "assistant", "content": token}, "done": False}
-                if body.get("logprobs") and state.first_alternatives is not None:
-                    top = state.first_alternatives if count == 0 else []
+                first = state.alternatives_for(body) if state.alternatives_for else state.first_alternatives
+                if body.get("logprobs") and first is not None:
+                    top = first if count == 0 else []
                     own = state.logprobs[count] if state.logprobs else top[0][1] if top else 0.0
                     chunk["logprobs"] = [
                         {
@@ -140,7 +149,7 @@ def ollama_standin(
                 self._chunk(chunk)
                 if count == 0:
                     state.first_token_sent.set()
-                    if state.hold is not None:
+                    if state.hold is not None and (state.hold_when is None or state.hold_when(body)):
                         state.hold.wait()
             self._chunk(
                 {

@@ -11,6 +11,7 @@ import pytest
 
 from qrag_qdrant.config import LlmSettings
 from qrag_qdrant.evidence import Passage
+from qrag_qdrant.generation.base import GenerationResult
 from qrag_qdrant.generation.embedded import EmbeddedGenerator
 from qrag_qdrant.generation.prompt import NOT_IN_DOCUMENTS, begins_decline, decline_probability
 
@@ -55,8 +56,7 @@ class ScriptedServer:
 def generator(server: ScriptedServer, threshold: float | None) -> EmbeddedGenerator:
     backend = object.__new__(EmbeddedGenerator)
     backend.settings, backend.answer_format = LlmSettings(decline_threshold=threshold), "short"
-    backend._server, backend.last_usage, backend.last_decline_probability = server, None, None
-    backend.last_answer_logprobs = None
+    backend._server = server
     return backend
 
 
@@ -87,17 +87,17 @@ def test_the_decline_probability_sums_the_first_tokens_that_begin_the_reply():
 @pytest.mark.parametrize("threshold", [None, 0.9])
 def test_without_a_threshold_or_below_it_the_greedy_answer_streams_unchanged(threshold):
     server = ScriptedServer(ANSWERS, [("Joseph", math.log(0.7)), ("not", math.log(0.2))], [])
-    backend = generator(server, threshold)
-    assert list(backend.stream("Who built it?", PASSAGES)) == ANSWERS
-    assert backend.last_decline_probability == pytest.approx(0.2)
+    backend, reported = generator(server, threshold), GenerationResult()
+    assert list(backend.stream("Who built it?", PASSAGES, reported)) == ANSWERS
+    assert reported.decline_probability == pytest.approx(0.2)
     assert len(server.requests) == 1 and server.requests[0]["logprobs"]
     # every token of the answer, with its own log-probability (the answer's confidence)
-    assert backend.last_answer_logprobs == [("Joseph", math.log(0.7)), (" Strauss", LATER_TOKEN), (" [1]", LATER_TOKEN)]
+    assert reported.answer_logprobs == [("Joseph", math.log(0.7)), (" Strauss", LATER_TOKEN), (" [1]", LATER_TOKEN)]
 
 
 def test_at_the_threshold_an_answer_becomes_a_decline_and_the_model_stops():
     server = ScriptedServer(ANSWERS, [("Joseph", math.log(0.55)), ("not", math.log(0.4))], [])
-    assert list(generator(server, 0.4).stream("Who built it?", PASSAGES)) == [NOT_IN_DOCUMENTS]
+    assert list(generator(server, 0.4).stream("Who built it?", PASSAGES, GenerationResult())) == [NOT_IN_DOCUMENTS]
     assert len(server.requests) == 1
 
 
@@ -105,16 +105,16 @@ def test_below_the_threshold_a_greedy_decline_becomes_the_likeliest_other_answer
     server = ScriptedServer(
         DECLINES, [("not", math.log(0.35)), ("Joseph", math.log(0.3)), ("The", math.log(0.2))], [" Strauss", " [1]"]
     )
-    backend = generator(server, 0.5)
-    assert "".join(backend.stream("Who built it?", PASSAGES)) == "Joseph Strauss [1]"
+    backend, reported = generator(server, 0.5), GenerationResult()
+    assert "".join(backend.stream("Who built it?", PASSAGES, reported)) == "Joseph Strauss [1]"
     prefill = server.requests[1]["messages"][-1]
     assert prefill == {"role": "assistant", "content": "Joseph"} and "top_logprobs" not in server.requests[1]
-    assert backend.last_decline_probability == pytest.approx(0.35)
+    assert reported.decline_probability == pytest.approx(0.35)
     # the answer's tokens: the chosen first token at its own probability, then the continuation's
-    assert backend.last_answer_logprobs == [("Joseph", math.log(0.3)), (" Strauss", LATER_TOKEN), (" [1]", LATER_TOKEN)]
+    assert reported.answer_logprobs == [("Joseph", math.log(0.3)), (" Strauss", LATER_TOKEN), (" [1]", LATER_TOKEN)]
 
 
 def test_a_greedy_decline_above_the_threshold_stays_a_decline():
     server = ScriptedServer(DECLINES, [("not", math.log(0.8)), ("Joseph", math.log(0.1))], [])
-    assert "".join(generator(server, 0.5).stream("Who built it?", PASSAGES)) == NOT_IN_DOCUMENTS
+    assert "".join(generator(server, 0.5).stream("Who built it?", PASSAGES, GenerationResult())) == NOT_IN_DOCUMENTS
     assert len(server.requests) == 1

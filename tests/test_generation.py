@@ -187,3 +187,32 @@ def test_the_standin_refuses_what_ollamas_reference_does_not_define():
         ):
             response = httpx.post(f"{ollama.host}/api/chat", json=body)
             assert response.status_code == 400 and "error" in response.json()
+
+
+def test_two_answers_at_once_through_one_backend_each_keep_their_own_probabilities(ingested):
+    """What the model reported of one answer (its decline and answer probabilities, its usage) never
+    reaches another answered beside it on the same backend: each call carries its own."""
+    import threading
+
+    sure, unsure = QUESTION, "What do honeybee foragers perform to tell the distance of flowers?"
+
+    def alternatives(body):
+        asked = body["messages"][-1]["content"]
+        return [("Foragers", math.log(0.96)), ("not", math.log(0.01))] if sure in asked else [("not", math.log(0.6))]
+
+    release = threading.Event()
+    with ollama_standin(
+        alternatives_for=alternatives, hold=release, hold_when=lambda body: sure in body["messages"][-1]["content"]
+    ) as ollama:
+        rag = ingested(host=ollama.host, model="mistral")
+        first, second = rag.retrieve(sure), rag.retrieve(unsure)
+        answers = {}
+        held = threading.Thread(target=lambda: answers.update(sure=rag.answer(sure, evidence=first)))
+        held.start()
+        assert ollama.first_token_sent.wait(60)  # the first answer is mid-stream, holding
+        answers["unsure"] = rag.answer(unsure, evidence=second)  # the second runs start to end meanwhile
+        release.set()
+        held.join(60)
+    assert answers["sure"].decline_probability == pytest.approx(0.01)
+    assert answers["unsure"].decline_probability == pytest.approx(0.6)
+    assert answers["sure"].usage is not None and answers["unsure"].usage is not None

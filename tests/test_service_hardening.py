@@ -237,7 +237,7 @@ class EndlessBackend(BackendDefaults):
         self.tokens, self.stopped = 0, threading.Event()
         EndlessBackend.instances.append(self)
 
-    def stream(self, question, passages):
+    def stream(self, question, passages, result):
         try:
             while self.tokens < 1_000_000:
                 self.tokens += 1

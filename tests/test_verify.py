@@ -111,7 +111,7 @@ class ScriptedStream(BackendDefaults):
     def __init__(self, *tokens: str):
         self.tokens = tokens
 
-    def stream(self, question, passages):
+    def stream(self, question, passages, result):
         yield from self.tokens
 
 
@@ -331,7 +331,7 @@ class EchoBackend(BackendDefaults):
     def __init__(self, settings):
         self.settings = settings
 
-    def stream(self, question, passages):
+    def stream(self, question, passages, result):
         yield f"{passages[0].text} [{passages[0].citation}]"
 
 
@@ -353,7 +353,7 @@ class SilentBackend(BackendDefaults):
     def __init__(self, settings):
         pass
 
-    def stream(self, question, passages):
+    def stream(self, question, passages, result):
         yield from ()
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from ..config import OllamaSettings, Settings
 from ..plugins import Registry
-from .base import BackendDefaults, GenerationBackend, Judge, Usage
+from .base import BackendDefaults, GenerationBackend, GenerationResult, Judge, Usage
 from .prompt import NOT_IN_DOCUMENTS, SYSTEM_PROMPTS, build_messages
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "SYSTEM_PROMPTS",
     "BackendDefaults",
     "GenerationBackend",
+    "GenerationResult",
     "Judge",
     "Usage",
     "build_messages",

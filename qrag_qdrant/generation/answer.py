@@ -15,7 +15,7 @@ from ..config import Settings
 from ..errors import GenerationError
 from ..evidence import Answer, Evidence, Passage, TokenUsage
 from ..timings import timed
-from .base import GenerationBackend, Judge
+from .base import GenerationBackend, GenerationResult, Judge
 from .prompt import fit_passages, unescaped
 from .verify import answer_probability, check_answer
 
@@ -55,6 +55,7 @@ def generate_answer(
     parts: list[str] = []
     sent: list[Passage] = list(passages)
     opened: GenerationBackend | None = None
+    reported = GenerationResult()  # this call's own: usage and probabilities never cross answers
     with timed(result.timings_ms, "generation"):  # the backend opened, the prompt read, the answer written
         try:
             opened = backend()
@@ -70,7 +71,7 @@ def generate_answer(
                     f"the context was trimmed to fit the model's window: passages "
                     f"{', '.join(f'[{p.citation}]' for p in dropped)} were not sent"
                 )
-            tokens = opened.stream(result.question, sent)
+            tokens = opened.stream(result.question, sent, reported)
             for text in unescaped(tokens):
                 parts.append(text)
                 if on_token and text:
@@ -83,15 +84,13 @@ def generate_answer(
     log.info("generation: %.0f ms, %s", result.timings_ms["generation"], result.error or "answered")
     if opened is not None:
         result.model, result.model_server = opened.model_name, opened.server
-    result.decline_probability = opened.last_decline_probability if opened else None
-    if opened and (usage := opened.last_usage) is not None and result.error is None:
+    result.decline_probability = reported.decline_probability
+    if (usage := reported.usage) is not None and result.error is None:
         result.usage = TokenUsage(**dataclasses.asdict(usage))
     result.answer = "".join(parts) or None
     if result.error is None and not (result.answer or "").strip():
         result.error, result.answer = "the model returned an empty answer", None
     if result.error is None:
         judge = opened if settings.generation.judge and isinstance(opened, Judge) else None
-        result.answer_probability = answer_probability(
-            result.answer or "", opened.last_answer_logprobs if opened else None
-        )
+        result.answer_probability = answer_probability(result.answer or "", reported.answer_logprobs)
         check_answer(result, sent, judge, settings.generation)

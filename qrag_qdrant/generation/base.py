@@ -21,6 +21,20 @@ class Usage:
     completion_seconds: float
 
 
+@dataclass
+class GenerationResult:
+    """What one call's generation reported beside its text, filled by the backend as its stream
+    runs. Each call has its own: two answers on one backend never read each other's."""
+
+    #: what the answer cost; None: the backend cannot tell
+    usage: Usage | None = None
+    #: its probability of replying "not in the documents", set before the first token; None: unknown
+    decline_probability: float | None = None
+    #: the answer's tokens as generated, each with its log-probability, complete when the stream ends;
+    #: None: the backend cannot tell (the answer's confidence is then unknown, and not checked)
+    answer_logprobs: list[tuple[str, float]] | None = None
+
+
 class GenerationBackend(Protocol):
     """Answers from passages: everything the answer step reads of a backend.
 
@@ -35,17 +49,13 @@ class GenerationBackend(Protocol):
     #: every answer; None: the backend cannot tell
     model_name: str | None
     server: str | None
-    #: what the last answer cost, set when its stream ends; None: the backend cannot tell
-    last_usage: Usage | None
-    #: its probability of replying "not in the documents", set before the first token; None: unknown
-    last_decline_probability: float | None
-    #: the last answer's tokens as generated, each with its log-probability, complete when its stream
-    #: ends; None: the backend cannot tell (the answer's confidence is then unknown, and not checked)
-    last_answer_logprobs: list[tuple[str, float]] | None
 
-    def stream(self, question: str, passages: Sequence[Passage]) -> Generator[str, None, None]:
-        """The answer's text as it arrives; a failure is one GenerationError naming the fix.
-        Closing the generator stops the model (a client that left)."""
+    def stream(
+        self, question: str, passages: Sequence[Passage], result: GenerationResult
+    ) -> Generator[str, None, None]:
+        """The answer's text as it arrives, filling ``result`` (this call's own) as it goes; a
+        failure is one GenerationError naming the fix. Closing the generator stops the model (a
+        client that left)."""
 
 
 class BackendDefaults:
@@ -54,9 +64,6 @@ class BackendDefaults:
     context_tokens: int | None = None
     model_name: str | None = None
     server: str | None = None
-    last_usage: Usage | None = None
-    last_decline_probability: float | None = None
-    last_answer_logprobs: list[tuple[str, float]] | None = None
 
 
 @runtime_checkable

@@ -14,7 +14,7 @@ import os
 import queue
 import secrets
 import threading
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from ..errors import GenerationError
 from ..evidence import Passage
 from ..packaged import cache_dir, package_file, sha256_of
 from ..plugins import install_hint
-from .base import Usage
+from .base import GenerationResult, Usage
 from .prompt import (
     NOT_IN_DOCUMENTS,
     TOP_LOGPROBS,
@@ -184,17 +184,16 @@ class EmbeddedGenerator:
         self.path = resolve_gguf(settings)
         self._server = _server(self.path, settings)
         self.model_name, self.server = self.path.name, "in-process"
-        self.last_usage: Usage | None = None
-        self.last_decline_probability: float | None = None
-        self.last_answer_logprobs: list[tuple[str, float]] | None = None
 
-    def stream(self, question: str, passages: Sequence[Passage]) -> Generator[str, None, None]:
+    def stream(
+        self, question: str, passages: Sequence[Passage], result: GenerationResult
+    ) -> Generator[str, None, None]:
         """Tokens as llama.cpp produces them (its callback runs on a worker thread).
 
-        ``last_decline_probability`` is set from the first token's alternatives before that
+        ``result.decline_probability`` is set from the first token's alternatives before that
         token is yielded. With ``llm.decline_threshold``, that probability decides: at or above
         it the reply is "not in the documents"; below it a greedy decline is replaced by the
-        answer that begins with the likeliest other first token. ``last_answer_logprobs`` fills
+        answer that begins with the likeliest other first token. ``result.answer_logprobs`` fills
         as the answer streams."""
         messages = build_messages(question, passages, self.answer_format)
         alternatives: list[tuple[str, float]] = []
@@ -202,9 +201,8 @@ class EmbeddedGenerator:
 
         def on_first(top: list[tuple[str, float]]) -> None:
             alternatives.extend(top)
-            self.last_decline_probability = decline_probability(top)
+            result.decline_probability = decline_probability(top)
 
-        self.last_decline_probability, self.last_answer_logprobs = None, None
         tokens = self._chat(
             {
                 "messages": messages,
@@ -212,15 +210,16 @@ class EmbeddedGenerator:
                 "logprobs": True,
                 "top_logprobs": TOP_LOGPROBS,
             },
+            result,
             on_first=on_first,
             chosen=chosen,
         )
         first = next(tokens, None)
         if first is None:
             return
-        threshold, declining = self.settings.decline_threshold, self.last_decline_probability
+        threshold, declining = self.settings.decline_threshold, result.decline_probability
         if threshold is None or declining is None or (declining >= threshold) == begins_decline(first):
-            self.last_answer_logprobs = chosen
+            result.answer_logprobs = chosen
             yield first
             yield from tokens
             return
@@ -232,7 +231,7 @@ class EmbeddedGenerator:
         if start is None:  # every alternative llama.cpp reported declines
             yield NOT_IN_DOCUMENTS
             return
-        self.last_answer_logprobs = [start]
+        result.answer_logprobs = [start]
         yield start[0]
         yield from self._chat(
             {
@@ -240,24 +239,28 @@ class EmbeddedGenerator:
                 "max_tokens": max(1, self.settings.max_tokens - 1),
                 "logprobs": True,
             },
-            chosen=self.last_answer_logprobs,
+            result,
+            chosen=result.answer_logprobs,
         )
 
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); llama.cpp stops at its next token once
         ``cancelled`` is set, so a timed-out expansion does not hold the model."""
-        return "".join(self._chat({"messages": chat_messages(system, prompt), "max_tokens": max_tokens}, cancelled))
+        request = {"messages": chat_messages(system, prompt), "max_tokens": max_tokens}
+        return "".join(self._chat(request, GenerationResult(), cancelled))
 
     def _chat(
         self,
         request: dict[str, Any],
+        result: GenerationResult,
         cancelled: threading.Event | None = None,
         on_first: Callable[[list[tuple[str, float]]], None] | None = None,
         chosen: list[tuple[str, float]] | None = None,
-    ) -> Iterator[str]:
+    ) -> Generator[str, None, None]:
         """A streamed chat completion, greedy; closing the iterator early stops the model too.
         When the request asks for log-probabilities, ``on_first`` gets the first token's top
-        alternatives (token, log-probability) and ``chosen`` each generated token with its own."""
+        alternatives (token, log-probability) and ``chosen`` each generated token with its own;
+        ``result.usage`` is set from llama.cpp's closing timings."""
         chunks: queue.Queue[Any] = queue.Queue()
         done = object()
         stop = threading.Event()
@@ -274,7 +277,7 @@ class EmbeddedGenerator:
                 chunks.put(exc)
             chunks.put(done)
 
-        self.last_usage, first = None, True
+        first = True
         threading.Thread(target=run, name="qrag-llm", daemon=True).start()
         try:
             while (chunk := chunks.get()) is not done:
@@ -283,7 +286,7 @@ class EmbeddedGenerator:
                 if "error" in chunk or chunk.get("code", 200) >= 400:
                     raise GenerationError(f"the embedded model failed: {chunk.get('message') or chunk.get('error')}")
                 if timings := chunk.get("timings"):  # llama.cpp's server sends them with the last chunk
-                    self.last_usage = Usage(
+                    result.usage = Usage(
                         prompt_tokens=timings["prompt_n"] + timings.get("cache_n", 0),
                         cached_tokens=timings.get("cache_n", 0),
                         completion_tokens=timings["predicted_n"],

@@ -12,7 +12,7 @@ from ..config import OllamaSettings, Settings
 from ..errors import GenerationError, redacted
 from ..evidence import Passage
 from ..plugins import install_hint
-from .base import Usage
+from .base import GenerationResult, Usage
 from .prompt import TOP_LOGPROBS, AnswerFormat, alternatives, build_messages, chat_messages, decline_probability
 
 
@@ -31,34 +31,38 @@ class OllamaGenerator:
         self.model_name, self.server = settings.model, redacted(settings.host)
         #: the server's model decides its own window; passages are not trimmed here
         self.context_tokens: int | None = None
-        self.last_usage: Usage | None = None
-        self.last_decline_probability: float | None = None
-        self.last_answer_logprobs: list[tuple[str, float]] | None = None
 
-    def stream(self, question: str, passages: Sequence[Passage]) -> Generator[str, None, None]:
+    def stream(
+        self, question: str, passages: Sequence[Passage], result: GenerationResult
+    ) -> Generator[str, None, None]:
         """The answer's text as it arrives; failures become one GenerationError naming the fix.
-        ``last_decline_probability`` comes from the first token's alternatives and
-        ``last_answer_logprobs`` from each token's, when the server sends log-probabilities
+        ``result.decline_probability`` comes from the first token's alternatives and
+        ``result.answer_logprobs`` from each token's, when the server sends log-probabilities
         (older Ollama versions ignore the request: None)."""
         options = {"temperature": 0, "num_predict": self.max_tokens}  # greedy, as every backend answers
-        return self._chat(build_messages(question, passages, self.answer_format), options, logprobs=True)
+        return self._chat(build_messages(question, passages, self.answer_format), result, options, logprobs=True)
 
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); stops reading once ``cancelled`` is set."""
         text = []
-        for piece in self._chat(chat_messages(system, prompt), {"num_predict": max_tokens, "temperature": 0}):
+        options = {"num_predict": max_tokens, "temperature": 0}
+        for piece in self._chat(chat_messages(system, prompt), GenerationResult(), options):
             if cancelled.is_set():
                 break
             text.append(piece)
         return "".join(text)
 
     def _chat(
-        self, messages: list[dict[str, str]], options: dict[str, Any] | None = None, logprobs: bool = False
+        self,
+        messages: list[dict[str, str]],
+        result: GenerationResult,
+        options: dict[str, Any] | None = None,
+        logprobs: bool = False,
     ) -> Generator[str, None, None]:
         import ollama
 
         host, model = redacted(self.settings.host), self.settings.model
-        self.last_usage, self.last_decline_probability, self.last_answer_logprobs, first = None, None, None, True
+        first = True
         try:
             chunks: Any = self._client.chat(  # type: ignore[call-overload]
                 model=model,
@@ -72,18 +76,18 @@ class OllamaGenerator:
                 if chunk["message"]["content"]:
                     if logprobs and chunk.get("logprobs"):  # sent by Ollama >= 0.12.11
                         if first:
-                            self.last_decline_probability = decline_probability(
+                            result.decline_probability = decline_probability(
                                 alternatives(chunk["logprobs"][0]["top_logprobs"])
                             )
-                            self.last_answer_logprobs = []
-                        if self.last_answer_logprobs is not None:
-                            self.last_answer_logprobs.extend(
+                            result.answer_logprobs = []
+                        if result.answer_logprobs is not None:
+                            result.answer_logprobs.extend(
                                 (entry["token"], entry["logprob"]) for entry in chunk["logprobs"]
                             )
                     first = False
                     yield chunk["message"]["content"]
                 if chunk.get("done") and chunk.get("eval_count") is not None:  # Ollama's closing counts
-                    self.last_usage = Usage(
+                    result.usage = Usage(
                         prompt_tokens=chunk.get("prompt_eval_count") or 0,
                         cached_tokens=0,
                         completion_tokens=chunk["eval_count"],

@@ -21,7 +21,7 @@ from ..config_sections import OpenAISettings
 from ..errors import GenerationError, redacted
 from ..evidence import Passage
 from ..plugins import require
-from .base import Usage
+from .base import GenerationResult, Usage
 from .prompt import TOP_LOGPROBS, AnswerFormat, build_messages, chat_messages, decline_probability, probability_of
 
 log = logging.getLogger(__name__)
@@ -57,18 +57,19 @@ class OpenAIGenerator:
         self._model_checked = False
         #: the server's model decides its own window; passages are not trimmed here
         self.context_tokens: int | None = None
-        self.last_usage: Usage | None = None
-        self.last_decline_probability: float | None = None
-        self.last_answer_logprobs: list[tuple[str, float]] | None = None
 
-    def stream(self, question: str, passages: Sequence[Passage]) -> Generator[str, None, None]:
-        """The answer's text as it arrives; every failure is one GenerationError naming the fix."""
-        return self._chat(build_messages(question, passages, self.answer_format), self.max_tokens, logprobs=True)
+    def stream(
+        self, question: str, passages: Sequence[Passage], result: GenerationResult
+    ) -> Generator[str, None, None]:
+        """The answer's text as it arrives, ``result`` filled from the server's log-probabilities
+        and usage; every failure is one GenerationError naming the fix."""
+        messages = build_messages(question, passages, self.answer_format)
+        return self._chat(messages, self.max_tokens, result, logprobs=True)
 
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); stops reading once ``cancelled`` is set."""
         text = []
-        for piece in self._chat(chat_messages(system, prompt), max_tokens):
+        for piece in self._chat(chat_messages(system, prompt), max_tokens, GenerationResult()):
             if cancelled.is_set():
                 break
             text.append(piece)
@@ -97,9 +98,8 @@ class OpenAIGenerator:
         return yes / (yes + no) if yes + no else 0.5
 
     def _chat(
-        self, messages: list[dict[str, str]], max_tokens: int, logprobs: bool = False
+        self, messages: list[dict[str, str]], max_tokens: int, result: GenerationResult, logprobs: bool = False
     ) -> Generator[str, None, None]:
-        self.last_usage, self.last_decline_probability, self.last_answer_logprobs = None, None, None
         started = time.perf_counter()
         request: dict[str, Any] = {
             "model": self.model_name,
@@ -117,7 +117,7 @@ class OpenAIGenerator:
             for chunk in self._read(chunks):
                 if chunk.usage is not None:
                     details = getattr(chunk.usage, "prompt_tokens_details", None)
-                    self.last_usage = Usage(
+                    result.usage = Usage(
                         prompt_tokens=chunk.usage.prompt_tokens,
                         cached_tokens=(getattr(details, "cached_tokens", None) or 0) if details else 0,
                         completion_tokens=chunk.usage.completion_tokens,
@@ -131,10 +131,10 @@ class OpenAIGenerator:
                     if content:
                         if first:
                             top = [(entry.token, entry.logprob) for entry in content[0].top_logprobs]
-                            self.last_decline_probability = decline_probability(top)
-                            self.last_answer_logprobs = []
-                        if self.last_answer_logprobs is not None:
-                            self.last_answer_logprobs.extend((entry.token, entry.logprob) for entry in content)
+                            result.decline_probability = decline_probability(top)
+                            result.answer_logprobs = []
+                        if result.answer_logprobs is not None:
+                            result.answer_logprobs.extend((entry.token, entry.logprob) for entry in content)
                     first = False
                     yield text
         finally:
