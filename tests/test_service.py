@@ -407,8 +407,12 @@ def test_a_server_path_needs_an_admin_key(service, tmp_path):
     body = {"path": str(folder)}
     refused = client.post("/v1/ingest", json=body, headers=auth["a"])
     assert refused.status_code == 403 and "admin" in refused.json()["message"]
-    job = finished(client, client.post("/v1/ingest", json=body, headers=auth["a-admin"]).json(), auth["a"])
+    job = finished(client, client.post("/v1/ingest", json=body, headers=auth["a-admin"]).json(), auth["a-admin"])
     assert job["state"] == "done" and job["report"]["documents"] == 1 and job["source"] == str(folder)
+    # the team's other keys follow the same job, but read no path on the server anywhere in it
+    seen = client.get(f"/v1/jobs/{job['id']}", headers=auth["a"])
+    assert seen.status_code == 200 and seen.json()["state"] == "done" and str(tmp_path) not in seen.text
+    assert seen.json()["source"] == "(a folder on the server)" and seen.json()["report"]["documents"] == 1
     assert folder.joinpath("owls.txt").exists()  # a server folder is never removed
     missing = client.post("/v1/ingest", json={"path": str(tmp_path / "nope")}, headers=auth["a-admin"])
     assert missing.status_code == 400 and missing.json()["code"] == "bad_corpus"

@@ -384,3 +384,46 @@ def test_on_shutdown_jobs_past_the_drain_stop_and_read_interrupted(tmp_path):
     assert sorted(released) == [tmp_path / "a", tmp_path / "b"]  # upload folders handed back either way
     on_disk = {j.id: j.state for j in JobRecords(tmp_path / ".jobs").read_all()}
     assert on_disk == {first.id: "failed", second.id: "failed"}
+
+
+def test_a_broken_chunked_body_on_an_authenticated_ingest_is_one_warning_and_no_traceback(teams):
+    import logging
+    import socket
+
+    from .live_server import live_server
+
+    start, auth = teams
+    records: list[logging.LogRecord] = []
+    ours = threading.Event()
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+            if record.name.startswith("qrag_qdrant.service"):
+                ours.set()
+
+    handler = Collect(level=logging.INFO)
+    watched = [logging.getLogger(name) for name in ("uvicorn.error", "qrag_qdrant")]
+    levels = [logger.level for logger in watched]
+    try:
+        with live_server(start().app) as url:  # the app served once, on a real socket
+            for logger in watched:  # after uvicorn has set up its loggers
+                logger.addHandler(handler)
+                logger.setLevel(logging.INFO)
+            host, port = url.removeprefix("http://").split(":")
+            with socket.create_connection((host, int(port)), timeout=60) as connection:
+                connection.sendall(
+                    b"POST /v1/ingest HTTP/1.1\r\nHost: x\r\n"
+                    + f"Authorization: {auth['a']['Authorization']}\r\n".encode()
+                    + b"Content-Type: multipart/form-data; boundary=xx\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + b"5\r\n--xx\r\nZZZZ\r\nnot-hex\r\n"
+                )
+                assert connection.recv(4096).startswith(b"HTTP/1.1 400")
+            assert ours.wait(60), "the app never saw the body break off"
+    finally:
+        for logger, level in zip(watched, levels):
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+    warnings = [r for r in records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "Invalid HTTP request" in warnings[0].getMessage()
+    assert not any(r.exc_info for r in records), [r.getMessage() for r in records if r.exc_info]

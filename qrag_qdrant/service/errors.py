@@ -5,6 +5,7 @@ on the server. No traceback ever leaves.
 
 from __future__ import annotations
 
+import logging
 import re
 
 from fastapi import Request
@@ -12,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from ..errors import (
     ConfigError,
@@ -24,6 +26,8 @@ from ..errors import (
     StoreInUseError,
     redacted,
 )
+
+log = logging.getLogger(__name__)
 
 #: the CLI's error classes as HTTP statuses and stable codes, most specific first
 ERROR_CODES: tuple[tuple[type[QragError], int, str], ...] = (
@@ -111,6 +115,7 @@ def install_handlers(app: Starlette) -> None:
     app.add_exception_handler(HTTPException, http_error)  # type: ignore[arg-type]
     app.add_exception_handler(QragError, qrag_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, invalid_request)  # type: ignore[arg-type]
+    app.add_exception_handler(ClientDisconnect, client_gone)
     app.add_exception_handler(Exception, unexpected)
 
 
@@ -142,6 +147,18 @@ async def invalid_request(request: Request, exc: RequestValidationError) -> JSON
         path=request.url.path,
         param=field,
     )
+
+
+async def client_gone(request: Request, exc: Exception) -> JSONResponse:
+    """A body that broke off mid-stream (bad chunked framing, or a client that left): one info line,
+    no traceback (uvicorn already warns once of bad framing); the answer goes nowhere, but is still
+    the service's one-line error shape."""
+    log.info(
+        "%s %s: the request body broke off before its end (client gone or bad framing)",
+        request.method,
+        request.url.path,
+    )
+    return error_response(400, "bad_request", "the request body broke off before its end", path=request.url.path)
 
 
 async def unexpected(request: Request, exc: Exception) -> JSONResponse:

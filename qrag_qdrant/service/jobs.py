@@ -51,6 +51,10 @@ class JobInterrupted(BaseException):
     in the CLI, it leaves the store consistent."""
 
 
+#: what a key that may not see server paths reads instead of one
+SERVER_FOLDER = "(a folder on the server)"
+
+
 @dataclass
 class IngestJob:
     """One ingest and what is known of it so far."""
@@ -71,9 +75,22 @@ class IngestJob:
     chunks_embedded: int = 0
     report: dict[str, Any] | None = None
     error: dict[str, str] | None = None
+    #: the ingested path is a folder on the server (an admin's ingest), not a job's own uploads
+    server_path: str | None = None
 
-    def view(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    def view(self, shows_paths: bool = True) -> dict[str, Any]:
+        """The record; without ``shows_paths`` (any key but an admin's), no path on the server: an
+        admin's ingest of a server folder reads as such, and its path is cut from the report and error."""
+        record = dataclasses.asdict(self)
+        hidden = self.server_path
+        if shows_paths or hidden is None:
+            return record
+        record |= {"source": SERVER_FOLDER, "server_path": None}
+        if record["report"] is not None:
+            record["report"] = {**record["report"], "root": SERVER_FOLDER}
+        if record["error"] is not None:
+            record["error"] = {**record["error"], "message": record["error"]["message"].replace(hidden, SERVER_FOLDER)}
+        return record
 
 
 class JobProgress:
@@ -156,8 +173,9 @@ class IngestJobs:
         options: dict[str, bool] | None = None,
     ) -> IngestJob:
         """Queue an ingest of ``path``; ``release``: the path is an upload folder of this job's, handed
-        back (removed) when the job ends, whatever happened."""
-        job = IngestJob(uuid.uuid4().hex, namespace, source)
+        back (removed) when the job ends, whatever happened. Without ``release`` the path is a folder
+        on the server, which only an admin's view of the job shows."""
+        job = IngestJob(uuid.uuid4().hex, namespace, source, server_path=None if release else str(path))
         self._records.write(job)
         with self._lock:
             self._jobs[job.id] = job

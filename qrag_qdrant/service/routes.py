@@ -373,7 +373,9 @@ async def ingest(request: Request, state: State, principal: IngestCaller) -> JSO
         raise ServiceError(
             415, "unsupported_media_type", "send the files as multipart/form-data, or a server path as application/json"
         )
-    return JSONResponse(job.view(), status_code=202, headers={"Location": f"/v1/jobs/{job.id}"})
+    return JSONResponse(
+        job.view(principal.can_read_server_paths), status_code=202, headers={"Location": f"/v1/jobs/{job.id}"}
+    )
 
 
 @ingests.get("/jobs/{job_id}")
@@ -381,7 +383,7 @@ def job(job_id: str, state: State, principal: Caller) -> dict[str, Any]:
     found = state.jobs.get(job_id, principal.namespace)
     if found is None:
         raise ServiceError(404, "unknown_job", f"no job {job_id[:40]!r} in this namespace")
-    return found.view()
+    return found.view(principal.can_read_server_paths)
 
 
 def page_router(web: Any) -> APIRouter:
