@@ -181,6 +181,55 @@ def test_a_namespace_cannot_queue_more_uploads_than_its_cap(teams, tmp_path):
     assert not list((tmp_path / "store" / ".uploads").glob("*/*"))
 
 
+def test_an_upload_past_the_quota_stops_being_read_while_it_streams(teams):
+    """The quota is checked as the body arrives: a big upload is refused long before its end is read,
+    so no amount of parallel uploads can fill the disk with bodies waiting to be parsed. The app is
+    called as a server calls it, so what it pulls from ``receive`` is what it read off the socket."""
+    start, auth = teams
+    boundary, chunk, chunks = "qragboundary", b"bees dance " * 6_000, 100  # 66 KB chunks, 6.6 MB in all
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="big.txt"\r\n'
+        "Content-Type: text/plain\r\n\r\n"
+    ).encode()
+    pieces = [head, *([chunk] * chunks), f"\r\n--{boundary}--\r\n".encode()]
+    read, replies = [], []
+
+    async def receive():
+        if len(read) == len(pieces):
+            return {"type": "http.disconnect"}
+        read.append(pieces[len(read)])
+        return {"type": "http.request", "body": read[-1], "more_body": len(read) < len(pieces)}
+
+    async def send(message):
+        replies.append(message)
+
+    headers = [
+        (b"authorization", auth["a"]["Authorization"].encode()),
+        (b"content-type", f"multipart/form-data; boundary={boundary}".encode()),
+        (b"transfer-encoding", b"chunked"),
+    ]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/ingest",
+        "raw_path": b"/v1/ingest",
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 40000),
+        "server": ("127.0.0.1", 8000),
+    }
+    app = start(service={"max_queued_upload_bytes": 1_000_000, "max_upload_bytes": 50_000_000}).app
+    asyncio.run(app(scope, receive, send))
+    status = next(m["status"] for m in replies if m["type"] == "http.response.start")
+    body = json.loads(b"".join(m.get("body", b"") for m in replies if m["type"] == "http.response.body"))
+    assert status == 413 and body["code"] == "upload_quota", body
+    assert sum(map(len, read)) < 1_200_000  # read up to the quota, not the 6.6 MB the client had to send
+
+
 def test_a_failed_jobs_error_shows_no_server_path(service, tmp_path):
     client, auth = service
     started = client.post(

@@ -348,11 +348,14 @@ async def ingest(request: Request, state: State, principal: IngestCaller) -> JSO
         raise ServiceError(403, "forbidden", "this key may only query; ingest needs a read-write key")
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("multipart/form-data"):
-        async with request.form(max_files=10_000) as form:
-            files = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
-            if not files:
-                raise ServiceError(422, "invalid_request", "files: upload at least one file in the field 'files'")
-            folder, names = await run_in_threadpool(state.uploads.save, principal.namespace, files)
+        # the body counts against the namespace's upload quota as it streams, before it is parsed
+        with state.uploads.receiving(principal.namespace) as upload:
+            counted = Request(request.scope, upload.wrap(request.receive))
+            async with counted.form(max_files=10_000) as form:
+                files = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
+                if not files:
+                    raise ServiceError(422, "invalid_request", "files: upload at least one file in the field 'files'")
+                folder, names = await run_in_threadpool(state.uploads.save, principal.namespace, files, upload)
         source = ", ".join(names) if len(names) <= 3 else f"{names[0]} and {len(names) - 1} more files"
         job = state.jobs.submit(principal.namespace, folder, source, release=state.uploads.release)
     elif content_type.startswith("application/json"):

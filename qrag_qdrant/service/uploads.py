@@ -12,9 +12,12 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
 from starlette.datastructures import UploadFile
+from starlette.types import Message, Receive
 
 from .errors import ServiceError
 
@@ -65,13 +68,66 @@ def check_names(names: list[PurePosixPath]) -> None:
         raise ServiceError(422, "invalid_request", f"{str(clash)!r} is uploaded both as a file and as a folder")
 
 
+class Receiving:
+    """One upload's body as it streams in: every byte is counted against its namespace's quota
+    before it is parsed or spooled, so an upload that would pass the quota stops being read."""
+
+    def __init__(self, area: UploadArea, namespace: str):
+        self.area, self.namespace, self.bytes = area, namespace, 0
+
+    def wrap(self, receive: Receive) -> Receive:
+        async def counted() -> Message:
+            message = await receive()
+            if message["type"] == "http.request" and message.get("body"):
+                self.area.reserve(self, len(message["body"]))
+            return message
+
+        return counted
+
+
 class UploadArea:
-    """The service's upload folders, and the bytes each namespace has waiting in them."""
+    """The service's upload folders, and the bytes each namespace has waiting in them or still
+    streaming in."""
 
     def __init__(self, root: Path, max_queued_bytes: int):
         self.root, self.max_queued_bytes = Path(root), max_queued_bytes
         self._queued: dict[Path, tuple[str, int]] = {}
+        self._receiving: set[Receiving] = set()
         self._lock = threading.Lock()
+
+    @contextmanager
+    def receiving(self, namespace: str) -> Iterator[Receiving]:
+        """An upload's body counted as it streams; its bytes stop counting when the block ends
+        (``save`` counts the files it keeps instead)."""
+        upload = Receiving(self, namespace)
+        with self._lock:
+            self._receiving.add(upload)
+        try:
+            yield upload
+        finally:
+            with self._lock:
+                self._receiving.discard(upload)
+
+    def _waiting(self, namespace: str, besides: Receiving | None = None) -> int:
+        """Bytes of ``namespace`` queued in folders or streaming in, ``besides`` one upload (lock held)."""
+        queued = sum(used for owner, used in self._queued.values() if owner == namespace)
+        return queued + sum(r.bytes for r in self._receiving if r.namespace == namespace and r is not besides)
+
+    def reserve(self, upload: Receiving, size: int) -> None:
+        """Count ``size`` more bytes of ``upload``, or a 413 once its namespace would pass the quota."""
+        with self._lock:
+            waiting = self._waiting(upload.namespace, besides=upload)
+            if waiting + upload.bytes + size > self.max_queued_bytes:
+                raise self._over_quota(waiting, upload.bytes + size)
+            upload.bytes += size
+
+    def _over_quota(self, waiting: int, size: int) -> ServiceError:
+        return ServiceError(
+            413,
+            "upload_quota",
+            f"this namespace has {waiting} bytes of uploads waiting to be ingested or arriving; {size} more would "
+            f"pass service.max_queued_upload_bytes ({self.max_queued_bytes}): wait for its jobs to finish",
+        )
 
     def sweep(self) -> int:
         """Remove what earlier runs left (a crash, a kill): nothing in it belongs to a live job."""
@@ -83,9 +139,10 @@ class UploadArea:
                 path.unlink(missing_ok=True)
         return len(left)
 
-    def save(self, namespace: str, files: list[UploadFile]) -> tuple[Path, list[str]]:
+    def save(self, namespace: str, files: list[UploadFile], upload: Receiving | None = None) -> tuple[Path, list[str]]:
         """The files written into a fresh folder, which ``release`` removes when the job ends; on any
-        error the folder is removed before the error leaves."""
+        error the folder is removed before the error leaves. ``upload``: the body they came in, whose
+        streamed bytes they now stand for."""
         names = [upload_name(f.filename) for f in files]
         check_names(names)
         size = sum(f.size or 0 for f in files)
@@ -93,20 +150,14 @@ class UploadArea:
         folder = Path(tempfile.mkdtemp(prefix="job-", dir=self.root))
         try:
             with self._lock:
-                waiting = sum(used for owner, used in self._queued.values() if owner == namespace)
+                waiting = self._waiting(namespace, besides=upload)
                 if waiting + size > self.max_queued_bytes:
-                    raise ServiceError(
-                        413,
-                        "upload_quota",
-                        f"this namespace has {waiting} bytes of uploads waiting "
-                        f"to be ingested; {size} more would pass service.max_queued_upload_bytes "
-                        f"({self.max_queued_bytes}): wait for its jobs to finish",
-                    )
+                    raise self._over_quota(waiting, size)
                 self._queued[folder] = (namespace, size)
-            for name, upload in zip(names, files):
+            for name, uploaded in zip(names, files):
                 (folder / name).parent.mkdir(parents=True, exist_ok=True)
                 with (folder / name).open("wb") as out:
-                    shutil.copyfileobj(upload.file, out, COPY_BLOCK)
+                    shutil.copyfileobj(uploaded.file, out, COPY_BLOCK)
         except BaseException:
             self.release(folder)
             raise
