@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import math
+import os
 import signal
 import sys
 from pathlib import Path
@@ -266,7 +267,13 @@ def mcp_stdio(config: ConfigOption = None, store: StoreOption = None, namespace:
         build_server(lambda ctx: local).run("stdio")
 
 
+#: what qrag-qdrant writes (the store, the service's jobs, uploads, feedback and keys) holds teams'
+#: documents and questions: readable by its owner only, folders 0700, files 0600
+PRIVATE_UMASK = 0o077
+
+
 def main() -> None:
+    os.umask(PRIVATE_UMASK)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `qrag-qdrant ... | head` ends quietly, like other tools
     one_blas_thread()
     try:

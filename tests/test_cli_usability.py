@@ -99,3 +99,28 @@ def test_serve_says_where_it_listens_and_logs_each_request(monkeypatch):
     assert "serving on http://127.0.0.1:8123/ (the web page; API docs at http://127.0.0.1:8123/docs)" in result.stderr
     assert f"key file: {Path('.qrag-keys.toml').resolve()} (1 key)" in result.stderr
     assert started["access_log"] is True and started["log_level"] == "info" and started["port"] == 8123
+
+
+def test_what_the_commands_write_is_readable_by_its_owner_only(corpus, tmp_path):
+    """The store holds teams' documents; the key file, jobs and feedback their keys and questions."""
+    import os
+    import stat
+    import subprocess
+    import sys
+
+    store = tmp_path / "private-store"
+    before = os.umask(0o022)  # a usual, permissive umask in the shell that starts the command
+    try:
+        for command in (["ingest", str(corpus), "--store", str(store)], ["key", "add", "--namespace", "team-a"]):
+            done = subprocess.run(
+                [sys.executable, "-c", "from qrag_qdrant.cli import main; main()", *command],
+                capture_output=True,
+                text=True,
+            )
+            assert done.returncode == 0, done.stderr
+    finally:
+        os.umask(before)
+    written = [store, *store.rglob("*"), Path(".qrag-keys.toml")]
+    assert len(written) > 10
+    loose = {str(p): oct(p.stat().st_mode & 0o777) for p in written if p.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO)}
+    assert loose == {}
