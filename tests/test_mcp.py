@@ -108,3 +108,26 @@ def test_http_on_the_service_uses_the_team_keys(teams, tmp_path, embedder):
             headers={"Authorization": "Bearer qrag_wrong"},
         )
         assert refused.status_code == 401 and json.loads(refused.text)["code"] == "unauthorized"
+
+
+def test_mcp_calls_take_the_keys_query_tokens_and_open_no_endless_stream(teams, tmp_path, embedder):
+    """A key at its query limit is refused on MCP too; a GET, which would open an event stream that
+    never ends, is a 405: the endpoint answers every call on the POST that made it."""
+    _, auth = teams
+    settings = load_settings(
+        store=tmp_path / "store", service={"keys": tmp_path / "keys.toml", "rate_query": "3/minute"}
+    )
+    with live_server(create_app(settings, embedder=embedder)) as base:
+        url = f"{base}/v1/mcp/"
+        headers = {**auth["a"], "Accept": "application/json, text/event-stream"}
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        statuses = [httpx2.post(url, json=call, headers=headers, timeout=60).status_code for _ in range(5)]
+        query = httpx2.post(
+            f"{base}/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"], timeout=60
+        )
+        other_team = httpx2.post(url, json=call, headers={**auth["b"], **headers, **auth["b"]}, timeout=60)
+        stream = httpx2.get(url, headers=headers, timeout=60)
+    assert statuses.count(429) == 2 and all(s != 429 for s in statuses[:3]), statuses
+    assert query.status_code == 429 and int(query.headers["Retry-After"]) >= 1  # one bucket for both paths
+    assert other_team.status_code != 429  # each key its own bucket
+    assert stream.status_code == 405 and "POST" in stream.headers["Allow"]

@@ -25,7 +25,7 @@ from .cache import ResultCache
 from .errors import error_of, install_handlers, one_line
 from .feedback import FeedbackFile
 from .jobs import IngestJobs, JobRecords
-from .limits import BodyGuard, RateLimits
+from .limits import BodyGuard, McpGate, RateLimits
 from .namespaces import Namespaces, ServiceNamespace
 from .openai_compat import openai
 from .routes import ServiceState, health, ingests, page_router, queries
@@ -136,7 +136,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         app.mount("/swagger", StaticFiles(directory=str(swagger)), name="swagger")
     if mcp is not None:  # under /v1/: the key is checked, and the body bounded, before MCP reads it
         install_handlers(mcp)  # its errors (a body cut off at the limit) in the service's shape too
-        app.mount("/v1/mcp", mcp, name="mcp")
+        app.mount("/v1/mcp", McpGate(mcp, state.limits), name="mcp")
     return app
 
 

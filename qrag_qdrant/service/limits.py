@@ -103,3 +103,34 @@ class RateLimits:
                 f"too many {kind} requests for this key: retry in {math.ceil(wait)} s (service.rate_{kind})",
                 headers={"Retry-After": str(math.ceil(wait))},
             )
+
+
+class McpGate:
+    """The MCP endpoint under the service's limits. Its calls answer as JSON on the POST that made
+    them (stateless), so the server never has anything to send on a stream of its own: a GET, which
+    would open one that never ends, is a 405 (as the MCP spec allows). Every POST takes a token from
+    the key's query bucket, as ``/v1/query`` does: a key at its limit gets the same 429."""
+
+    def __init__(self, app: ASGIApp, limits: RateLimits):
+        self.app, self.limits = app, limits
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            message = "this MCP endpoint answers POST only: it opens no event stream"
+            await error_response(405, "method_not_allowed", message, headers={"Allow": "POST, DELETE"})(
+                scope, receive, send
+            )
+            return
+        if scope["type"] == "http" and scope["method"] == "POST":
+            try:
+                self.limits.check("query", scope["state"]["principal"].key_id)
+            except ServiceError as refused:
+                await error_response(
+                    refused.status_code,
+                    refused.code,
+                    refused.detail,
+                    headers=dict(refused.headers or {}),
+                    path=scope["path"],
+                )(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
