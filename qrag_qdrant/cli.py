@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import math
 import os
 import signal
 import sys
@@ -234,6 +233,7 @@ def serve(
         import uvicorn
 
         from .service.app import create_app
+        from .service.server import server_options
     except ImportError:
         raise ConfigError(f"the service needs its extra: {install_hint('service')}") from None
     settings = load_settings(config, store=store)
@@ -244,14 +244,7 @@ def serve(
         err.print("warning: no keys yet: add one with `qrag-qdrant key add --namespace NAME`", markup=False)
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     err.print(f"serving on {url}/ (the web page; API docs at {url}/docs); Ctrl-C stops", markup=False)
-    uvicorn.run(
-        create_app(settings, keys),
-        host=host,
-        port=port,
-        log_level="info",  # uvicorn's start-up lines and one access-log line per request (never a header)
-        access_log=True,
-        timeout_graceful_shutdown=math.ceil(settings.service.drain_seconds),
-    )
+    uvicorn.run(create_app(settings, keys), host=host, port=port, **server_options(settings))
 
 
 @app.command("mcp")

@@ -315,6 +315,14 @@ class ServiceSettings(Section):
     )
     rate_ingest: str | None = Field("20/minute", description="ingest jobs per key, the same way")
     rate_feedback: str | None = Field("30/minute", description="feedback ratings per key, the same way")
+    header_timeout: PositiveFloat = Field(
+        10.0,
+        description="seconds a request has to send its headers, after its connection opens or the previous "
+        "response ends; a slower connection is closed",
+    )
+    max_connections: PositiveInt = Field(
+        1000, description="connections the service holds at once; past that it answers 503"
+    )
     drain_seconds: PositiveFloat = Field(
         30.0,
         description="on SIGTERM: how long answers in flight and ingest jobs "

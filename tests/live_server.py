@@ -11,11 +11,13 @@ from .test_service import free_port
 
 
 @contextmanager
-def live_server(app, patience_s: float = 180) -> Iterator[str]:
-    """The base URL of ``app`` served by uvicorn until the block ends."""
+def live_server(app, patience_s: float = 180, **options) -> Iterator[str]:
+    """The base URL of ``app`` served by uvicorn until the block ends; ``options``: uvicorn's, as
+    ``serve`` passes them (``service.server.server_options``)."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
+    config = {"log_level": "warning", **options, "host": "127.0.0.1", "port": free_port()}
+    server = uvicorn.Server(uvicorn.Config(app, **config))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:  # set once it listens: an observable event

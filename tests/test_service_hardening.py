@@ -12,6 +12,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 from typing import ClassVar
 
+import httpx
 import pytest
 
 from qrag_qdrant.generation import BackendDefaults, register_backend
@@ -476,3 +477,30 @@ def test_a_broken_chunked_body_on_an_authenticated_ingest_is_one_warning_and_no_
     warnings = [r for r in records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and "Invalid HTTP request" in warnings[0].getMessage()
     assert not any(r.exc_info for r in records), [r.getMessage() for r in records if r.exc_info]
+
+
+def test_connections_that_never_finish_their_headers_are_closed(teams, tmp_path):
+    """A client that opens connections and never ends its headers cannot hold them: each is closed
+    once service.header_timeout passes, while a client that sends whole requests is served."""
+    import socket
+
+    from qrag_qdrant.config import load_settings
+    from qrag_qdrant.service.server import server_options
+
+    from .live_server import live_server
+
+    start, _ = teams
+    options = server_options(load_settings(service={"header_timeout": 1.0}))
+    with live_server(start().app, **options) as url:
+        host, port = url.removeprefix("http://").split(":")
+        stalled = [socket.create_connection((host, int(port)), timeout=60) for _ in range(200)]
+        for connection in stalled:
+            connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # no blank line: the headers never end
+        served = httpx.get(f"{url}/healthz", timeout=60)
+        closed = []
+        for connection in stalled:
+            with connection:
+                closed.append(connection.recv(1) == b"")  # EOF: the server closed it (a timeout here fails)
+        after = httpx.get(f"{url}/healthz", timeout=60)
+    assert served.status_code == 200 and after.status_code == 200
+    assert closed == [True] * len(stalled)
