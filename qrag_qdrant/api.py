@@ -16,6 +16,7 @@ from .errors import StoreError
 from .evidence import Answer, Evidence
 from .generation import GenerationBackend, open_backend
 from .generation.answer import answer_from
+from .generation.scheduler import GenerationScheduler
 from .store import Store, open_store
 
 if TYPE_CHECKING:  # ingest's modules load when an ingest runs: a query starts sooner
@@ -50,15 +51,18 @@ class QuorumRAG:
         embedder: DenseEmbedder | None = None,
         generator: GenerationBackend | None = None,
         on_answer: Callable[[Answer], None] | None = None,
+        scheduler: GenerationScheduler | None = None,
     ):
         """``generator``: a backend object to use instead of opening generation.backend;
-        ``on_answer``: told of every answer this pipeline finishes (the service counts them)."""
+        ``on_answer``: told of every answer this pipeline finishes (the service counts them);
+        ``scheduler``: the queue its answers wait in for the model, shared with other namespaces'."""
         self.settings = settings
         self.store = store or open_store(settings)
         self._embedder = embedder
         self._coordinator: Coordinator | None = None
         self._generator = generator
         self._on_answer = on_answer
+        self._scheduler = scheduler
 
     @classmethod
     def from_config(cls, config_file: Path | None = None, **overrides: Any) -> QuorumRAG:
@@ -120,14 +124,20 @@ class QuorumRAG:
         on_token: Callable[[str], None] | None = None,
         evidence: Evidence | None = None,
         cancelled: threading.Event | None = None,
+        on_queued: Callable[[int], None] | None = None,
     ) -> Answer:
         """Generate from the quorum evidence, then check the answer's citations and claims;
         abstain without calling the model when the evidence is missing or too weak.
 
         A generation failure does not raise: the evidence is returned with ``error`` set, and
-        ``complete`` is false when the stream broke after part of the answer arrived.
+        ``complete`` is false when the stream broke after part of the answer arrived. With a
+        scheduler, ``on_queued`` is told the answer's place while it waits for the model, and a
+        full queue raises ``QueueFull``.
         """
-        answer = answer_from(evidence or self.retrieve(question), self.generator, self.settings, on_token, cancelled)
+        scheduler, namespace = self._scheduler, self.settings.namespace
+        turn = (lambda left: scheduler.turn(namespace, left, on_queued)) if scheduler is not None else None
+        evidence = evidence or self.retrieve(question)
+        answer = answer_from(evidence, self.generator, self.settings, on_token, cancelled, turn)
         if self._on_answer is not None:
             self._on_answer(answer)
         return answer

@@ -315,6 +315,11 @@ class ServiceSettings(Section):
     )
     rate_ingest: str | None = Field("20/minute", description="ingest jobs per key, the same way")
     rate_feedback: str | None = Field("30/minute", description="feedback ratings per key, the same way")
+    queue_capacity: PositiveInt = Field(
+        64,
+        description="answers that may wait for the model at once, all teams together (taken in turn, team by "
+        "team); past that, 503 with Retry-After",
+    )
     header_timeout: PositiveFloat = Field(
         10.0,
         description="seconds a request has to send its headers, after its connection opens or the previous "

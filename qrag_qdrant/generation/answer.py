@@ -10,6 +10,7 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 from ..config import Settings
 from ..errors import GenerationError
@@ -17,9 +18,14 @@ from ..evidence import Answer, Evidence, Passage, TokenUsage
 from ..timings import timed
 from .base import GenerationBackend, GenerationResult, Judge
 from .prompt import fit_passages, unescaped
+from .scheduler import LeftQueue
 from .verify import answer_probability, check_answer
 
 log = logging.getLogger(__name__)
+
+
+#: holds the model for one answer, given the answer's cancel event (a scheduler's turn); None: no queue
+Turn = Callable[[threading.Event], AbstractContextManager[float]]
 
 
 def answer_from(
@@ -28,12 +34,20 @@ def answer_from(
     settings: Settings,
     on_token: Callable[[str], None] | None = None,
     cancelled: threading.Event | None = None,
+    turn: Turn | None = None,
 ) -> Answer:
     """The checked answer to ``evidence``; the model is not called when retrieval abstained.
-    The CLI, the service and ``eval --generate`` all answer through here."""
+    The CLI, the service and ``eval --generate`` all answer through here. ``turn``: waits for the
+    model's turn first (the service's fair queue); a full queue raises ``QueueFull``."""
     result = Answer.from_evidence(evidence)
     if not evidence.abstained:
-        generate_answer(result, evidence.passages, backend, settings, on_token, cancelled)
+        cancelled = cancelled or threading.Event()
+        try:
+            with turn(cancelled) if turn else nullcontext(0.0) as waited:
+                result.timings_ms["queue_wait"] = round(waited * 1000, 3)
+                generate_answer(result, evidence.passages, backend, settings, on_token, cancelled)
+        except LeftQueue as left:  # the client went away before the model took the question
+            result.error, result.complete = str(left), False
     return result
 
 

@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config import Settings
 from ..embedding import DenseEmbedder
+from ..generation.scheduler import GenerationScheduler
 from .auth import KeyFile
 from .cache import ResultCache
 from .errors import error_of, install_handlers, one_line
@@ -94,6 +95,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
             JobRecords(Path(settings.store) / ".jobs"),
         ),
         feedback=FeedbackFile(settings.store),
+        scheduler=GenerationScheduler(settings.service.queue_capacity),
     )
 
     mcp = mcp_app(state)
@@ -105,7 +107,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         model = embedder or DenseEmbedder(settings.embedding)
         model.embed(["warm up"])  # load the models for documents and questions now, so /readyz means it
         model.query_embed("warm up")
-        state.namespaces = app.state.namespaces = Namespaces(settings, model, state.generation.record)
+        state.namespaces = app.state.namespaces = Namespaces(settings, model, state.generation.record, state.scheduler)
         async with mcp.router.lifespan_context(mcp) if mcp is not None else nullcontext():
             yield
         state.jobs.close(settings.service.drain_seconds)  # jobs in flight finish (or stop) before the store closes

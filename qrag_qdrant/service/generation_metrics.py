@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..evidence import Answer
+from ..generation.scheduler import QueueStats
 
 #: counter name -> help text
 COUNTERS = {
@@ -62,3 +63,22 @@ class GenerationCounters:
 
 def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+
+
+def queue_exposition(stats: QueueStats) -> str:
+    """The model's queue in Prometheus' text format: answers waiting now, and those served, dropped
+    (their client left while they waited), refused (503), and the seconds the served ones waited."""
+    lines = [
+        "# HELP qrag_generation_queue_waiting answers waiting for the model now, all teams together",
+        "# TYPE qrag_generation_queue_waiting gauge",
+        f"qrag_generation_queue_waiting {stats.waiting}",
+    ]
+    for name, value, help_text in (
+        ("served", stats.served, "answers that reached the model after their turn came"),
+        ("dropped", stats.dropped, "answers whose client left while they waited: they never reached the model"),
+        ("refused", stats.refused, "answers refused with 503 because the queue was full"),
+        ("wait_seconds", round(stats.wait_seconds, 3), "seconds the served answers waited for the model, together"),
+    ):
+        metric = f"qrag_generation_queue_{name}_total"
+        lines += [f"# HELP {metric} {help_text}", f"# TYPE {metric} counter", f"{metric} {value}"]
+    return "\n".join(lines) + "\n"

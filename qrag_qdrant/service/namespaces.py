@@ -12,6 +12,7 @@ from ..config import Settings
 from ..embedding import DenseEmbedder
 from ..errors import QragError
 from ..evidence import Answer, Evidence
+from ..generation.scheduler import GenerationScheduler
 from ..ingest import IngestReport
 from ..progress import IngestProgress
 
@@ -23,8 +24,14 @@ class Namespaces:
     to be thread-safe for concurrent searches); an ingest job and answer generation run beside
     them (Edge served 6,218 searches during an ingest without an error)."""
 
-    def __init__(self, settings: Settings, embedder: DenseEmbedder, on_answer: Callable[[Answer], None] | None = None):
-        self.settings, self.embedder, self.on_answer = settings, embedder, on_answer
+    def __init__(
+        self,
+        settings: Settings,
+        embedder: DenseEmbedder,
+        on_answer: Callable[[Answer], None] | None = None,
+        scheduler: GenerationScheduler | None = None,
+    ):
+        self.settings, self.embedder, self.on_answer, self.scheduler = settings, embedder, on_answer, scheduler
         self._lock = threading.Lock()  # guards the two dicts only, never held while a namespace opens
         self._rags: dict[str, tuple[QuorumRAG, threading.Lock]] = {}
         self._opening: dict[str, threading.Lock] = {}
@@ -44,6 +51,7 @@ class Namespaces:
                 self.settings.model_copy(update={"namespace": namespace}),
                 embedder=self.embedder,
                 on_answer=self.on_answer,
+                scheduler=self.scheduler,
             )
             with contextlib.suppress(QragError):  # a speed-up only: a collection that cannot open says so when queried
                 rag.warm()

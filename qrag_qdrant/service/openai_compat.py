@@ -29,16 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..api import QuorumRAG
 from ..evidence import Answer, Evidence
 from .errors import ServiceError
-from .routes import (
-    QueryCaller,
-    QueryRequest,
-    State,
-    answer_events,
-    answer_unless_gone,
-    cached_or_retrieved,
-    remember_answer,
-    shown,
-)
+from .routes import QueryCaller, QueryRequest, State, cached_or_retrieved, remember_answer, room_for_an_answer
+from .streaming import answer_events, answer_unless_gone, shown
 
 ANSWER_MODEL, EVIDENCE_MODEL = "quorum", "quorum-evidence"
 MODELS = {
@@ -135,6 +127,8 @@ async def chat_completions(
     result, stamp = await run_in_threadpool(cached_or_retrieved, state, namespace, query)
     rag = state.spaces().rag(namespace)
     remember = functools.partial(remember_answer, state, namespace, stamp=stamp)
+    if query.generate and not isinstance(result, Answer) and not result.abstained:
+        room_for_an_answer(state)
     if body.stream:
         return StreamingResponse(
             chunks(completion, body.model, rag, result, query.generate, remember), media_type="text/event-stream"
@@ -193,7 +187,7 @@ async def chunks(
                     answer = item
                     if answer.abstained or answer.error:  # the streamed text is not the answer: say why
                         yield chunk({"content": "\n\n" + message(answer, generate)})
-                else:
+                elif isinstance(item, str):  # a queue position has no place in OpenAI's chunks
                     yield chunk({"content": item})
     else:
         answer = result if isinstance(result, Answer) else Answer.from_evidence(result)

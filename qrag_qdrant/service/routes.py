@@ -6,17 +6,13 @@ read, confined to that team's namespace. What the routes share lives on ``app.st
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import json
-import threading
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from contextlib import aclosing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
@@ -26,17 +22,19 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.datastructures import UploadFile
 
-from ..api import CollectionInfo, QuorumRAG
+from ..api import CollectionInfo
 from ..config import Settings
 from ..evidence import Answer, Evidence
+from ..generation.scheduler import GenerationScheduler, QueueFull
 from .auth import Principal
 from .cache import ResultCache, normalise
 from .errors import ServiceError, one_line
 from .feedback import AskedQuery, FeedbackFile, RecentQueries
-from .generation_metrics import GenerationCounters
+from .generation_metrics import GenerationCounters, queue_exposition
 from .jobs import IngestJobs
 from .limits import UNAUTHORIZED, RateLimits
 from .namespaces import Namespaces
+from .streaming import answer_unless_gone, busy, shown, stream_answer
 from .uploads import UploadArea
 
 #: what a team sees of the service's failure to answer (the evidence is in the response too)
@@ -55,6 +53,8 @@ class ServiceState:
     recent: RecentQueries = field(default_factory=RecentQueries)
     feedback: FeedbackFile | None = None
     generation: GenerationCounters = field(default_factory=GenerationCounters)
+    #: the model's fair queue, shared by every namespace's answers
+    scheduler: GenerationScheduler = field(default_factory=GenerationScheduler)
     #: set when the app starts (the models load then)
     namespaces: Namespaces | None = None
 
@@ -91,7 +91,6 @@ def limited(kind: str) -> Callable[[ServiceState, Principal], Principal]:
 
 
 State = Annotated[ServiceState, Depends(service)]
-EvidenceT = TypeVar("EvidenceT", bound=Evidence)
 Caller = Annotated[Principal, Depends(caller)]
 #: the caller of each kind of request, once its key's bucket has a token
 QueryCaller = Annotated[Principal, Depends(limited("query"))]
@@ -176,6 +175,7 @@ def metrics(state: State) -> str:
             for name, value in (("hits", counters.hits), ("misses", counters.misses), ("stale", counters.stale))
         )
         + state.generation.exposition()
+        + queue_exposition(state.scheduler.stats)
     )
 
 
@@ -194,8 +194,12 @@ async def query(
     state.recent.add(query_id, AskedQuery.of(namespace, result))
     remember = functools.partial(remember_answer, state, namespace, stamp=stamp)
     rag = spaces.rag(namespace)
+    if body.generate and not isinstance(result, Answer) and not result.abstained:
+        room_for_an_answer(state)
     if body.stream:
-        return StreamingResponse(stream_answer(rag, body, result, remember, query_id), media_type="text/event-stream")
+        return StreamingResponse(
+            stream_answer(rag, body.generate, result, remember, query_id), media_type="text/event-stream"
+        )
     if body.generate and not isinstance(result, Answer):
         result = await answer_unless_gone(request, rag, result)
         remember(result)
@@ -211,6 +215,14 @@ async def query(
             )
     # pydantic's own serialiser, not FastAPI's encoder: a quarter of a millisecond less per query
     return JSONResponse({"query_id": query_id, **shown(result).model_dump(mode="json")})
+
+
+def room_for_an_answer(state: ServiceState) -> None:
+    """A 503 with ``Retry-After`` now, before a response starts, when the model's queue is full."""
+    try:
+        state.scheduler.check_room()
+    except QueueFull as full:
+        raise busy(full) from None
 
 
 def cached_or_retrieved(state: ServiceState, namespace: str, body: QueryRequest) -> tuple[Evidence, tuple[int, ...]]:
@@ -238,96 +250,6 @@ def remember_answer(state: ServiceState, namespace: str, answer: Answer, stamp: 
     """A complete, checked answer is reused for the same question until the index changes."""
     if answer.complete and answer.error is None and (answer.answer is not None or answer.abstained):
         state.cache.put((namespace, normalise(answer.question), "answer"), stamp, answer)
-
-
-def shown(result: EvidenceT) -> EvidenceT:
-    """What a team may read of a result: an error message without credentials or server paths."""
-    if isinstance(result, Answer) and result.error:
-        return result.model_copy(update={"error": one_line(result.error)})
-    return result
-
-
-async def answer_unless_gone(request: Request, rag: QuorumRAG, evidence: Evidence) -> Answer:
-    """The answer, generated on a worker thread; a client that disconnects meanwhile stops the
-    model at its next token (the thread's answer is then incomplete, and nobody reads it)."""
-    cancelled = threading.Event()
-    answering = asyncio.ensure_future(
-        run_in_threadpool(rag.answer, evidence.question, evidence=evidence, cancelled=cancelled)
-    )
-    watching = asyncio.ensure_future(until_disconnected(request))
-    try:
-        await asyncio.wait({answering, watching}, return_when=asyncio.FIRST_COMPLETED)
-        if watching.done():
-            cancelled.set()
-        return await answering
-    finally:
-        watching.cancel()
-
-
-async def until_disconnected(request: Request) -> None:
-    """Returns when the client goes away (the body is read: the next message is the disconnect)."""
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
-
-
-def sse(event: str, data: Any) -> str:
-    return f"event: {event}\ndata: {json.dumps(data)}\n\n"
-
-
-async def stream_answer(
-    rag: QuorumRAG, body: QueryRequest, result: Evidence, on_done: Callable[[Answer], None], query_id: str
-) -> AsyncIterator[str]:
-    """The evidence (with the query's id, for feedback), each answer token as it arrives, then the
-    checked answer. A cached answer arrives as one token. A client that leaves mid-stream stops the
-    model at its next token: the server's next write fails, and this generator is closed."""
-    fields = {*Evidence.model_fields, *Evidence.model_computed_fields}
-    yield sse("evidence", {"query_id": query_id, **result.model_dump(include=fields)})
-    if isinstance(result, Answer):
-        if result.answer:
-            yield sse("token", {"text": result.answer})
-        yield sse("done", {"query_id": query_id, **shown(result).model_dump()})
-        return
-    if result.abstained or not body.generate:
-        yield sse("done", {"query_id": query_id, **Answer.from_evidence(result).model_dump()})
-        return
-    async with aclosing(answer_events(rag, result, on_done)) as events:  # closed with this generator
-        async for item in events:
-            if isinstance(item, Answer):
-                yield sse("done", {"query_id": query_id, **shown(item).model_dump()})
-            else:
-                yield sse("token", {"text": item})
-
-
-async def answer_events(
-    rag: QuorumRAG, evidence: Evidence, on_done: Callable[[Answer], None]
-) -> AsyncGenerator[str | Answer, None]:
-    """Each answer token as the model writes it (on a worker thread), then the checked answer.
-    Closing this generator early (the client left, so the server's next write failed) stops
-    the model at its next token."""
-    loop, tokens = asyncio.get_running_loop(), asyncio.Queue[str | Answer]()
-    cancelled = threading.Event()
-
-    def post(item: str | Answer) -> None:
-        try:
-            loop.call_soon_threadsafe(tokens.put_nowait, item)
-        except RuntimeError:  # the loop has closed: the client left, nobody reads this any more
-            cancelled.set()
-
-    def generate() -> None:
-        try:
-            answer = rag.answer(evidence.question, evidence=evidence, cancelled=cancelled, on_token=post)
-            on_done(answer)
-        except Exception as exc:
-            answer = Answer.from_evidence(evidence, error=f"unexpected {type(exc).__name__}")
-        post(answer)
-
-    threading.Thread(target=generate, name="qrag-answer", daemon=True).start()
-    try:
-        while not isinstance(item := await tokens.get(), Answer):
-            yield item
-        yield item
-    finally:
-        cancelled.set()  # done, or the client left: either way the model has nothing more to write
 
 
 @queries.post("/feedback", status_code=201)

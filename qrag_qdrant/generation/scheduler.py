@@ -1,0 +1,168 @@
+"""The shared model as a scheduled resource: a bounded queue in front of a generation backend, fair
+across namespaces, that drops a request whose client has gone before it reaches the model.
+
+One team's burst must not starve another: the model takes the namespaces in turn (round robin), one
+request of each, first come within a namespace. A full queue refuses at once (``QueueFull``: the
+service's 503 with ``Retry-After``), and a request that is waiting reports its place as it moves.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from ..errors import GenerationError
+
+
+class QueueFull(GenerationError):
+    """The model's queue is full: try again later."""
+
+    def __init__(self, waiting: int, retry_after: int):
+        super().__init__(f"the model is busy: {waiting} answers are waiting; try again in {retry_after} s")
+        self.retry_after = retry_after
+
+
+class LeftQueue(GenerationError):
+    """The request's client went away while it waited: it never reached the model."""
+
+
+@dataclass(eq=False)
+class Ticket:
+    namespace: str
+    cancelled: threading.Event
+    queued_at: float = field(default_factory=time.monotonic)
+    granted: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class QueueStats:
+    """What ``/metrics`` shows of the queue: waiting now, served, dropped, refused, total wait."""
+
+    waiting: int = 0
+    served: int = 0
+    dropped: int = 0
+    refused: int = 0
+    wait_seconds: float = 0.0
+
+
+class GenerationScheduler:
+    """``slots`` requests hold the model at once (1: a single llama.cpp slot); at most ``capacity``
+    wait. ``turn`` blocks until it is the caller's, fairly across namespaces."""
+
+    def __init__(self, capacity: int = 64, slots: int = 1, seconds_per_answer: float = 15.0):
+        self.capacity, self.slots, self.seconds_per_answer = capacity, slots, seconds_per_answer
+        self._lock = threading.Condition()
+        self._queues: OrderedDict[str, deque[Ticket]] = OrderedDict()  # namespaces in their turn order
+        self._running = 0
+        self.stats = QueueStats()
+
+    @contextmanager
+    def turn(
+        self,
+        namespace: str,
+        cancelled: threading.Event | None = None,
+        on_wait: Callable[[int], None] | None = None,
+    ) -> Iterator[float]:
+        """Hold the model for the block; yields the seconds waited. ``on_wait(position)`` is told the
+        request's place (1: next) when it queues and as it moves up. Raises ``QueueFull`` at once
+        when the queue is full, and ``LeftQueue`` when ``cancelled`` is set while it waits."""
+        ticket = Ticket(namespace, cancelled or threading.Event())
+        with self._lock:
+            waiting = sum(len(q) for q in self._queues.values())
+            if self._running < self.slots and not waiting:
+                self._running += 1
+                ticket.granted.set()
+            elif waiting >= self.capacity:
+                self.stats.refused += 1
+                raise QueueFull(waiting, self._retry_after(waiting))
+            else:
+                self._queues.setdefault(namespace, deque()).append(ticket)
+                self.stats.waiting += 1
+        try:
+            self._wait(ticket, on_wait)
+        except BaseException:
+            self._leave(ticket)
+            raise
+        waited = time.monotonic() - ticket.queued_at
+        with self._lock:
+            self.stats.served += 1
+            self.stats.wait_seconds += waited
+        try:
+            yield waited
+        finally:
+            self._release()
+
+    def check_room(self) -> None:
+        """``QueueFull`` now if a new request would find the queue full (before a response starts)."""
+        with self._lock:
+            waiting = sum(len(q) for q in self._queues.values())
+            if waiting >= self.capacity and self._running >= self.slots:
+                self.stats.refused += 1
+                raise QueueFull(waiting, self._retry_after(waiting))
+
+    def position(self, ticket: Ticket) -> int:
+        """The ticket's place in the order the model will take the queue (1: next)."""
+        with self._lock:
+            return self._order().index(ticket) + 1 if ticket in self._order() else 0
+
+    def _order(self) -> list[Ticket]:
+        """Every waiting ticket in the order they will be served: one per namespace per round."""
+        queues = [list(q) for q in self._queues.values()]
+        order: list[Ticket] = []
+        for depth in range(max(map(len, queues), default=0)):
+            order += [q[depth] for q in queues if depth < len(q)]
+        return order
+
+    def _wait(self, ticket: Ticket, on_wait: Callable[[int], None] | None) -> None:
+        told = 0
+        while not ticket.granted.is_set():
+            if ticket.cancelled.is_set():
+                raise LeftQueue("the client went away while the request waited for the model")
+            place = self.position(ticket)
+            if on_wait is not None and place and place != told:
+                on_wait(place)
+                told = place
+            with self._lock:
+                if not ticket.granted.is_set():  # woken by a release, a cancel poll, or a new arrival
+                    self._lock.wait(timeout=0.25)
+
+    def _leave(self, ticket: Ticket) -> None:
+        """A ticket that will not run: out of the queue, or its slot handed on if it was granted."""
+        with self._lock:
+            queue = self._queues.get(ticket.namespace)
+            if queue is not None and ticket in queue:
+                queue.remove(ticket)
+                self.stats.waiting -= 1
+                self.stats.dropped += 1
+                if not queue:
+                    del self._queues[ticket.namespace]
+                self._lock.notify_all()
+                return
+        if ticket.granted.is_set():
+            self._release()
+
+    def _release(self) -> None:
+        """The model is free: hand it to the next namespace in turn, skipping requests whose client left."""
+        with self._lock:
+            self._running -= 1
+            while self._running < self.slots and self._queues:
+                namespace, queue = next(iter(self._queues.items()))
+                ticket = queue.popleft()
+                self.stats.waiting -= 1
+                if queue:
+                    self._queues.move_to_end(namespace)  # its next request waits for the others' turn
+                else:
+                    del self._queues[namespace]
+                if ticket.cancelled.is_set():
+                    self.stats.dropped += 1
+                    continue
+                self._running += 1
+                ticket.granted.set()
+            self._lock.notify_all()
+
+    def _retry_after(self, waiting: int) -> int:
+        return max(1, round(waiting * self.seconds_per_answer / self.slots))
