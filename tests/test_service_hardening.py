@@ -504,3 +504,44 @@ def test_connections_that_never_finish_their_headers_are_closed(teams, tmp_path)
         after = httpx.get(f"{url}/healthz", timeout=60)
     assert served.status_code == 200 and after.status_code == 200
     assert closed == [True] * len(stalled)
+
+
+def test_teams_wait_their_turn_for_the_model_and_a_full_queue_is_a_503(teams):
+    """One model, many teams: while team a's answer holds it, team b's streamed question waits,
+    told its place; with the queue full, a third answer is refused at once with Retry-After."""
+    from .ollama_standin import ollama_standin
+    from .test_service import events
+
+    start, auth = teams
+    gears = "What did the Antikythera mechanism model?"
+    release = threading.Event()
+    with ollama_standin(hold=release, hold_when=lambda body: BEES in body["messages"][-1]["content"]) as ollama:
+        settings = {"ollama": {"host": ollama.host}, "generation": {"backend": "ollama"}}
+        with start(service={"queue_capacity": 1}, **settings) as client:
+            scheduler = client.app.state.service.scheduler
+            replies = {}
+
+            def ask(name, question, headers):
+                replies[name] = client.post("/v1/query", json={"question": question, "stream": True}, headers=headers)
+
+            first = threading.Thread(target=ask, args=("a", BEES, auth["a"]))
+            first.start()
+            assert ollama.first_token_sent.wait(60)  # team a's answer holds the model
+            second = threading.Thread(target=ask, args=("b", gears, auth["b"]))
+            second.start()
+            while scheduler.stats.waiting == 0:  # team b's answer is in the queue
+                second.join(0.01)
+            full = client.post(
+                "/v1/query", json={"question": BEES + " Again?"}, headers=auth["a"]
+            )  # a third, with one waiting: the queue is full
+            metrics = client.get("/metrics").text
+            release.set()
+            first.join(60)
+            second.join(60)
+    assert full.status_code == 503 and full.json()["code"] == "model_busy" and int(full.headers["Retry-After"]) >= 1
+    assert "qrag_generation_queue_waiting 1" in metrics and "qrag_generation_queue_refused_total 1" in metrics
+    received = events(replies["b"])
+    names = [name for name, _ in received]
+    assert names[:2] == ["evidence", "queued"] and received[1][1] == {"position": 1}
+    assert names[-1] == "done" and received[-1][1]["answer"] and received[-1][1]["timings_ms"]["queue_wait"] > 0
+    assert [name for name, _ in events(replies["a"])][-1] == "done"
