@@ -180,6 +180,11 @@ class LlmSettings(Section):
     )
     # On 2 busy cores, 2 llama.cpp threads contend and can run 50x slower than 1 (docs/benchmarks.md).
     threads: PositiveInt = Field(1, description="llama.cpp threads: on 2 busy cores, 2 threads contend")
+    batch: PositiveInt = Field(
+        128,
+        description="prompt tokens llama.cpp reads per step: a client that leaves frees the model within one "
+        "step (128: about 2 s on one thread), and smaller steps read a prompt no slower",
+    )
     context: PositiveInt = Field(4096, description="the model's context window in tokens")
     max_tokens: PositiveInt = Field(256, description="the longest answer, in tokens")
     decline_threshold: float | None = Field(

@@ -56,7 +56,7 @@ class ScriptedServer:
 def generator(server: ScriptedServer, threshold: float | None) -> EmbeddedGenerator:
     backend = object.__new__(EmbeddedGenerator)
     backend.settings, backend.answer_format = LlmSettings(decline_threshold=threshold), "short"
-    backend._server = server
+    backend._transport = lambda request, on_chunk, halted: server.handle_chat_completions(request, on_chunk)
     return backend
 
 

@@ -253,7 +253,7 @@ def test_the_loaded_models_http_port_answers_no_one_without_its_key():
     from qrag_qdrant.generation.embedded import _server, resolve_gguf
 
     settings = load_settings()
-    url = _server(resolve_gguf(settings.llm), settings.llm).listening_address
+    url = _server(resolve_gguf(settings.llm), settings.llm).url
     assert url.startswith("http://127.0.0.1:")
     for path in ("/v1/models", "/v1/chat/completions", "/slots", "/metrics"):
         with pytest.raises(urllib.error.HTTPError) as refused:
@@ -261,3 +261,38 @@ def test_the_loaded_models_http_port_answers_no_one_without_its_key():
                 urllib.request.Request(url + path, data=b"{}" if "chat" in path else None), timeout=30
             )
         assert refused.value.code == 401, path
+
+
+def prompt_tokens_read(backend) -> int:
+    """Prompt tokens llama.cpp has read so far (its own counter, cached tokens excluded)."""
+    lines = backend._model.server.handle_metrics().splitlines()
+    return int(float(next(line for line in lines if line.startswith("llamacpp:prompt_tokens_total ")).split()[1]))
+
+
+@needs_model
+def test_a_client_that_leaves_during_a_long_prompt_frees_the_model_before_it_is_read():
+    """The model stops within one batch of the prompt (llm.batch), not after reading all of it: the
+    request goes through llama.cpp's HTTP server, which checks its client between batches."""
+    from qrag_qdrant.generation.answer import answer_from
+    from qrag_qdrant.generation.embedded import EmbeddedGenerator
+
+    settings = load_settings()
+    backend = EmbeddedGenerator.from_settings(settings)
+    words = " ".join(f"fact{n} is about the hive" for n in range(300))  # about 2,700 prompt tokens
+    text = f"The waggle dance tells foragers where flowers are. {words}"
+    passage = Passage(citation=1, source="long.txt", start=0, end=len(text), text=text)
+    evidence = Evidence(
+        question="What does the waggle dance tell foragers?",
+        abstained=False,
+        retrievers=4,
+        clusters=[EvidenceCluster(rank=1, score=1.0, support=4, retrievers=["dense-c50"], passages=[passage])],
+        timings_ms={},
+    )
+    before, gone = prompt_tokens_read(backend), threading.Event()
+    gone.set()  # the client is gone before the model has read the prompt
+    left = answer_from(evidence, lambda: backend, settings, cancelled=gone)
+    assert not left.complete and not left.answer
+    # a short question right after: answered, which takes the model once the left one has stopped
+    short = answer_from(evidence.model_copy(update={"question": "Say yes", "clusters": []}), lambda: backend, settings)
+    assert short.error is None
+    assert prompt_tokens_read(backend) - before < 1_000  # the short prompt, and at most a batch of the long one

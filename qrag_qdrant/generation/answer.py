@@ -69,7 +69,8 @@ def generate_answer(
     parts: list[str] = []
     sent: list[Passage] = list(passages)
     opened: GenerationBackend | None = None
-    reported = GenerationResult()  # this call's own: usage and probabilities never cross answers
+    # this call's own: usage and probabilities never cross answers, and the backend sees a client leave
+    reported = GenerationResult(cancelled=cancelled or threading.Event())
     with timed(result.timings_ms, "generation"):  # the backend opened, the prompt read, the answer written
         try:
             opened = backend()
@@ -102,6 +103,8 @@ def generate_answer(
     if (usage := reported.usage) is not None and result.error is None:
         result.usage = TokenUsage(**dataclasses.asdict(usage))
     result.answer = "".join(parts) or None
+    if result.error is None and reported.cancelled.is_set():  # left before the model wrote a word
+        result.error, result.complete = "stopped: the client went away", False
     if result.error is None and not (result.answer or "").strip():
         result.error, result.answer = "the model returned an empty answer", None
     if result.error is None:

@@ -3,8 +3,9 @@ rely on, below the backends so that none of them imports the registry."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from ..evidence import Passage
@@ -33,6 +34,9 @@ class GenerationResult:
     #: the answer's tokens as generated, each with its log-probability, complete when the stream ends;
     #: None: the backend cannot tell (the answer's confidence is then unknown, and not checked)
     answer_logprobs: list[tuple[str, float]] | None = None
+    #: set when the answer's client has gone: a backend that can stop before its next token (the
+    #: embedded model, mid-prompt) does; every backend stops at its next token when the stream closes
+    cancelled: threading.Event = field(default_factory=threading.Event)
 
 
 class GenerationBackend(Protocol):

@@ -8,6 +8,7 @@ folder and the whole file's sha256 is checked against Qwen's release before it i
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -25,6 +26,7 @@ from ..evidence import Passage
 from ..packaged import cache_dir, package_file, sha256_of
 from ..plugins import install_hint
 from .base import GenerationResult, Usage
+from .llama_http import stream_over_http
 from .prompt import (
     NOT_IN_DOCUMENTS,
     TOP_LOGPROBS,
@@ -135,13 +137,25 @@ def resolve_gguf(settings: LlmSettings) -> Path:
     return check_gguf(packaged_gguf(packaged_model_name(settings)))
 
 
+#: sends one streamed request to the model: (request, on_chunk -> stop?, halted?) -> None
+Transport = Callable[[dict[str, Any], Callable[[dict[str, Any]], bool], Callable[[], bool]], None]
 _SERVERS: dict[tuple[Any, ...], Any] = {}
 _SERVERS_LOCK = threading.Lock()
 
 
-def _server(path: Path, settings: LlmSettings) -> Any:
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model llama.cpp holds in this process, and its HTTP API on a loopback port with a key that
+    only this process knows."""
+
+    server: Any
+    url: str
+    key: str
+
+
+def _server(path: Path, settings: LlmSettings) -> LoadedModel:
     """One loaded model per file and setup for the process: loading takes seconds."""
-    key = (str(path), settings.context, settings.threads)
+    key = (str(path), settings.context, settings.threads, settings.batch)
     with _SERVERS_LOCK:
         if key not in _SERVERS:
             try:
@@ -154,18 +168,21 @@ def _server(path: Path, settings: LlmSettings) -> Any:
             params.n_parallel = 1
             params.cpuparams.n_threads = settings.threads
             params.cpuparams_batch.n_threads = settings.threads
+            params.n_batch = params.n_ubatch = settings.batch  # a client that leaves frees it within one batch
             params.warmup = False
             params.sampling.temp = 0.0
             params.verbosity = 0  # llama.cpp logs every load and request to stderr; failures raise below
-            # The binding also serves llama.cpp's HTTP API on a loopback port; this process calls the
-            # model directly, so that port takes a key no one is told: another local user cannot use it.
-            params.api_keys = [secrets.token_urlsafe(32)]
-            params.endpoint_slots = params.endpoint_metrics = False
+            # The binding also serves llama.cpp's HTTP API on a loopback port, which answers are streamed
+            # through (llama_http.py); it takes a key no one else is told: another local user cannot use it.
+            api_key = secrets.token_urlsafe(32)
+            params.api_keys = [api_key]
+            params.endpoint_slots, params.endpoint_metrics = False, True  # metrics: what the model did, for tests
             log.info("loading %s (%d threads, %d-token window)", path.name, settings.threads, settings.context)
             try:
-                _SERVERS[key] = xllamacpp.Server(params)
+                server = xllamacpp.Server(params)
             except Exception as exc:  # the binding raises bare errors for a file llama.cpp cannot load
                 raise GenerationError(f"llama.cpp cannot load {path}: {exc} (a truncated or damaged GGUF?)") from None
+            _SERVERS[key] = LoadedModel(server, server.listening_address, api_key)
         return _SERVERS[key]
 
 
@@ -182,7 +199,9 @@ class EmbeddedGenerator:
         self.answer_format = answer_format
         self.context_tokens = settings.context
         self.path = resolve_gguf(settings)
-        self._server = _server(self.path, settings)
+        self._model = _server(self.path, settings)
+        #: how a request reaches the model: streamed through its HTTP API, which can stop mid-prompt
+        self._transport: Transport = functools.partial(stream_over_http, self._model.url, self._model.key)
         self.model_name, self.server = self.path.name, "in-process"
 
     def stream(
@@ -268,11 +287,14 @@ class EmbeddedGenerator:
 
         def on_chunk(chunk: dict[str, Any]) -> bool:
             chunks.put(chunk)
-            return stop.is_set() or (cancelled is not None and cancelled.is_set())  # True: stop generating
+            return halted()  # True: stop generating
+
+        def halted() -> bool:  # the consumer stopped reading, or the answer's client left
+            return stop.is_set() or result.cancelled.is_set() or (cancelled is not None and cancelled.is_set())
 
         def run() -> None:
             try:
-                self._server.handle_chat_completions(request, on_chunk)
+                self._transport(request, on_chunk, halted)
             except Exception as exc:
                 chunks.put(exc)
             chunks.put(done)
@@ -307,7 +329,7 @@ class EmbeddedGenerator:
 
     def yes_probability(self, system: str, prompt: str) -> float:
         """P("yes") against P("no") for the first answer token, from llama.cpp's top log-probs."""
-        result = self._server.handle_chat_completions(
+        result = self._model.server.handle_chat_completions(
             {
                 "messages": chat_messages(system, prompt),
                 "max_tokens": 1,
