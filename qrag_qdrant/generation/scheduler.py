@@ -2,15 +2,16 @@
 across namespaces, that drops a request whose client has gone before it reaches the model.
 
 One team's burst must not starve another: the model takes the namespaces in turn (round robin), one
-request of each, first come within a namespace. A full queue refuses at once (``QueueFull``: the
-service's 503 with ``Retry-After``), and a request that is waiting reports its place as it moves.
+request of each, first come within a namespace; the team it served last waits behind the others. A
+full queue refuses at once (``QueueFull``: the service's 503 with ``Retry-After``), and a request
+that is waiting reports its place as it moves.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -56,7 +57,10 @@ class GenerationScheduler:
     def __init__(self, capacity: int = 64, slots: int = 1, seconds_per_answer: float = 15.0):
         self.capacity, self.slots, self.seconds_per_answer = capacity, slots, seconds_per_answer
         self._lock = threading.Condition()
-        self._queues: OrderedDict[str, deque[Ticket]] = OrderedDict()  # namespaces in their turn order
+        self._queues: dict[str, deque[Ticket]] = {}
+        #: when each namespace last got the model (a count of grants): the longest waiting goes first
+        self._last_turn: dict[str, int] = {}
+        self._turns = 0
         self._running = 0
         self.stats = QueueStats()
 
@@ -74,8 +78,7 @@ class GenerationScheduler:
         with self._lock:
             waiting = sum(len(q) for q in self._queues.values())
             if self._running < self.slots and not waiting:
-                self._running += 1
-                ticket.granted.set()
+                self._grant(ticket)
             elif waiting >= self.capacity:
                 self.stats.refused += 1
                 raise QueueFull(waiting, self._retry_after(waiting))
@@ -109,9 +112,13 @@ class GenerationScheduler:
         with self._lock:
             return self._order().index(ticket) + 1 if ticket in self._order() else 0
 
+    def _rotation(self) -> list[str]:
+        """The waiting namespaces in their turn order: the one served longest ago first."""
+        return sorted(self._queues, key=lambda namespace: self._last_turn.get(namespace, -1))
+
     def _order(self) -> list[Ticket]:
         """Every waiting ticket in the order they will be served: one per namespace per round."""
-        queues = [list(q) for q in self._queues.values()]
+        queues = [list(self._queues[namespace]) for namespace in self._rotation()]
         order: list[Ticket] = []
         for depth in range(max(map(len, queues), default=0)):
             order += [q[depth] for q in queues if depth < len(q)]
@@ -150,19 +157,23 @@ class GenerationScheduler:
         with self._lock:
             self._running -= 1
             while self._running < self.slots and self._queues:
-                namespace, queue = next(iter(self._queues.items()))
-                ticket = queue.popleft()
+                namespace = self._rotation()[0]
+                ticket = self._queues[namespace].popleft()
                 self.stats.waiting -= 1
-                if queue:
-                    self._queues.move_to_end(namespace)  # its next request waits for the others' turn
-                else:
+                if not self._queues[namespace]:
                     del self._queues[namespace]
                 if ticket.cancelled.is_set():
                     self.stats.dropped += 1
                     continue
-                self._running += 1
-                ticket.granted.set()
+                self._grant(ticket)
             self._lock.notify_all()
+
+    def _grant(self, ticket: Ticket) -> None:
+        """The model is the ticket's (lock held); its namespace goes to the end of the rotation."""
+        self._running += 1
+        self._turns += 1
+        self._last_turn[ticket.namespace] = self._turns
+        ticket.granted.set()
 
     def _retry_after(self, waiting: int) -> int:
         return max(1, round(waiting * self.seconds_per_answer / self.slots))
