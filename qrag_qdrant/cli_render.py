@@ -228,6 +228,8 @@ def print_answer_checks(answer: Answer) -> None:
                 if claim.invalid_citations
                 else "not in the passages it cites"
                 if not claim.grounded
+                else "its sentence reads as an instruction to the assistant, not a fact"
+                if claim.unsupported == "instruction"
                 else f"its sentence holds {claim.relevance or 0:.0%} of the question's words"
                 if claim.unsupported == "off the question"
                 else f"the model was {answer.answer_probability or 0:.0%} sure of it"

@@ -129,9 +129,9 @@ class Claim(BaseModel):
         "and confirmed by the judge where one is on (generation.judge); None when not "
         "checked",
     )
-    unsupported: Literal["not found", "off the question", "unsure", "weak evidence", "doubted"] | None = Field(
-        None, description="why it is not supported: which of those checks it failed first"
-    )
+    unsupported: (
+        Literal["not found", "instruction", "off the question", "unsure", "weak evidence", "doubted"] | None
+    ) = Field(None, description="why it is not supported: which of those checks it failed first")
     score: float | None = Field(None, description="the judge's P(yes) that the cited passages support the claim")
 
 

@@ -37,6 +37,7 @@ from ..config import GenerationSettings
 from ..evidence import Answer, Claim, Passage
 from ..term_stats import terms
 from .base import Judge
+from .instructions import reads_as_instruction
 from .prompt import NOT_IN_DOCUMENTS, fence
 
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
@@ -58,6 +59,7 @@ UNSUPPORTED = {
     "unsure": "were written with too little of the model's confidence (generation.min_answer_probability)",
     "weak evidence": "come from evidence the gate is not confident enough of (generation.min_evidence_confidence)",
     "doubted": "were not confirmed by the judge",
+    "instruction": "come from a sentence that reads as an instruction to the assistant, not a fact",
 }
 
 
@@ -138,16 +140,20 @@ def relevance(question: str, claim: str, passage: str) -> float:
         return 0.0
     if not asked:
         return 1.0
-    words = normalised(bare(claim))
-    holding = [s for s in sentences(passage) if words in normalised(s)] or [passage]
+    holding = holding_sentences(claim, passage) or [passage]
     return round(max(len(asked & terms(sentence)) for sentence in holding) / len(asked), 4)
+
+
+def holding_sentences(claim: str, passage: str) -> list[str]:
+    """The sentences of ``passage`` that hold the claim's words (none when they cross a boundary)."""
+    words = normalised(bare(claim))
+    return [s for s in sentences(passage) if words in normalised(s)]
 
 
 def holding_offset(claim: str, passage: str) -> int:
     """Where in ``passage`` the sentence that holds the claim's words starts (0: not one sentence)."""
-    words = normalised(bare(claim))
-    holding = next((s for s in sentences(passage) if words in normalised(s)), None)
-    return max(passage.find(holding.strip()), 0) if holding else 0
+    holding = holding_sentences(claim, passage)
+    return max(passage.find(holding[0].strip()), 0) if holding else 0
 
 
 def answer_probability(answer: str, tokens: Sequence[tuple[str, float]] | None) -> float | None:
@@ -210,6 +216,8 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         claim.unsupported = (
             "not found"
             if claim.relevance is None
+            else "instruction"
+            if holder is not None and any(map(reads_as_instruction, holding_sentences(claim.text, holder.text)))
             else "off the question"
             if claim.relevance < options.min_relevance
             else "unsure"
