@@ -8,6 +8,7 @@ abstention and its reason) and ``list_collections``.
 
 # No ``from __future__ import annotations``: the SDK reads the tools' annotations (``Context``,
 # imported where the tools are built) as objects when it registers them.
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
@@ -36,7 +37,7 @@ class Namespace(Protocol):
 
     def retrieve(self, question: str) -> "Evidence": ...
 
-    def answer(self, evidence: "Evidence") -> "Answer": ...
+    def answer(self, evidence: "Evidence", cancelled: "threading.Event | None" = None) -> "Answer": ...
 
     def collections(self) -> "list[CollectionInfo]": ...
 
@@ -83,9 +84,19 @@ def build_server(resolve: Resolver) -> "MCPServer":
             "no_quorum, low_confidence, model_declined or unsupported_answer): report that rather than guessing."
         )
     )
-    def ask(question: str, ctx: Context) -> dict[str, Any]:
+    async def ask(question: str, ctx: Context) -> dict[str, Any]:
+        import anyio
+
+        cancelled = threading.Event()  # set when the call is cancelled (its client left): the model stops
         with told(ctx) as namespace:
-            return namespace.answer(namespace.retrieve(question)).model_dump(mode="json")
+            try:
+                answer = await anyio.to_thread.run_sync(
+                    lambda: namespace.answer(namespace.retrieve(question), cancelled), abandon_on_cancel=True
+                )
+            except anyio.get_cancelled_exc_class():
+                cancelled.set()
+                raise
+        return answer.model_dump(mode="json")
 
     @server.tool(description="The team's collections: one per chunking, with their point counts and retrievers.")
     def list_collections(ctx: Context) -> list[dict[str, Any]]:
@@ -104,8 +115,8 @@ class LocalNamespace:
     def retrieve(self, question: str) -> "Evidence":
         return self.rag.retrieve(question)
 
-    def answer(self, evidence: "Evidence") -> "Answer":
-        return self.rag.answer(evidence.question, evidence=evidence)
+    def answer(self, evidence: "Evidence", cancelled: "threading.Event | None" = None) -> "Answer":
+        return self.rag.answer(evidence.question, evidence=evidence, cancelled=cancelled)
 
     def collections(self) -> "list[CollectionInfo]":
         return self.rag.collections()

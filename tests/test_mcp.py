@@ -131,3 +131,36 @@ def test_mcp_calls_take_the_keys_query_tokens_and_open_no_endless_stream(teams, 
     assert query.status_code == 429 and int(query.headers["Retry-After"]) >= 1  # one bucket for both paths
     assert other_team.status_code != 429  # each key its own bucket
     assert stream.status_code == 405 and "POST" in stream.headers["Allow"]
+
+
+def test_an_agent_that_leaves_mid_ask_stops_the_model(teams, tmp_path, embedder):
+    import socket
+
+    from qrag_qdrant.generation import register_backend
+
+    from .test_service_hardening import EndlessBackend
+
+    _, auth = teams
+    register_backend("endless", EndlessBackend)
+    EndlessBackend.instances.clear()
+    EndlessBackend.first_token.clear()
+    settings = load_settings(
+        store=tmp_path / "store", generation={"backend": "endless"}, service={"keys": tmp_path / "keys.toml"}
+    )
+    with live_server(create_app(settings, embedder=embedder)) as base:
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+        call["params"] = {"name": "ask", "arguments": {"question": BEES}}
+        body = json.dumps(call).encode()
+        host, port = base.removeprefix("http://").split(":")
+        agent = socket.create_connection((host, int(port)), timeout=60)
+        head = (
+            f"POST /v1/mcp/ HTTP/1.1\r\nHost: {host}\r\nAuthorization: {auth['a']['Authorization']}\r\n"
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
+        agent.sendall(head.encode() + body)
+        assert EndlessBackend.first_token.wait(60)  # the model is writing the agent's answer
+        agent.shutdown(socket.SHUT_RDWR)  # the agent goes away
+        agent.close()
+        backend = EndlessBackend.instances[0]
+        assert backend.stopped.wait(60) and backend.tokens < 1_000_000

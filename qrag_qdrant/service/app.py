@@ -154,7 +154,8 @@ def mcp_app(state: ServiceState) -> Starlette | None:
     from ..mcp_server import build_server
 
     def caller_namespace(ctx: Any) -> ServiceNamespace:
-        return ServiceNamespace(state.spaces(), ctx.request_context.request.state.principal.namespace)
+        request = ctx.request_context.request  # its state: the key's principal, and whether the client left
+        return ServiceNamespace(state.spaces(), request.state.principal.namespace, request.state.client_gone)
 
     return build_server(caller_namespace).streamable_http_app(
         streamable_http_path="/",

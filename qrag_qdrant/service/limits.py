@@ -14,6 +14,7 @@ and moving windows, not a token bucket, and its storage layer is more than one p
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
 import time
@@ -133,4 +134,31 @@ class McpGate:
                     path=scope["path"],
                 )(scope, receive, send)
                 return
+            await watching_for_the_client(self.app, scope, receive, send)
+            return
         await self.app(scope, receive, send)
+
+
+async def watching_for_the_client(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """Run ``app`` with ``request.state.client_gone``, an event set if the client disconnects once
+    the body is read: the MCP SDK answers on the request and never looks, so without it a call
+    (``ask``) would run the model to its end for nobody."""
+    body_read, gone = asyncio.Event(), threading.Event()
+    scope.setdefault("state", {})["client_gone"] = gone
+
+    async def reading() -> Message:
+        message = await receive()
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            body_read.set()
+        return message
+
+    async def watch() -> None:
+        await body_read.wait()
+        if (await receive())["type"] == "http.disconnect":
+            gone.set()
+
+    watching = asyncio.ensure_future(watch())
+    try:
+        await app(scope, reading, send)
+    finally:
+        watching.cancel()

@@ -103,14 +103,17 @@ class Namespaces:
 class ServiceNamespace:
     """One team's namespace of the running service, as the MCP tools use it."""
 
-    def __init__(self, spaces: Namespaces, namespace: str):
-        self.spaces, self.namespace = spaces, namespace
+    def __init__(self, spaces: Namespaces, namespace: str, client_gone: threading.Event | None = None):
+        """``client_gone``: set when the caller disconnects; an answer then stops its model."""
+        self.spaces, self.namespace, self.client_gone = spaces, namespace, client_gone
 
     def retrieve(self, question: str) -> Evidence:
         return self.spaces.retrieve(self.namespace, question)
 
-    def answer(self, evidence: Evidence) -> Answer:
-        return self.spaces.rag(self.namespace).answer(evidence.question, evidence=evidence)
+    def answer(self, evidence: Evidence, cancelled: threading.Event | None = None) -> Answer:
+        # over HTTP the call is never cancelled: the client leaving is what stops the model
+        stop = self.client_gone if self.client_gone is not None else cancelled
+        return self.spaces.rag(self.namespace).answer(evidence.question, evidence=evidence, cancelled=stop)
 
     def collections(self) -> list[CollectionInfo]:
         return self.spaces.collections(self.namespace)
