@@ -23,6 +23,9 @@ from .verify import answer_probability, check_answer
 
 log = logging.getLogger(__name__)
 
+#: an answer whose client left: stopped, left incomplete
+CLIENT_GONE = "stopped: the client went away"
+
 
 #: holds the model for one answer, given the answer's cancel event (a scheduler's turn); None: no queue
 Turn = Callable[[threading.Event], AbstractContextManager[float]]
@@ -91,9 +94,9 @@ def generate_answer(
                 parts.append(text)
                 if on_token and text:
                     on_token(text)
-                if cancelled is not None and cancelled.is_set():
+                if reported.cancelled.is_set():
                     tokens.close()  # stops the model
-                    raise GenerationError("stopped: the client went away")
+                    raise GenerationError(CLIENT_GONE)
         except GenerationError as exc:
             result.error, result.complete = str(exc), False
     log.info("generation: %.0f ms, %s", result.timings_ms["generation"], result.error or "answered")
@@ -104,7 +107,7 @@ def generate_answer(
         result.usage = TokenUsage(**dataclasses.asdict(usage))
     result.answer = "".join(parts) or None
     if result.error is None and reported.cancelled.is_set():  # left before the model wrote a word
-        result.error, result.complete = "stopped: the client went away", False
+        result.error, result.complete = CLIENT_GONE, False
     if result.error is None and not (result.answer or "").strip():
         result.error, result.answer = "the model returned an empty answer", None
     if result.error is None:

@@ -4,7 +4,7 @@ rely on, below the backends so that none of them imports the registry."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -68,6 +68,17 @@ class BackendDefaults:
     context_tokens: int | None = None
     model_name: str | None = None
     server: str | None = None
+
+
+def text_until(pieces: Iterator[str], cancelled: threading.Event) -> str:
+    """A completion's pieces joined, read no further once ``cancelled`` is set (a query expansion
+    the pipeline stopped waiting for)."""
+    text = []
+    for piece in pieces:
+        if cancelled.is_set():
+            break
+        text.append(piece)
+    return "".join(text)
 
 
 @runtime_checkable

@@ -36,7 +36,7 @@ from .prompt import (
     build_messages,
     chat_messages,
     decline_probability,
-    probability_of,
+    yes_share,
 )
 
 log = logging.getLogger(__name__)
@@ -266,13 +266,12 @@ class EmbeddedGenerator:
         """One short completion (a query expansion); llama.cpp stops at its next token once
         ``cancelled`` is set, so a timed-out expansion does not hold the model."""
         request = {"messages": chat_messages(system, prompt), "max_tokens": max_tokens}
-        return "".join(self._chat(request, GenerationResult(), cancelled))
+        return "".join(self._chat(request, GenerationResult(cancelled=cancelled)))
 
     def _chat(
         self,
         request: dict[str, Any],
         result: GenerationResult,
-        cancelled: threading.Event | None = None,
         on_first: Callable[[list[tuple[str, float]]], None] | None = None,
         chosen: list[tuple[str, float]] | None = None,
     ) -> Generator[str, None, None]:
@@ -290,7 +289,7 @@ class EmbeddedGenerator:
             return halted()  # True: stop generating
 
         def halted() -> bool:  # the consumer stopped reading, or the answer's client left
-            return stop.is_set() or result.cancelled.is_set() or (cancelled is not None and cancelled.is_set())
+            return stop.is_set() or result.cancelled.is_set()
 
         def run() -> None:
             try:
@@ -341,5 +340,4 @@ class EmbeddedGenerator:
         if "choices" not in result:
             raise GenerationError(f"the embedded model failed: {result.get('message') or result}")
         top = alternatives(result["choices"][0]["logprobs"]["content"][0]["top_logprobs"])
-        yes, no = (probability_of(top, word.__eq__, normalise=True) for word in ("yes", "no"))
-        return yes / (yes + no) if yes + no else 0.5
+        return yes_share(top)

@@ -12,7 +12,7 @@ from ..config import OllamaSettings, Settings
 from ..errors import GenerationError, redacted
 from ..evidence import Passage
 from ..plugins import install_hint
-from .base import GenerationResult, Usage
+from .base import GenerationResult, Usage, text_until
 from .prompt import TOP_LOGPROBS, AnswerFormat, alternatives, build_messages, chat_messages, decline_probability
 
 
@@ -44,13 +44,8 @@ class OllamaGenerator:
 
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); stops reading once ``cancelled`` is set."""
-        text = []
         options = {"num_predict": max_tokens, "temperature": 0}
-        for piece in self._chat(chat_messages(system, prompt), GenerationResult(), options):
-            if cancelled.is_set():
-                break
-            text.append(piece)
-        return "".join(text)
+        return text_until(self._chat(chat_messages(system, prompt), GenerationResult(), options), cancelled)
 
     def _chat(
         self,

@@ -21,8 +21,8 @@ from ..config_sections import OpenAISettings
 from ..errors import GenerationError, redacted
 from ..evidence import Passage
 from ..plugins import require
-from .base import GenerationResult, Usage
-from .prompt import TOP_LOGPROBS, AnswerFormat, build_messages, chat_messages, decline_probability, probability_of
+from .base import GenerationResult, Usage, text_until
+from .prompt import TOP_LOGPROBS, AnswerFormat, build_messages, chat_messages, decline_probability, yes_share
 
 log = logging.getLogger(__name__)
 
@@ -68,12 +68,7 @@ class OpenAIGenerator:
 
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); stops reading once ``cancelled`` is set."""
-        text = []
-        for piece in self._chat(chat_messages(system, prompt), max_tokens, GenerationResult()):
-            if cancelled.is_set():
-                break
-            text.append(piece)
-        return "".join(text)
+        return text_until(self._chat(chat_messages(system, prompt), max_tokens, GenerationResult()), cancelled)
 
     def yes_probability(self, system: str, prompt: str) -> float:
         """P("yes") against P("no") for the first answer token (the judge), from the server's
@@ -94,8 +89,7 @@ class OpenAIGenerator:
                 f"the server at {self.server} returns no log-probabilities: generation.judge needs them"
             )
         top = [(entry.token, entry.logprob) for entry in content[0].top_logprobs]
-        yes, no = (probability_of(top, word.__eq__, normalise=True) for word in ("yes", "no"))
-        return yes / (yes + no) if yes + no else 0.5
+        return yes_share(top)
 
     def _chat(
         self, messages: list[dict[str, str]], max_tokens: int, result: GenerationResult, logprobs: bool = False

@@ -107,6 +107,13 @@ def probability_of(
     )
 
 
+def yes_share(first_token: Iterable[tuple[str, float]]) -> float:
+    """P("yes") against P("no") among the first-token alternatives (the judge's score); 0.5 when
+    neither is among them."""
+    yes, no = (probability_of(first_token, word.__eq__, normalise=True) for word in ("yes", "no"))
+    return yes / (yes + no) if yes + no else 0.5
+
+
 def decline_probability(first_token: Iterable[tuple[str, float]]) -> float:
     """How likely the model was to answer "not in the documents": the probability of the
     first-token alternatives that begin that reply.

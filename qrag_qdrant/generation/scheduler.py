@@ -76,12 +76,10 @@ class GenerationScheduler:
         when the queue is full, and ``LeftQueue`` when ``cancelled`` is set while it waits."""
         ticket = Ticket(namespace, cancelled or threading.Event())
         with self._lock:
-            waiting = sum(len(q) for q in self._queues.values())
-            if self._running < self.slots and not waiting:
+            if self._running < self.slots and not self.stats.waiting:
                 self._grant(ticket)
-            elif waiting >= self.capacity:
-                self.stats.refused += 1
-                raise QueueFull(waiting, self._retry_after(waiting))
+            elif self.stats.waiting >= self.capacity:
+                raise self._refused()
             else:
                 self._queues.setdefault(namespace, deque()).append(ticket)
                 self.stats.waiting += 1
@@ -102,15 +100,14 @@ class GenerationScheduler:
     def check_room(self) -> None:
         """``QueueFull`` now if a new request would find the queue full (before a response starts)."""
         with self._lock:
-            waiting = sum(len(q) for q in self._queues.values())
-            if waiting >= self.capacity and self._running >= self.slots:
-                self.stats.refused += 1
-                raise QueueFull(waiting, self._retry_after(waiting))
+            if self.stats.waiting >= self.capacity and self._running >= self.slots:
+                raise self._refused()
 
     def position(self, ticket: Ticket) -> int:
         """The ticket's place in the order the model will take the queue (1: next)."""
         with self._lock:
-            return self._order().index(ticket) + 1 if ticket in self._order() else 0
+            order = self._order()
+        return order.index(ticket) + 1 if ticket in order else 0
 
     def _rotation(self) -> list[str]:
         """The waiting namespaces in their turn order: the one served longest ago first."""
@@ -175,5 +172,8 @@ class GenerationScheduler:
         self._last_turn[ticket.namespace] = self._turns
         ticket.granted.set()
 
-    def _retry_after(self, waiting: int) -> int:
-        return max(1, round(waiting * self.seconds_per_answer / self.slots))
+    def _refused(self) -> QueueFull:
+        """A full queue's refusal, counted (lock held); it says when to try again."""
+        self.stats.refused += 1
+        waiting = self.stats.waiting
+        return QueueFull(waiting, max(1, round(waiting * self.seconds_per_answer / self.slots)))
