@@ -2,6 +2,7 @@
 
 from .api import CollectionInfo, QuorumRAG
 from .config import Settings, load_settings
+from .coordinator.conversation import Turn
 from .errors import QragError
 from .evidence import Answer, Evidence, EvidenceCluster, Passage
 from .version import __version__
@@ -15,6 +16,7 @@ __all__ = [
     "QragError",
     "QuorumRAG",
     "Settings",
+    "Turn",
     "__version__",
     "load_settings",
 ]

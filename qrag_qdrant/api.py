@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from .config import Settings, load_settings
 from .coordinator import Coordinator
+from .coordinator.conversation import Asked, Turn
 from .embedding import DenseEmbedder
 from .errors import StoreError
 from .evidence import Answer, Evidence
@@ -104,8 +105,19 @@ class QuorumRAG:
             if self._coordinator is not None:
                 self._coordinator.index_changed()
 
-    def retrieve(self, question: str) -> Evidence:
+    def retrieve(self, question: str | Asked, history: Iterable[Turn | Mapping[str, Any]] = ()) -> Evidence:
+        """The quorum evidence for ``question``; after ``history`` (the conversation's earlier
+        turns, oldest first, as ``Turn`` or ``{"role", "content"}``) a follow-up is searched as
+        the stand-alone question ``asked`` makes of it (``retrieval.conversation``)."""
+        if history or not isinstance(question, Asked):
+            question = self.asked(question if isinstance(question, str) else question.question, history)
         return self.coordinator.retrieve(question)
+
+    def asked(self, question: str, history: Iterable[Turn | Mapping[str, Any]] = ()) -> Asked:
+        """What a question is searched as after ``history``: itself, or its stand-alone rewrite
+        (one model call, for a follow-up that points back). A bad question or history raises
+        QuestionError."""
+        return self.coordinator.conversation.asked(question, history)
 
     def warm(self) -> None:
         """Call once in a process that will answer many questions: the embedded store's files are
@@ -125,6 +137,7 @@ class QuorumRAG:
         evidence: Evidence | None = None,
         cancelled: threading.Event | None = None,
         on_queued: Callable[[int], None] | None = None,
+        history: Iterable[Turn | Mapping[str, Any]] = (),
     ) -> Answer:
         """Generate from the quorum evidence, then check the answer's citations and claims;
         abstain without calling the model when the evidence is missing or too weak.
@@ -132,11 +145,12 @@ class QuorumRAG:
         A generation failure does not raise: the evidence is returned with ``error`` set, and
         ``complete`` is false when the stream broke after part of the answer arrived. With a
         scheduler, ``on_queued`` is told the answer's place while it waits for the model, and a
-        full queue raises ``QueueFull``.
+        full queue raises ``QueueFull``. ``history``: as for ``retrieve``; the answer is written
+        to the stand-alone question.
         """
         scheduler, namespace = self._scheduler, self.settings.namespace
         turn = (lambda left: scheduler.turn(namespace, left, on_queued)) if scheduler is not None else None
-        evidence = evidence or self.retrieve(question)
+        evidence = evidence or self.retrieve(question, history)
         answer = answer_from(evidence, self.generator, self.settings, on_token, cancelled, turn)
         if self._on_answer is not None:
             self._on_answer(answer)

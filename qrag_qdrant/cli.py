@@ -19,6 +19,7 @@ from typing import Annotated
 import typer
 
 from .cli_admin import feedback_app, gate_app, key_app
+from .cli_chat import chat
 from .cli_eval import evaluate
 from .cli_options import ConfigOption, JsonOption, NamespaceOption, StoreOption, open_rag
 from .cli_render import (
@@ -54,6 +55,7 @@ app.add_typer(gate_app, name="gate")
 app.add_typer(key_app, name="key")
 app.add_typer(feedback_app, name="feedback")
 app.command("eval")(evaluate)
+app.command("chat")(chat)
 
 
 #: Qdrant's advice: about this many collections per cluster at most.

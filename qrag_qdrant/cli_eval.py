@@ -114,6 +114,14 @@ RowsOutOption = Annotated[
         "--rows-out", help="write each question's gate features and label as JSONL, for `qrag-qdrant gate train`"
     ),
 ]
+VariantsOption = Annotated[
+    str,
+    typer.Option(
+        "--variants",
+        help="conversational data sets: how follow-ups are read, comma-separated: last (the question alone), "
+        "rewrite (retrieval.conversation = rewrite), human (the data set's own stand-alone rewrite)",
+    ),
+]
 ReportOption = Annotated[Path | None, typer.Option("--report", help="write report.md and plots into this folder")]
 
 
@@ -138,14 +146,29 @@ def evaluate(
     json_out: JsonOutOption = None,
     rows_out: RowsOutOption = None,
     report: ReportOption = None,
+    variants: VariantsOption = "last,rewrite,human",
     config: ConfigOption = None,
     store: StoreOption = None,
     namespace: Annotated[str | None, typer.Option("--namespace", help="[default: eval-<data set name>]")] = None,
 ) -> None:
-    """Run every system on the same questions of a public data set and compare them."""
+    """Run every system on the same questions of a public data set and compare them; on a
+    conversational data set (conversations.jsonl), every way of reading a follow-up."""
     from .eval import Evaluation, load_dataset, parse_sweep
-    from .eval.report import answers_table, decline_table, expansions_table, sweep_table, systems_table, write_report
 
+    if (in_data_folder(dataset_dir) / "conversations.jsonl").is_file():
+        conversation_eval(
+            in_data_folder(dataset_dir),
+            variants,
+            sample,
+            seed,
+            generate,
+            answers_out,
+            json_out,
+            config,
+            store,
+            namespace,
+        )
+        return
     if sweep_points and not sweep:
         raise typer.BadParameter(f"unexpected arguments {' '.join(sweep_points)} (did you mean --sweep?)")
     grid = parse_sweep(sweep_points or []) if sweep else []
@@ -176,6 +199,13 @@ def evaluate(
                 answers_out,
                 generate_kinds.split(",") if generate_kinds else None,
             )
+    show_result(result, json_out, rows_out, report)
+
+
+def show_result(result: Any, json_out: Path | None, rows_out: Path | None, report: Path | None) -> None:
+    """The tables on the terminal, and the files asked for."""
+    from .eval.report import answers_table, decline_table, expansions_table, sweep_table, systems_table, write_report
+
     print_table(systems_table(result))
     if (expanded := expansions_table(result)) is not None:
         print_table(expanded)
@@ -240,3 +270,55 @@ def answer_questions(
         return AnswerEvaluation(rag.settings, rag.generator, names).run(
             questions, contexts, advance=lambda: bar.advance(task), on_answer=keep
         )
+
+
+def conversation_eval(
+    root: Path,
+    variants: str,
+    sample: int | None,
+    seed: int,
+    generate: int | None,
+    answers_out: Path | None,
+    json_out: Path | None,
+    config: Path | None,
+    store: Path | None,
+    namespace: str | None,
+) -> None:
+    """``eval`` on a conversational data set: each variant of reading follow-ups on every turn
+    (``--sample`` conversations), and ``--generate`` answerable follow-ups answered by each."""
+    from .coordinator import Coordinator
+    from .eval.conversations import conversation_table, evaluate_conversations, load_conversations, row, to_answer
+    from .eval.dataset import Dataset
+
+    turns = load_conversations(root, sample, seed)
+    namespace = namespace or Dataset(root.resolve().name, root, "qa", []).namespace
+    names = [v.strip() for v in variants.split(",") if v.strip()]
+    with open_rag(config, store, namespace) as rag, contextlib.ExitStack() as stack:
+        with ingest_progress() as progress:
+            rag.ingest(root / "corpus", progress=progress)
+        sink = stack.enter_context(answers_out.open("w")) if answers_out else None
+
+        def pipeline(variant: str) -> Coordinator:
+            """The variant's pipeline on the same store, embedding model and language model."""
+            retrieval = rag.settings.retrieval.model_copy(
+                update={"conversation": "rewrite" if variant == "rewrite" else "last"}
+            )
+            coordinator = rag.pipeline(rag.settings.model_copy(update={"retrieval": retrieval}))
+            stack.callback(coordinator.close)
+            return coordinator
+
+        with progress_bar() as bar:
+            task = bar.add_task("turns", total=len(turns) * len(names))
+            result = evaluate_conversations(
+                rag,
+                pipeline,
+                turns,
+                names,
+                to_answer(turns, generate or 0, seed),
+                advance=lambda: bar.advance(task),
+                on_result=(lambda r: print(row(r), end="", file=sink, flush=True)) if sink else None,
+            )
+    for split in ("tune", "test"):
+        print_table(conversation_table(result, split))
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2) + "\n")

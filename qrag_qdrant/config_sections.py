@@ -94,6 +94,24 @@ class RetrievalSettings(Section):
     expansion_timeout: PositiveFloat = Field(
         60.0, description="seconds to wait for the model's expansions; past it, the question is searched alone"
     )
+    conversation: Literal["rewrite", "last"] = Field(
+        "rewrite",
+        description="a follow-up in a conversation: rewrite: the model makes it stand-alone from the earlier turns "
+        "(a model call only for a follow-up that points back); last: the question alone, as typed",
+    )
+    history_window: NonNegativeInt = Field(
+        4, description="conversation: the most recent earlier turns the rewrite reads (user and assistant each count)"
+    )
+    history_assistant_chars: PositiveInt = Field(
+        300, description="conversation: characters of each assistant turn the rewrite reads"
+    )
+    max_history_turns: PositiveInt = Field(
+        100, description="a history of more turns is refused (bad_question); send the most recent ones"
+    )
+    max_turn_chars: PositiveInt = Field(8000, description="a history turn longer than this is refused (bad_question)")
+    max_history_chars: PositiveInt = Field(
+        64000, description="a history longer than this in all is refused (bad_question)"
+    )
 
     @model_validator(mode="after")
     def _known_expansion_syntax(self) -> RetrievalSettings:

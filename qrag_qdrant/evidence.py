@@ -60,8 +60,25 @@ class QueryExpansion(BaseModel):
     error: str | None = Field(None, description="why it was not used; the question was searched without it")
 
 
+class ConversationStep(BaseModel):
+    """How a question in a conversation became what was searched (retrieval.conversation)."""
+
+    how: str = Field(
+        description="first_turn: no history; stand_alone: the question names its own subject; rewritten: the "
+        "model made it stand-alone; unchanged: the model kept it; last: retrieval.conversation = last; "
+        "rewrite_failed: searched as typed (note says why)"
+    )
+    turns: int = Field(0, description="earlier turns the client sent")
+    note: str | None = Field(None, description="why a rewrite was not used")
+
+
 class Evidence(BaseModel):
-    question: str
+    question: str = Field(description="the question as the user asked it")
+    searched_for: str | None = Field(
+        None,
+        description="what was searched and answered: the question, or in a conversation its stand-alone rewrite",
+    )
+    conversation: ConversationStep | None = Field(None, description="how the history was used")
     abstained: bool
     abstain_reason: AbstainReason | None = Field(
         None,
@@ -87,6 +104,11 @@ class Evidence(BaseModel):
     timings_ms: dict[str, float]
     #: the gate's inputs, kept for feedback rows (``feedback export``); not part of the JSON
     gate_features: dict[str, float] | None = Field(None, exclude=True)
+
+    @property
+    def searched(self) -> str:
+        """The stand-alone question: what the gate, the context and the answer read."""
+        return self.searched_for or self.question
 
     @property
     def passages(self) -> list[Passage]:

@@ -2,16 +2,19 @@
 (``qrag-qdrant mcp``), and over streamable HTTP on the service (``/v1/mcp``, the same team keys).
 
 Built on the official ``mcp`` SDK (its ``MCPServer``). The tools call the same pipeline as the
-CLI and the service: ``search_evidence`` (no model call), ``ask`` (the checked answer, or the
-abstention and its reason) and ``list_collections``.
+CLI and the service: ``search_evidence`` (no model call but a follow-up's rewrite), ``ask`` (the
+checked answer, or the abstention and its reason) and ``list_collections``. ``search_evidence``
+and ``ask`` take the conversation's earlier turns as ``history``.
 """
 
 # No ``from __future__ import annotations``: the SDK reads the tools' annotations (``Context``,
 # imported where the tools are built) as objects when it registers them.
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from typing_extensions import TypedDict  # pydantic reads it on Python < 3.12
 
 from .errors import ConfigError, QragError
 from .plugins import install_hint
@@ -35,11 +38,18 @@ INSTRUCTIONS = (
 class Namespace(Protocol):
     """What the tools need of one team's namespace: the CLI's ``QuorumRAG`` or the service's."""
 
-    def retrieve(self, question: str) -> "Evidence": ...
+    def retrieve(self, question: str, history: "Iterable[Any]" = ()) -> "Evidence": ...
 
     def answer(self, evidence: "Evidence", cancelled: "threading.Event | None" = None) -> "Answer": ...
 
     def collections(self) -> "list[CollectionInfo]": ...
+
+
+class Turn(TypedDict):
+    """One earlier message of the conversation, oldest first."""
+
+    role: Literal["user", "assistant"]
+    content: str
 
 
 #: the namespace a tool call runs in, from its context (stdio: the configured one; HTTP: the key's)
@@ -66,13 +76,19 @@ def build_server(resolve: Resolver) -> "MCPServer":
         description=(
             "Find the passages of the team's documents that several independent retrievers agree answer the "
             "question, best first, with each passage's source, location and citation number, each cluster's support "
-            "(how many retrievers found it) and the evidence gate's confidence. No language model is called. If "
-            "abstained is true, the documents hold no reliable evidence (abstain_reason says why)."
+            "(how many retrievers found it) and the evidence gate's confidence. No answer is written. If abstained "
+            "is true, the documents hold no reliable evidence (abstain_reason says why). In a conversation, pass the "
+            "earlier turns as history: a follow-up is searched as the stand-alone question searched_for shows."
         )
     )
-    def search_evidence(question: str, ctx: Context, clusters: int | None = None) -> dict[str, Any]:
+    async def search_evidence(
+        question: str, ctx: Context, clusters: int | None = None, history: list[Turn] | None = None
+    ) -> dict[str, Any]:
+        import anyio
+
         with told(ctx) as namespace:
-            shown = namespace.retrieve(question).model_dump(mode="json")
+            found = await anyio.to_thread.run_sync(lambda: namespace.retrieve(question, history or ()))
+            shown = found.model_dump(mode="json")
         if clusters is not None:
             shown["clusters"] = shown["clusters"][: max(clusters, 1)]
         return shown
@@ -81,17 +97,19 @@ def build_server(resolve: Resolver) -> "MCPServer":
         description=(
             "Answer the question from the team's documents with a short answer and [n] citations of the agreed "
             "passages, or abstain. abstained true means no reliable answer is in the documents (abstain_reason: "
-            "no_quorum, low_confidence, model_declined or unsupported_answer): report that rather than guessing."
+            "no_quorum, low_confidence, model_declined or unsupported_answer): report that rather than guessing. In a "
+            "conversation, pass the earlier turns as history."
         )
     )
-    async def ask(question: str, ctx: Context) -> dict[str, Any]:
+    async def ask(question: str, ctx: Context, history: list[Turn] | None = None) -> dict[str, Any]:
         import anyio
 
         cancelled = threading.Event()  # set when the call is cancelled (its client left): the model stops
         with told(ctx) as namespace:
             try:
                 answer = await anyio.to_thread.run_sync(
-                    lambda: namespace.answer(namespace.retrieve(question), cancelled), abandon_on_cancel=True
+                    lambda: namespace.answer(namespace.retrieve(question, history or ()), cancelled),
+                    abandon_on_cancel=True,
                 )
             except anyio.get_cancelled_exc_class():
                 cancelled.set()
@@ -112,8 +130,8 @@ class LocalNamespace:
     def __init__(self, rag: Any):
         self.rag = rag
 
-    def retrieve(self, question: str) -> "Evidence":
-        return self.rag.retrieve(question)
+    def retrieve(self, question: str, history: "Iterable[Any]" = ()) -> "Evidence":
+        return self.rag.retrieve(question, history)
 
     def answer(self, evidence: "Evidence", cancelled: "threading.Event | None" = None) -> "Answer":
         return self.rag.answer(evidence.question, evidence=evidence, cancelled=cancelled)

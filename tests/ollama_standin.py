@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from qrag_qdrant.coordinator.conversation import REWRITE_SYSTEM
+
 #: /api/chat's request fields, and the model options, as Ollama's API reference lists them
 CHAT_FIELDS = {
     "model",
@@ -85,6 +87,18 @@ class OllamaStandIn:
     alternatives_for: Callable[[dict[str, Any]], list[tuple[str, float]]] | None = None
     #: when given, only the requests it holds true for wait on ``hold``
     hold_when: Callable[[dict[str, Any]], bool] | None = None
+    #: a follow-up's rewrite (retrieval.conversation): the question -> the reply; a question it
+    #: does not hold is kept as it is, as a model that finds it stand-alone does
+    rewrites: dict[str, str] = field(default_factory=dict)
+
+    def tokens_for(self, body: dict[str, Any]) -> list[str]:
+        """The reply's tokens: the rewrite for a rewrite request, else the answer's."""
+        system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
+        if system != REWRITE_SYSTEM:
+            return self.tokens
+        prompt = body["messages"][-1]["content"]
+        question = prompt.rsplit("Last question:", 1)[1].split("\nRewritten question:")[0].strip()
+        return [self.rewrites.get(question, question)]
 
 
 @contextmanager
@@ -97,6 +111,7 @@ def ollama_standin(
     logprobs: list[float] | None = None,
     alternatives_for: Callable[[dict[str, Any]], list[tuple[str, float]]] | None = None,
     hold_when: Callable[[dict[str, Any]], bool] | None = None,
+    rewrites: dict[str, str] | None = None,
 ) -> Iterator[OllamaStandIn]:
     state = OllamaStandIn(
         "",
@@ -108,6 +123,7 @@ def ollama_standin(
         logprobs=logprobs,
         alternatives_for=alternatives_for,
         hold_when=hold_when,
+        rewrites=rewrites or {},
     )
 
     class Handler(BaseHTTPRequestHandler):
@@ -129,7 +145,8 @@ def ollama_standin(
             self.send_header("Content-Type", "application/x-ndjson")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            for count, token in enumerate(state.tokens):
+            tokens = state.tokens_for(body)
+            for count, token in enumerate(tokens):
                 if state.cut_after is not None and count == state.cut_after:
                     self.wfile.flush()
                     self.connection.shutdown(2)  # mid-stream: no final chunk, no done message
@@ -158,8 +175,8 @@ def ollama_standin(
                     "done": True,
                     "done_reason": "stop",
                     "prompt_eval_count": len(json.dumps(body["messages"])) // 4,
-                    "eval_count": len(state.tokens),
-                    "eval_duration": 2_000_000 * len(state.tokens),
+                    "eval_count": len(tokens),
+                    "eval_duration": 2_000_000 * len(tokens),
                 }
             )
             self.wfile.write(b"0\r\n\r\n")

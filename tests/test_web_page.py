@@ -1,6 +1,7 @@
 """The web page at ``/`` in a real headless browser (Debian's chromium through chromedriver):
 ask, watch the answer stream in, see the evidence with its support badge and the cited passage
-highlighted, and give a thumbs up that reaches the feedback file."""
+highlighted, and give a thumbs up that reaches the feedback file; hold a conversation whose
+follow-up is searched as its stand-alone rewrite, then start a new one."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from qrag_qdrant.config import load_settings
 
 from .live_server import live_server
 from .ollama_standin import ollama_standin
+from .test_conversation import FIRST, FOLLOW_UP, STAND_ALONE
 from .test_service import BEES
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
@@ -44,7 +46,8 @@ def served(tmp_path, corpus, embedder) -> Iterator[tuple[str, str]]:
     with QuorumRAG(load_settings(store=store), embedder=embedder) as rag:
         rag.ingest(corpus)
     key = KeyFile.load(key_file).add("default", "read-write")
-    with ollama_standin(tokens=["Foragers ", "perform ", "the waggle dance ", "[1]."]) as ollama:
+    tokens = ["Foragers ", "perform ", "the waggle dance ", "[1]."]
+    with ollama_standin(tokens=tokens, rewrites={FOLLOW_UP: STAND_ALONE}) as ollama:
         settings = load_settings(
             store=store,
             service={"keys": key_file},
@@ -52,7 +55,7 @@ def served(tmp_path, corpus, embedder) -> Iterator[tuple[str, str]]:
             generation={"backend": "ollama", "judge": False},
         )
         with live_server(create_app(settings, embedder=embedder), PATIENCE_S) as base:
-            yield base, key
+            yield base, key, ollama
 
 
 @pytest.fixture
@@ -74,7 +77,7 @@ def browser() -> Iterator[webdriver.Chrome]:
 
 
 def test_ask_watch_the_answer_see_the_evidence_and_give_feedback(served, browser, tmp_path):
-    base, key = served
+    base, key, _ = served
     wait = WebDriverWait(browser, PATIENCE_S)
     browser.get(base + "/")
     assert browser.title == "qrag-qdrant"
@@ -111,7 +114,7 @@ def test_ask_watch_the_answer_see_the_evidence_and_give_feedback(served, browser
 
 
 def test_a_wrong_key_is_shown_as_the_services_one_line_error(served, browser):
-    base, _ = served
+    base, _, _ = served
     browser.get(base + "/")
     browser.find_element(By.ID, "key").send_keys("qrag_wrong")
     browser.find_element(By.ID, "question").send_keys(BEES)
@@ -122,7 +125,7 @@ def test_a_wrong_key_is_shown_as_the_services_one_line_error(served, browser):
 
 
 def test_the_page_and_the_api_docs_run_under_the_strict_csp_with_nothing_from_elsewhere(served, browser):
-    base, _ = served
+    base, _, _ = served
     browser.get(base + "/")
     assert browser.find_element(By.ID, "ask").is_displayed()
     browser.get(base + "/docs")
@@ -130,3 +133,39 @@ def test_the_page_and_the_api_docs_run_under_the_strict_csp_with_nothing_from_el
     assert browser.find_elements(By.CSS_SELECTOR, "[data-path='/v1/chat/completions']")  # rendered offline
     console = [entry["message"] for entry in browser.get_log("browser")]
     assert not [m for m in console if "Content Security Policy" in m or "Refused to" in m], console
+
+
+def ask(browser, question: str) -> None:
+    """Types the question, sends it, and waits for the final event (the feedback buttons show)."""
+    field = browser.find_element(By.ID, "question")
+    field.clear()
+    field.send_keys(question)
+    browser.find_element(By.ID, "submit").click()
+    feedback = browser.find_element(By.ID, "feedback")
+    WebDriverWait(browser, PATIENCE_S).until(lambda _: feedback.is_displayed())
+
+
+def test_a_follow_up_is_sent_with_the_conversation_and_shows_what_was_searched(served, browser):
+    base, key, ollama = served
+    browser.get(base + "/")
+    browser.find_element(By.ID, "key").send_keys(key)
+    ask(browser, FIRST)
+    searched = browser.find_element(By.ID, "searched-for")
+    assert not searched.is_displayed()  # a first turn is searched as typed
+    ask(browser, FOLLOW_UP)
+    assert searched.is_displayed() and searched.text == f"searched for: {STAND_ALONE}"
+    assert browser.find_element(By.ID, "asked").text == FOLLOW_UP
+    turns = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#conversation > li")]
+    assert turns == [f"You: {FIRST}", "Answer: Foragers perform the waggle dance [1]."]
+    (rewrite,) = [
+        r
+        for r in ollama.requests
+        if FOLLOW_UP in r["messages"][-1]["content"] and "<conversation>" in r["messages"][-1]["content"]
+    ]
+    assert FIRST in rewrite["messages"][-1]["content"]  # the page sent the earlier turns
+
+    browser.find_element(By.ID, "new-conversation").click()
+    assert browser.find_elements(By.CSS_SELECTOR, "#conversation > li") == []
+    ask(browser, FOLLOW_UP)  # now a first turn: searched as typed, no rewrite asked for
+    assert not browser.find_element(By.ID, "searched-for").is_displayed()
+    assert sum("<conversation>" in r["messages"][-1]["content"] for r in ollama.requests) == 1

@@ -23,6 +23,7 @@ from ..term_stats import TermStats
 from ..timings import timed
 from .clustering import greedy_clusters
 from .context import adaptive_plan, build_context
+from .conversation import Asked, Conversation, conversation_step
 from .expansion import ExpandedText, Expander, ExpansionPlan, no_completer
 from .fusion import QUESTION, RankedList, reciprocal_rank_fusion
 from .gate import GateInput, GateModel, decide, quorum_features
@@ -60,6 +61,7 @@ class Coordinator:
         self.expander = (
             Expander(plans, completer or no_completer, settings.retrieval.expansion_timeout) if plans else None
         )
+        self.conversation = Conversation(settings.retrieval, completer or no_completer)
         self._collections: list[tuple[CollectionSpec, Bm25Embedder]] | None = None
         self._points: dict[str, int] = {}
         self._gate: GateModel | None = None
@@ -311,16 +313,21 @@ class Coordinator:
         )
         return features, self.gate.confidence("quorum", features) or 0.0
 
-    def retrieve(self, question: str) -> Evidence:
-        """The question's evidence. Its expansions, if any are configured, are written by the model
-        while the question itself is embedded and searched; their lists join the fusion, but the
-        gate reads the question's own lists, which its features describe."""
+    def retrieve(self, question: str | Asked) -> Evidence:
+        """The question's evidence: ``question`` as typed, or what ``conversation.asked`` made of
+        a follow-up (the stand-alone question is searched). Its expansions, if any are configured,
+        are written by the model while the question itself is embedded and searched; their lists
+        join the fusion, but the gate reads the question's own lists, which its features describe."""
         options = self.settings.retrieval
         timings: dict[str, float] = {}
-        checked = checked_question(question, options.max_question_chars)
+        asked = question if isinstance(question, Asked) else None
+        text = asked.searched_for if asked is not None else str(question)
+        if asked is not None and asked.seconds:
+            timings["conversation"] = round(asked.seconds * 1000, 3)
+        checked = checked_question(text, options.max_question_chars)
         pending = self.expander.start(checked) if self.expander else None
         try:
-            vectors, lists = self.embed_and_search(question, timings=timings)
+            vectors, lists = self.embed_and_search(text, timings=timings)
         except BaseException:
             if pending is not None:  # nothing will read what the model writes
                 pending.cancelled.set()
@@ -333,6 +340,9 @@ class Coordinator:
             with timed(timings, "expansion_search"):
                 expanded = self.search_expansions(texts)
         evidence = self.evidence_from(vectors, lists, options, expanded, expansions, timings)
+        if asked is not None:
+            evidence.question = asked.question
+            evidence.conversation = conversation_step(asked)
         log.info("retrieve: %d clusters, %s; ms: %s", len(evidence.clusters), evidence.abstain_reason, timings)
         return evidence
 
@@ -369,6 +379,7 @@ class Coordinator:
                 evidence = build_context(ranked, keep, keep * options.adaptive_words, options.context_passages)
         return Evidence(
             question=vectors.question,
+            searched_for=vectors.question,
             abstained=reason is not None,
             abstain_reason=reason,
             confidence=round(confidence, 4),

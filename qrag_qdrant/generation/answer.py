@@ -78,7 +78,7 @@ def generate_answer(
         try:
             opened = backend()
             sent, dropped = fit_passages(
-                result.question,
+                result.searched,
                 passages,
                 opened.context_tokens,
                 settings.llm.max_tokens,
@@ -89,7 +89,7 @@ def generate_answer(
                     f"the context was trimmed to fit the model's window: passages "
                     f"{', '.join(f'[{p.citation}]' for p in dropped)} were not sent"
                 )
-            tokens = opened.stream(result.question, sent, reported)
+            tokens = opened.stream(result.searched, sent, reported)
             for text in unescaped(tokens):
                 parts.append(text)
                 if on_token and text:

@@ -211,7 +211,7 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
     for claim in answer.claims:
         holder = grounding(claim, passages, valid)
         claim.grounded = holder is not None
-        claim.relevance = relevance(answer.question, claim.text, holder.text) if holder is not None else None
+        claim.relevance = relevance(answer.searched, claim.text, holder.text) if holder is not None else None
         claim.location = holder.location_at(holding_offset(claim.text, holder.text)) if holder is not None else None
         claim.unsupported = (
             "not found"

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from ..api import CollectionInfo, QuorumRAG
 from ..config import Settings
+from ..coordinator.conversation import Asked
 from ..embedding import DenseEmbedder
 from ..errors import QragError
 from ..evidence import Answer, Evidence
@@ -62,7 +64,12 @@ class Namespaces:
     def rag(self, namespace: str) -> QuorumRAG:
         return self._open(namespace)[0]
 
-    def retrieve(self, namespace: str, question: str) -> Evidence:
+    def asked(self, namespace: str, question: str, history: Iterable[Any] = ()) -> Asked:
+        """What the question is searched as after ``history``; a follow-up's rewrite is a model
+        call, made outside the namespace's retrieval lock."""
+        return self.rag(namespace).asked(question, history)
+
+    def retrieve(self, namespace: str, question: str | Asked) -> Evidence:
         rag, lock = self._open(namespace)
         with lock:
             return rag.retrieve(question)
@@ -107,8 +114,8 @@ class ServiceNamespace:
         """``client_gone``: set when the caller disconnects; an answer then stops its model."""
         self.spaces, self.namespace, self.client_gone = spaces, namespace, client_gone
 
-    def retrieve(self, question: str) -> Evidence:
-        return self.spaces.retrieve(self.namespace, question)
+    def retrieve(self, question: str, history: Iterable[Any] = ()) -> Evidence:
+        return self.spaces.retrieve(self.namespace, self.spaces.asked(self.namespace, question, history))
 
     def answer(self, evidence: Evidence, cancelled: threading.Event | None = None) -> Answer:
         # over HTTP the call is never cancelled: the client leaving is what stops the model

@@ -2,7 +2,9 @@
 SDK, Open WebUI, LibreChat) at quorum evidence: ``POST /v1/chat/completions`` and
 ``GET /v1/models``. The team's key is the API key.
 
-The last user message is the question; earlier turns are not used. The reply is the checked
+The last user message is the question, and the user and assistant messages before it are its
+history: a follow-up is searched as the stand-alone question made from them (system messages
+are ignored; what was searched is ``qrag.searched_for``). The reply is the checked
 answer with its ``[n]`` citations; an abstention is an ordinary assistant message saying why,
 with ``finish_reason`` ``stop``, never an HTTP error. The field ``qrag`` on the response, and
 on the last chunk of a stream, carries everything ``POST /v1/query`` returns: the clusters,
@@ -29,7 +31,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..api import QuorumRAG
 from ..evidence import Answer, Evidence
 from .errors import ServiceError
-from .routes import QueryCaller, QueryRequest, State, cached_or_retrieved, remember_answer, room_for_an_answer
+from .routes import (
+    HistoryTurn,
+    QueryCaller,
+    QueryRequest,
+    State,
+    cached_or_retrieved,
+    remember_answer,
+    room_for_an_answer,
+)
 from .streaming import answer_events, answer_unless_gone, shown
 
 ANSWER_MODEL, EVIDENCE_MODEL = "quorum", "quorum-evidence"
@@ -106,6 +116,15 @@ class ChatRequest(BaseModel):
             )
         return question
 
+    def history(self) -> list[HistoryTurn]:
+        """The user and assistant messages before the last user message, oldest first."""
+        last = max((n for n, m in enumerate(self.messages) if m.role == "user"), default=0)
+        return [
+            HistoryTurn(role=m.role, content=m.text())
+            for m in self.messages[:last]
+            if m.role in ("user", "assistant") and m.text().strip()
+        ]
+
 
 @openai.get("/models")
 def models(principal: QueryCaller) -> dict[str, Any]:
@@ -122,7 +141,7 @@ def models(principal: QueryCaller) -> dict[str, Any]:
 async def chat_completions(
     body: ChatRequest, request: Request, state: State, principal: QueryCaller
 ) -> JSONResponse | StreamingResponse:
-    query = QueryRequest(question=body.question(), generate=body.model == ANSWER_MODEL)
+    query = QueryRequest(question=body.question(), history=body.history(), generate=body.model == ANSWER_MODEL)
     namespace, completion = principal.namespace, f"chatcmpl-{uuid.uuid4().hex}"
     result, stamp = await run_in_threadpool(cached_or_retrieved, state, namespace, query)
     rag = state.spaces().rag(namespace)

@@ -24,6 +24,7 @@ from starlette.datastructures import UploadFile
 
 from ..api import CollectionInfo
 from ..config import Settings
+from ..coordinator.conversation import conversation_step
 from ..evidence import Answer, Evidence
 from ..generation.scheduler import GenerationScheduler, QueueFull
 from .auth import Principal
@@ -98,10 +99,25 @@ IngestCaller = Annotated[Principal, Depends(limited("ingest"))]
 FeedbackCaller = Annotated[Principal, Depends(limited("feedback"))]
 
 
+class HistoryTurn(BaseModel):
+    """One earlier message of the conversation; an assistant turn is what the client says was
+    answered (unverified: it is only read to make the question stand-alone)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
 class QueryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str
+    history: list[HistoryTurn] = Field(
+        default_factory=list,
+        description="the conversation's earlier turns, oldest first: a follow-up is searched as a stand-alone "
+        "question made from them (retrieval.conversation; bounded by retrieval.max_history_*)",
+    )
     generate: bool = Field(True, description="answer with the generation backend; false: the evidence only")
     stream: bool = Field(False, description="Server-Sent Events: evidence, then answer tokens, then done")
 
@@ -232,15 +248,17 @@ def cached_or_retrieved(state: ServiceState, namespace: str, body: QueryRequest)
     # taken before retrieval, so an ingest that lands meanwhile leaves the entry stale; with the
     # cache off there is nothing to compare, and no manifests are read
     stamp = spaces.stamp(namespace) if cache.enabled else ()
-    question = normalise(body.question)
+    asked = spaces.asked(namespace, body.question, body.history)  # a follow-up's rewrite: a model call
+    question = normalise(asked.searched_for)
     wanted = "answer" if body.generate else "evidence"
     cached = cache.get((namespace, question, wanted), stamp) or (
         cache.get((namespace, question, "evidence"), stamp) if body.generate else None
     )
     lookup_ms = round((time.perf_counter() - started) * 1000, 3)
     if cached is not None:
-        return cached.model_copy(update={"timings_ms": {"cache_hit": lookup_ms}}), stamp
-    result = spaces.retrieve(namespace, body.question)
+        asked_now = {"question": asked.question, "conversation": conversation_step(asked)}
+        return cached.model_copy(update={"timings_ms": {"cache_hit": lookup_ms}, **asked_now}), stamp
+    result = spaces.retrieve(namespace, asked)
     result.timings_ms["cache_miss"] = lookup_ms
     cache.put((namespace, question, "evidence"), stamp, result)
     return result, stamp
@@ -249,7 +267,7 @@ def cached_or_retrieved(state: ServiceState, namespace: str, body: QueryRequest)
 def remember_answer(state: ServiceState, namespace: str, answer: Answer, stamp: tuple[int, ...]) -> None:
     """A complete, checked answer is reused for the same question until the index changes."""
     if answer.complete and answer.error is None and (answer.answer is not None or answer.abstained):
-        state.cache.put((namespace, normalise(answer.question), "answer"), stamp, answer)
+        state.cache.put((namespace, normalise(answer.searched), "answer"), stamp, answer)
 
 
 @queries.post("/feedback", status_code=201)

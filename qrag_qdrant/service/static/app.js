@@ -1,11 +1,17 @@
 // The page talks to the same API as everyone else: POST /v1/query with stream: true (Server-Sent
 // Events: evidence, then answer tokens, then done) and POST /v1/feedback. No libraries, no CDN.
+// The conversation lives here, in the page: each question is sent with the earlier turns as
+// history, so a follow-up is searched as the stand-alone question the evidence's searched_for shows.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const keyInput = $("key");
 keyInput.value = localStorage.getItem("qrag-key") || "";
 let queryId = null;
+// the earlier turns, oldest first, as POST /v1/query's history takes them
+let conversation = [];
+// turns sent with a question: the service reads only the most recent ones
+const HISTORY_TURNS = 20;
 
 function element(tag, className, text) {
   const node = document.createElement(tag);
@@ -93,7 +99,7 @@ function finish(done) {
   const shown = new Set(done.clusters.flatMap((c) => c.passages.map((p) => p.citation)));
   $("answer").classList.toggle("abstained", done.abstained);
   if (done.abstained) {
-    $("answer").textContent = ABSTAINED[done.abstain_reason] || "No answer.";
+    $("answer").textContent = answerText(done);
   } else {
     renderAnswer(done.answer || "", shown);
   }
@@ -103,6 +109,24 @@ function finish(done) {
   $("feedback").hidden = false;
   setStatus("");
 }
+
+// The earlier turns, shown above the current answer.
+function renderConversation() {
+  $("conversation").replaceChildren(...conversation.map((turn) =>
+    element("li", turn.role, `${turn.role === "user" ? "You" : "Answer"}: ${turn.content}`)));
+}
+
+function answerText(done) {
+  return done.abstained ? (ABSTAINED[done.abstain_reason] || "No answer.") : (done.answer || "");
+}
+
+$("new-conversation").addEventListener("click", () => {
+  conversation = [];
+  renderConversation();
+  $("result").hidden = true;
+  setStatus("New conversation.");
+  $("question").focus();
+});
 
 // Server-Sent Events from a POST: fetch's body stream, split into events at blank lines.
 async function* events(response) {
@@ -128,21 +152,27 @@ $("ask").addEventListener("submit", async (event) => {
   event.preventDefault();
   localStorage.setItem("qrag-key", keyInput.value.trim());
   $("submit").disabled = true;
+  renderConversation();
   $("result").hidden = true;
   $("feedback").hidden = true;
   $("feedback-status").textContent = "";
   document.querySelectorAll("#feedback button").forEach((b) => { b.disabled = false; b.classList.remove("chosen"); });
   setStatus("Searching…");
+  const question = $("question").value;
   try {
     const response = await fetch("/v1/query", {
       method: "POST", headers: headers(),
-      body: JSON.stringify({ question: $("question").value, stream: true }),
+      body: JSON.stringify({ question, history: conversation.slice(-HISTORY_TURNS), stream: true }),
     });
     if (!response.ok) throw new Error(await errorMessage(response));
     let text = "";
     for await (const [name, data] of events(response)) {
       if (name === "evidence") {
         queryId = data.query_id;
+        $("asked").textContent = question;
+        const rewritten = data.searched_for && data.searched_for !== data.question;
+        $("searched-for").hidden = !rewritten;
+        $("searched-for").textContent = rewritten ? `searched for: ${data.searched_for}` : "";
         $("answer").textContent = "";
         $("answer").classList.remove("abstained");
         $("warnings").replaceChildren();
@@ -154,6 +184,8 @@ $("ask").addEventListener("submit", async (event) => {
         $("answer").textContent = text;
       } else if (name === "done") {
         finish(data);
+        conversation.push({ role: "user", content: question }, { role: "assistant", content: answerText(data) });
+        $("question").value = "";
       }
     }
   } catch (error) {
