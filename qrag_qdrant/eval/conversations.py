@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..api import QuorumRAG
 from ..coordinator import Coordinator
 from ..coordinator.conversation import Turn
-from ..evidence import Evidence
+from ..evidence import Answer, Evidence
 from ..splits import held_out_docs
 from .dataset import TUNING_SHARE, DatasetError
 from .metrics import paired_test, percentile, token_f1
@@ -152,28 +152,38 @@ def run_variant(
     variant: str,
     turns: Sequence[ConversationTurn],
     answered: frozenset[str],
+    scored: dict[tuple[Any, ...], tuple[str | None, float, bool]],
     advance: Callable[[], None],
     on_result: Callable[[TurnResult], None] | None = None,
 ) -> list[TurnResult]:
     """Each turn searched as ``variant`` (and the turns ``answered`` names, answered); ``rag``
-    is answered from, ``pipeline`` configured with the variant's ``retrieval.conversation``."""
+    is answered from, ``pipeline`` configured with the variant's ``retrieval.conversation``.
+    ``scored``: answers already scored, by what the model was sent (the searched question and the
+    passages): a greedy model writes the same answer to the same prompt, so a variant that searched
+    a turn as another did reuses its answer instead of asking again."""
     results = []
     for turn in turns:
         evidence = searched(pipeline, variant, turn)
         result = turn_result(variant, turn, evidence)
         if turn.id in answered:
-            answer = rag.answer(evidence.question, evidence=evidence)
-            result.answer = answer.answer
-            if not answer.abstained and answer.answer:
-                result.f1 = token_f1(CITATION.sub("", answer.answer), [turn.answer])
-                result.supported = bool(answer.claims) and all(c.supported for c in answer.claims)
-            else:
-                result.f1, result.supported = 0.0, False
+            sent = (turn.id, evidence.searched, tuple((p.source, p.start, p.end) for p in evidence.passages))
+            if sent not in scored:
+                scored[sent] = scored_answer(rag.answer(evidence.question, evidence=evidence), turn)
+            result.answer, result.f1, result.supported = scored[sent]
         results.append(result)
         if on_result is not None:
             on_result(result)
         advance()
     return results
+
+
+def scored_answer(answer: Answer, turn: ConversationTurn) -> tuple[str | None, float, bool]:
+    """The answer, its token F1 against the reference (0 for an abstention) and whether it is
+    shown as supported."""
+    if answer.abstained or not answer.answer:
+        return answer.answer, 0.0, False
+    supported = bool(answer.claims) and all(c.supported for c in answer.claims)
+    return answer.answer, token_f1(CITATION.sub("", answer.answer), [turn.answer]), supported
 
 
 def share(rows: Sequence[TurnResult], value: Callable[[TurnResult], bool]) -> float | None:
@@ -257,7 +267,8 @@ def evaluate_conversations(
     if "human" in variants and not any(t.rewrite for t in turns):
         raise DatasetError("the human variant needs a data set with stand-alone rewrites (MTRAG has them)")
     started = time.perf_counter()
-    results = {v: run_variant(rag, pipeline_for(v), v, turns, answered, advance, on_result) for v in variants}
+    scored: dict[tuple[Any, ...], tuple[str | None, float, bool]] = {}
+    results = {v: run_variant(rag, pipeline_for(v), v, turns, answered, scored, advance, on_result) for v in variants}
     return {
         "variants": list(variants),
         "conversations": len({t.conversation for t in turns}),
