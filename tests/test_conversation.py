@@ -257,3 +257,22 @@ def test_chat_completions_use_the_earlier_messages_as_history(chatting):
     evidence = reply.model_extra["qrag"]
     assert reply.choices[0].message.content == "a hot spot [1]"
     assert evidence["searched_for"] == STAND_ALONE and evidence["conversation"]["turns"] == 2
+
+
+@pytest.mark.parametrize(
+    "question,reply,searched",
+    [
+        ("Spousal support", "How can I get enforcement support?", "How can I get enforcement support? Spousal"),
+        ("And its lava?", "What is the lava of Mauna Loa like?", "What is the lava of Mauna Loa like?"),
+        (
+            "Of course I knew it, just teasing. How do lighthouses warn ships?",
+            "How do lighthouses warn ships?",
+            "How do lighthouses warn ships?",
+        ),
+    ],
+)
+def test_a_rewrite_keeps_the_words_of_a_short_question(question, reply, searched):
+    """A short question is all topic: words the model dropped from it are searched too; what it
+    drops from a longer one is chat, and stays dropped."""
+    asked = conversation(ScriptedRewriter(reply=reply)).asked(question, HISTORY)
+    assert asked.searched_for == searched

@@ -41,7 +41,12 @@ def test_eval_reads_each_follow_up_three_ways_and_reports_first_turns_apart(tmp_
         conversation(
             "chess",
             [
-                ("Which pieces gained long-range moves in modern chess?", None, ["games/chess.txt"], "the queen and bishop"),
+                (
+                    "Which pieces gained long-range moves in modern chess?",
+                    None,
+                    ["games/chess.txt"],
+                    "the queen and bishop",
+                ),
                 (CHESS_FOLLOW_UP, None, ["games/chess.txt"], "near the end of the fifteenth century"),
             ],
         ),
