@@ -21,6 +21,7 @@ from .generation.scheduler import GenerationScheduler
 from .store import Store, open_store
 
 if TYPE_CHECKING:  # ingest's modules load when an ingest runs: a query starts sooner
+    from .documents import Documents
     from .ingest import IngestReport
     from .progress import IngestProgress
 
@@ -92,18 +93,29 @@ class QuorumRAG:
         rebuild: bool = False,
         progress: IngestProgress | None = None,
         exclude: Collection[str] = (),
+        ingested_by: str | None = None,
     ) -> IngestReport:
         """``exclude``: sources (paths relative to ``path``) to leave out of the index, e.g. an eval's
-        held-out documents; an earlier run's points of them are removed."""
+        held-out documents; an earlier run's points of them are removed. ``ingested_by``: who
+        ingests (a service key's id, "cli"), listed with each document."""
         from .ingest import Ingestor
 
         try:
-            return Ingestor(self.settings, self.store, self.embedder).run(
+            return Ingestor(self.settings, self.store, self.embedder, ingested_by).run(
                 Path(path), prune=prune, rebuild=rebuild, progress=progress, exclude=exclude
             )
         finally:
-            if self._coordinator is not None:
-                self._coordinator.index_changed()
+            self._index_changed()
+
+    def documents(self) -> Documents:
+        """The namespace's documents: list, show, remove."""
+        from .documents import Documents
+
+        return Documents(self.settings, self.store, on_change=self._index_changed)
+
+    def _index_changed(self) -> None:
+        if self._coordinator is not None:
+            self._coordinator.index_changed()
 
     def retrieve(self, question: str | Asked, history: Iterable[Turn | Mapping[str, Any]] = ()) -> Evidence:
         """The quorum evidence for ``question``; after ``history`` (the conversation's earlier

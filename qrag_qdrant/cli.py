@@ -20,6 +20,7 @@ import typer
 
 from .cli_admin import feedback_app, gate_app, key_app
 from .cli_chat import chat
+from .cli_documents import documents_app
 from .cli_eval import evaluate
 from .cli_options import ConfigOption, JsonOption, NamespaceOption, StoreOption, open_rag
 from .cli_render import (
@@ -54,6 +55,7 @@ app = typer.Typer(
 app.add_typer(gate_app, name="gate")
 app.add_typer(key_app, name="key")
 app.add_typer(feedback_app, name="feedback")
+app.add_typer(documents_app, name="documents")
 app.command("eval")(evaluate)
 app.command("chat")(chat)
 
@@ -104,7 +106,7 @@ def ingest(
     """Chunk, embed and store every document once per retriever config."""
     with open_rag(config, store, namespace) as rag:
         with ingest_progress() as progress:
-            report = rag.ingest(path, prune=prune, rebuild=rebuild, progress=progress)
+            report = rag.ingest(path, prune=prune, rebuild=rebuild, progress=progress, ingested_by="cli")
     if as_json:
         print_json(dataclasses.asdict(report))
     else:

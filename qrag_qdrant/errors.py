@@ -51,6 +51,14 @@ class QuestionError(QragError):
     """The question cannot be asked as given."""
 
 
+class DocumentNotFound(QragError):
+    """No collection of the namespace holds the document named."""
+
+
+class RequestError(QragError):
+    """A request's options are out of range (a page's offset or limit)."""
+
+
 class GenerationError(QragError):
     """Ollama could not produce the answer; the evidence is still valid."""
 

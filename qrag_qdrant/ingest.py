@@ -105,12 +105,20 @@ class CollectionWriter:
 
 
 class Ingestor:
-    def __init__(self, settings: Settings, store: Store, embedder: Callable[[], DenseEmbedder]):
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        embedder: Callable[[], DenseEmbedder],
+        ingested_by: str | None = None,
+    ):
+        """``ingested_by``: who runs it (a service key's id, "cli"), kept with every point written."""
         self.settings = settings
         self.store = store
         self._embedder_factory = embedder
         self._embedder: DenseEmbedder | None = None
         self.version = 0
+        self.ingested_by = ingested_by
 
     @property
     def embedder(self) -> DenseEmbedder:
@@ -383,5 +391,6 @@ class Ingestor:
                 text=chunk.text,
                 version=self.version,
                 marks=tuple(marks_covering(document.marks, chunk.start, chunk.end)) if document.marks else (),
+                ingested_by=self.ingested_by,
             ),
         )

@@ -3,7 +3,7 @@
 
 Built on the official ``mcp`` SDK (its ``MCPServer``). The tools call the same pipeline as the
 CLI and the service: ``search_evidence`` (no model call but a follow-up's rewrite), ``ask`` (the
-checked answer, or the abstention and its reason) and ``list_collections``. ``search_evidence``
+checked answer, or the abstention and its reason), ``list_documents`` and ``list_collections``. ``search_evidence``
 and ``ask`` take the conversation's earlier turns as ``history``.
 """
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import Context, MCPServer
 
     from .api import CollectionInfo
+    from .documents import DocumentPage
     from .evidence import Answer, Evidence
 
 INSTALL_HINT = install_hint("mcp")
@@ -43,6 +44,8 @@ class Namespace(Protocol):
     def answer(self, evidence: "Evidence", cancelled: "threading.Event | None" = None) -> "Answer": ...
 
     def collections(self) -> "list[CollectionInfo]": ...
+
+    def documents(self, offset: int, limit: int) -> "DocumentPage": ...
 
 
 class Turn(TypedDict):
@@ -116,6 +119,14 @@ def build_server(resolve: Resolver) -> "MCPServer":
                 raise
         return answer.model_dump(mode="json")
 
+    @server.tool(
+        description="The team's documents, sorted by source, a page at a time: each with its size, chunks per "
+        "collection, content hash, and when and by which key it was ingested; total is how many there are."
+    )
+    def list_documents(ctx: Context, offset: int = 0, limit: int = 100) -> dict[str, Any]:
+        with told(ctx) as namespace:
+            return namespace.documents(offset, limit).model_dump(mode="json")
+
     @server.tool(description="The team's collections: one per chunking, with their point counts and retrievers.")
     def list_collections(ctx: Context) -> list[dict[str, Any]]:
         with told(ctx) as namespace:
@@ -138,3 +149,6 @@ class LocalNamespace:
 
     def collections(self) -> "list[CollectionInfo]":
         return self.rag.collections()
+
+    def documents(self, offset: int, limit: int) -> "DocumentPage":
+        return self.rag.documents().page(offset, limit)

@@ -196,7 +196,7 @@ def chatting(teams):
             yield client, auth, ollama
 
 
-def test_a_follow_up_over_http_is_searched_as_its_rewrite_and_says_so(chatting):
+def test_a_follow_up_over_http_is_searched_as_its_rewrite_and_says_so(chatting, tmp_path):
     client, auth, _ = chatting
     body = {"question": FOLLOW_UP, "history": HISTORY}
     plain = client.post("/v1/query", json={**body, "generate": False}, headers=auth["a"]).json()
@@ -213,6 +213,11 @@ def test_a_follow_up_over_http_is_searched_as_its_rewrite_and_says_so(chatting):
     # the cache keys on what was searched: the question alone is not served the follow-up's evidence
     assert typed["searched_for"] == FOLLOW_UP and typed["conversation"]["how"] == "first_turn"
     assert "cache_hit" not in typed["timings_ms"]
+    # feedback on the follow-up keeps the question its gate features describe: the stand-alone one
+    rated = client.post("/v1/feedback", json={"query_id": plain["query_id"], "rating": "up"}, headers=auth["a"])
+    assert rated.status_code == 201
+    (row,) = [json.loads(line) for line in (tmp_path / "store" / "feedback-team-a.jsonl").read_text().splitlines()]
+    assert row["question"] == STAND_ALONE
 
 
 HOSTILE_BODIES = [

@@ -28,7 +28,7 @@ from qrag_qdrant.config import load_settings
 from qrag_qdrant.service.app import create_app
 
 CLI = str(Path(sys.executable).parent / "qrag-qdrant")
-TOOLS = {"search_evidence", "ask", "list_collections"}
+TOOLS = {"search_evidence", "ask", "list_collections", "list_documents"}
 
 
 def structured(result) -> object:
@@ -44,12 +44,14 @@ async def exercise(client: Client) -> dict[str, object]:
     evidence = structured(await client.call_tool("search_evidence", {"question": BEES, "clusters": 1}))
     answer = structured(await client.call_tool("ask", {"question": BEES}))
     collections = structured(await client.call_tool("list_collections", {}))
+    documents = structured(await client.call_tool("list_documents", {"limit": 2}))
     empty = await client.call_tool("search_evidence", {"question": "  "})
     return {
         "tools": {tool.name: tool.description for tool in listed.tools},
         "evidence": evidence,
         "answer": answer,
         "collections": collections,
+        "documents": documents,
         "empty": empty,
     }
 
@@ -62,6 +64,11 @@ def check(seen: dict) -> None:
     assert seen["answer"]["answer"] == "the waggle dance [1]" and seen["answer"]["claims"][0]["grounded"]
     assert {c["name"] for c in seen["collections"]} and all(c["points"] > 0 for c in seen["collections"])
     assert seen["empty"].is_error and "empty" in seen["empty"].content[0].text
+    documents = seen["documents"]
+    assert documents["total"] == 5 and [d["source"] for d in documents["documents"]] == [
+        "food/sourdough.txt",
+        "games/chess.txt",
+    ]
 
 
 def test_stdio_serves_the_three_tools_to_the_sdks_client(corpus, tmp_path):
@@ -102,6 +109,7 @@ def test_http_on_the_service_uses_the_team_keys(teams, tmp_path, embedder):
         check(asyncio.run(session(auth["a"])))
         team_b = asyncio.run(session(auth["b"]))  # the key decides the namespace
         assert {p["source"] for c in team_b["evidence"]["clusters"] for p in c["passages"]} <= {"gears.txt"}
+        assert [d["source"] for d in team_b["documents"]["documents"]] == ["gears.txt"]  # its own, never a's
         refused = httpx2.post(
             url,
             json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},

@@ -23,6 +23,7 @@ from ..embedding import DenseEmbedder
 from ..generation.scheduler import GenerationScheduler
 from .auth import KeyFile
 from .cache import ResultCache
+from .documents import documents
 from .errors import error_of, install_handlers, one_line
 from .feedback import FeedbackFile
 from .jobs import IngestJobs, JobRecords
@@ -131,7 +132,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
     )
     app.add_middleware(SecurityHeaders)
     install_handlers(app)
-    for router in (health, queries, ingests, openai, page_router(WEB)):
+    for router in (health, queries, ingests, documents, openai, page_router(WEB)):
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=str(WEB)), name="static")
     if (swagger := swagger_files()) is not None:

@@ -18,10 +18,12 @@ from starlette.requests import ClientDisconnect
 from ..errors import (
     ConfigError,
     CorpusError,
+    DocumentNotFound,
     GenerationError,
     NothingIngestedError,
     QragError,
     QuestionError,
+    RequestError,
     StoreError,
     StoreInUseError,
     redacted,
@@ -32,6 +34,8 @@ log = logging.getLogger(__name__)
 #: the CLI's error classes as HTTP statuses and stable codes, most specific first
 ERROR_CODES: tuple[tuple[type[QragError], int, str], ...] = (
     (QuestionError, 400, "bad_question"),
+    (RequestError, 400, "bad_request"),
+    (DocumentNotFound, 404, "unknown_document"),
     (CorpusError, 400, "bad_corpus"),
     (NothingIngestedError, 404, "nothing_ingested"),
     (StoreInUseError, 409, "store_in_use"),

@@ -25,6 +25,7 @@ class AskedQuery:
     """What feedback on a query needs to become a training row: the gate's view of it."""
 
     namespace: str
+    #: what was searched (a follow-up's stand-alone rewrite): the question the gate's features describe
     question: str
     confidence: float | None
     features: dict[str, float] | None
@@ -34,7 +35,7 @@ class AskedQuery:
     @classmethod
     def of(cls, namespace: str, evidence: Evidence) -> AskedQuery:
         top = evidence.clusters[0].passages[0].source if evidence.clusters and evidence.clusters[0].passages else None
-        return cls(namespace, evidence.question, evidence.confidence, evidence.gate_features, top)
+        return cls(namespace, evidence.searched, evidence.confidence, evidence.gate_features, top)
 
 
 class RecentQueries:

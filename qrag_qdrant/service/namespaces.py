@@ -11,6 +11,7 @@ from typing import Any
 from ..api import CollectionInfo, QuorumRAG
 from ..config import Settings
 from ..coordinator.conversation import Asked
+from ..documents import DocumentPage
 from ..embedding import DenseEmbedder
 from ..errors import QragError
 from ..evidence import Answer, Evidence
@@ -124,3 +125,6 @@ class ServiceNamespace:
 
     def collections(self) -> list[CollectionInfo]:
         return self.spaces.collections(self.namespace)
+
+    def documents(self, offset: int, limit: int) -> DocumentPage:
+        return self.spaces.rag(self.namespace).documents().page(offset, limit)

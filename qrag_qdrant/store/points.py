@@ -45,14 +45,17 @@ class ChunkPayload:
     version: int = 0
     #: ``locations.Mark`` rows (offset, page, heading) inside the chunk; absent in a plain-text corpus
     marks: tuple[Sequence[Any], ...] = ()
+    #: who ingested this version: the service key's id, or "cli"; absent in points written before it was kept
+    ingested_by: str | None = None
 
     @classmethod
     def of(cls, payload: dict[str, Any]) -> ChunkPayload:
         return cls(**{name: payload[name] for name in PAYLOAD_FIELDS if name in payload})
 
     def as_dict(self) -> dict[str, Any]:
-        stored = {name: getattr(self, name) for name in PAYLOAD_FIELDS if name != "marks"}
-        return stored | ({"marks": [list(mark) for mark in self.marks]} if self.marks else {})
+        stored = {name: getattr(self, name) for name in PAYLOAD_FIELDS if name not in ("marks", "ingested_by")}
+        by = {"ingested_by": self.ingested_by} if self.ingested_by is not None else {}
+        return stored | by | ({"marks": [list(mark) for mark in self.marks]} if self.marks else {})
 
 
 PAYLOAD_FIELDS = tuple(field.name for field in dataclasses.fields(ChunkPayload))
