@@ -70,3 +70,24 @@ def test_hostile_document_requests_get_a_4xx(service, method, path, params, stat
     response = getattr(client, method)(path, params=params, headers=auth["a"])
     assert response.status_code == status, response.text
     assert sources(client.get("/v1/documents", headers=auth["a"])) == sorted(DOCUMENTS)
+
+
+def test_an_upload_under_the_same_name_replaces_the_document_and_names_the_key(service, tmp_path):
+    from qrag_qdrant.service.auth import KeyFile
+
+    from .test_service import finished
+
+    client, auth = service
+    for text in ("Barn owls hunt mice by sound alone.\n", "Barn owls swallow mice whole and cough up pellets.\n"):
+        started = client.post("/v1/ingest", files=[("files", ("owls.txt", text.encode()))], headers=auth["a"])
+        assert finished(client, started.json(), auth["a"])["state"] == "done"
+        owls = client.get("/v1/documents/owls.txt", headers=auth["a"]).json()
+        assert owls["size"] == len(text.strip()) and set(owls["chunks"].values()) == {1}
+    entries = KeyFile.load(tmp_path / "keys.toml").entries()
+    key = next(e for e in entries if e.namespace == "team-a" and e.role == "read-write")
+    assert owls["ingested_by"] == key.id
+    asked = client.post(
+        "/v1/query", json={"question": "What do barn owls cough up?", "generate": False}, headers=auth["a"]
+    )
+    texts = [p["text"] for c in asked.json()["clusters"] for p in c["passages"] if p["source"] == "owls.txt"]
+    assert texts and all("pellets" in t for t in texts)  # only the new version is searched

@@ -169,3 +169,33 @@ def test_a_follow_up_is_sent_with_the_conversation_and_shows_what_was_searched(s
     ask(browser, FOLLOW_UP)  # now a first turn: searched as typed, no rewrite asked for
     assert not browser.find_element(By.ID, "searched-for").is_displayed()
     assert sum("<conversation>" in r["messages"][-1]["content"] for r in ollama.requests) == 1
+
+
+def test_the_documents_panel_lists_removes_and_uploads(served, browser, tmp_path):
+    base, key, _ = served
+    wait = WebDriverWait(browser, PATIENCE_S)
+    browser.get(base + "/")
+    browser.find_element(By.ID, "key").send_keys(key)
+    browser.find_element(By.CSS_SELECTOR, "#documents summary").click()
+
+    def rows() -> list[str]:  # read in one step: the list may be redrawn between two reads
+        return browser.execute_script(
+            "return [...document.querySelectorAll('#documents-table tbody tr')].map((r) => r.dataset.source)"
+        )
+
+    wait.until(lambda _: len(rows()) == 5)
+    assert rows() == sorted(rows()) and "lighthouses.txt" in rows()
+    assert browser.find_element(By.ID, "documents-status").text == "5 documents"
+    browser.find_element(By.CSS_SELECTOR, "tr[data-source='lighthouses.txt'] button.remove").click()
+    browser.switch_to.alert.accept()
+    wait.until(lambda _: "lighthouses.txt" not in rows())
+    assert len(rows()) == 4 and browser.find_element(By.ID, "documents-status").text.startswith(
+        "Removed lighthouses.txt."
+    )
+
+    owls = tmp_path / "owls.txt"
+    owls.write_text("Barn owls find mice in the dark by sound alone, turning their heads toward the faintest rustle.\n")
+    browser.find_element(By.ID, "upload-files").send_keys(str(owls))
+    browser.find_element(By.ID, "upload-submit").click()
+    wait.until(lambda _: "owls.txt" in rows())
+    assert len(rows()) == 5

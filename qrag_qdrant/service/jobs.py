@@ -30,9 +30,9 @@ from ..files import write_atomically
 from ..ingest import IngestReport
 
 JobState = Literal["queued", "running", "done", "failed"]
-#: runs an ingest of ``path`` into ``namespace`` with the ingest's options (prune, rebuild),
+#: runs an ingest of ``path`` into ``namespace`` with the ingest's options (prune, rebuild, ingested_by),
 #: reporting progress to the job
-IngestRun = Callable[[str, Path, "JobProgress", dict[str, bool]], IngestReport]
+IngestRun = Callable[[str, Path, "JobProgress", dict[str, Any]], IngestReport]
 #: an exception as the service's error ``(code, message)``
 ErrorOf = Callable[[BaseException], tuple[str, str]]
 INTERRUPTED = {
@@ -170,7 +170,7 @@ class IngestJobs:
         path: Path,
         source: str,
         release: Callable[[Path], None] | None = None,
-        options: dict[str, bool] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> IngestJob:
         """Queue an ingest of ``path``; ``release``: the path is an upload folder of this job's, handed
         back (removed) when the job ends, whatever happened. Without ``release`` the path is a folder
@@ -191,7 +191,7 @@ class IngestJobs:
         return job if job is not None and job.namespace == namespace else None
 
     def _execute(
-        self, job: IngestJob, path: Path, release: Callable[[Path], None] | None, options: dict[str, bool]
+        self, job: IngestJob, path: Path, release: Callable[[Path], None] | None, options: dict[str, Any]
     ) -> None:
         job.state, job.started = "running", now()
         self._records.write(job)

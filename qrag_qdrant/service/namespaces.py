@@ -76,11 +76,19 @@ class Namespaces:
             return rag.retrieve(question)
 
     def ingest(
-        self, namespace: str, path: Path, progress: IngestProgress, prune: bool = False, rebuild: bool = False
+        self,
+        namespace: str,
+        path: Path,
+        progress: IngestProgress,
+        prune: bool = False,
+        rebuild: bool = False,
+        ingested_by: str | None = None,
     ) -> IngestReport:
         """Outside the retrieval lock: queries go on during an ingest and see the old index until
         each document's new version is complete."""
-        return self.rag(namespace).ingest(path, prune=prune, rebuild=rebuild, progress=progress)
+        return self.rag(namespace).ingest(
+            path, prune=prune, rebuild=rebuild, progress=progress, ingested_by=ingested_by
+        )
 
     def collections(self, namespace: str) -> list[CollectionInfo]:
         rag, lock = self._open(namespace)

@@ -297,7 +297,13 @@ async def ingest(request: Request, state: State, principal: IngestCaller) -> JSO
                     raise ServiceError(422, "invalid_request", "files: upload at least one file in the field 'files'")
                 folder, names = await run_in_threadpool(state.uploads.save, principal.namespace, files, upload)
         source = ", ".join(names) if len(names) <= 3 else f"{names[0]} and {len(names) - 1} more files"
-        job = state.jobs.submit(principal.namespace, folder, source, release=state.uploads.release)
+        job = state.jobs.submit(
+            principal.namespace,
+            folder,
+            source,
+            release=state.uploads.release,
+            options={"ingested_by": principal.key_id},
+        )
     elif content_type.startswith("application/json"):
         try:
             body = IngestPathRequest.model_validate_json(await request.body())
@@ -310,7 +316,10 @@ async def ingest(request: Request, state: State, principal: IngestCaller) -> JSO
         if not Path(body.path).exists():
             raise ServiceError(400, "bad_corpus", f"path does not exist on the server: {body.path}")
         job = state.jobs.submit(
-            principal.namespace, Path(body.path), body.path, options={"prune": body.prune, "rebuild": body.rebuild}
+            principal.namespace,
+            Path(body.path),
+            body.path,
+            options={"prune": body.prune, "rebuild": body.rebuild, "ingested_by": principal.key_id},
         )
     else:
         raise ServiceError(

@@ -210,3 +210,76 @@ for (const button of document.querySelectorAll("#feedback button")) {
     }
   });
 }
+
+// The documents panel: GET /v1/documents a page at a time; a read-write key also removes
+// (DELETE /v1/documents/{source}) and uploads (POST /v1/ingest, then its job is followed).
+const PAGE = 100;
+let documentsShown = 0;
+
+function documentsStatus(text, isError) {
+  $("documents-status").textContent = text;
+  $("documents-status").className = isError ? "error" : "";
+}
+
+async function loadDocuments(append) {
+  const offset = append ? documentsShown : 0;
+  const response = await fetch(`/v1/documents?offset=${offset}&limit=${PAGE}`, { headers: headers() });
+  if (!response.ok) return documentsStatus(await errorMessage(response), true);
+  const page = await response.json();
+  const body = $("documents-table").querySelector("tbody");
+  if (!append) body.replaceChildren();
+  for (const doc of page.documents) {
+    const row = element("tr");
+    row.dataset.source = doc.source;
+    const when = doc.ingested_at ? doc.ingested_at.slice(0, 16).replace("T", " ") : "";
+    row.append(element("td", "source", doc.source), element("td", "size", String(doc.size)), element("td", "", when));
+    const cell = element("td");
+    if (page.can_remove) {
+      const remove = element("button", "remove", "Remove");
+      remove.type = "button";
+      remove.addEventListener("click", () => removeDocument(doc.source));
+      cell.append(remove);
+    }
+    row.append(cell);
+    body.append(row);
+  }
+  documentsShown = offset + page.documents.length;
+  $("documents-more").hidden = documentsShown >= page.total;
+  $("upload").hidden = !page.can_remove;
+  documentsStatus(`${page.total} document${page.total === 1 ? "" : "s"}`);
+}
+
+async function removeDocument(source) {
+  if (!window.confirm(`Remove ${source} from every collection?`)) return;
+  const response = await fetch(`/v1/documents/${source.split("/").map(encodeURIComponent).join("/")}`,
+                               { method: "DELETE", headers: headers() });
+  if (!response.ok) return documentsStatus(await errorMessage(response), true);
+  await loadDocuments(false);
+  documentsStatus(`Removed ${source}. ${$("documents-status").textContent}`);
+}
+
+async function upload() {
+  const files = $("upload-files").files;
+  if (!files.length) return documentsStatus("Choose one or more files first.", true);
+  const form = new FormData();
+  for (const file of files) form.append("files", file, file.name);
+  documentsStatus("Uploading…");
+  const auth = { "Authorization": headers().Authorization };
+  let response = await fetch("/v1/ingest", { method: "POST", headers: auth, body: form });
+  if (!response.ok) return documentsStatus(await errorMessage(response), true);
+  let job = await response.json();
+  while (job.state === "queued" || job.state === "running") {
+    documentsStatus(`Ingesting: ${job.files_done || 0} of ${job.files_total || files.length} files…`);
+    await new Promise((resolve) => setTimeout(resolve, 500));  // the job's progress, polled
+    response = await fetch(`/v1/jobs/${job.id}`, { headers: auth });
+    if (!response.ok) return documentsStatus(await errorMessage(response), true);
+    job = await response.json();
+  }
+  if (job.state !== "done") return documentsStatus(`Ingest ${job.state}: ${job.error || ""}`, true);
+  $("upload-files").value = "";
+  await loadDocuments(false);
+}
+
+$("documents").addEventListener("toggle", () => { if ($("documents").open) loadDocuments(false); });
+$("documents-more").addEventListener("click", () => loadDocuments(true));
+$("upload-submit").addEventListener("click", upload);
