@@ -19,6 +19,7 @@ from typing import Annotated
 import typer
 
 from .cli_admin import feedback_app, gate_app, key_app
+from .cli_audit import audit
 from .cli_chat import chat
 from .cli_documents import documents_app
 from .cli_eval import evaluate
@@ -58,6 +59,7 @@ app.add_typer(feedback_app, name="feedback")
 app.add_typer(documents_app, name="documents")
 app.command("eval")(evaluate)
 app.command("chat")(chat)
+app.command("audit")(audit)
 
 
 #: Qdrant's advice: about this many collections per cluster at most.

@@ -24,9 +24,9 @@ from .cli_render import (
     progress_bar,
     rate_text,
 )
-from .config import load_settings
+from .config import Settings, load_settings
 from .errors import ConfigError, QragError
-from .service.auth import KeyFile, Role, digest
+from .service.auth import KeyEntry, KeyFile, Role, digest
 from .service.feedback import FeedbackFile, gate_rows
 
 if TYPE_CHECKING:
@@ -293,12 +293,32 @@ def key_add(
     role: Role = "read" if read_only else "admin" if admin else "read-write"
     keys = KeyFile.load(settings.service.keys)
     key = keys.add(settings.namespace, role, name, parse_ttl(expires, "--expires") if expires else None)
+    entry = next(e for e in keys.entries() if e.sha256 == digest(key))
+    audited(settings, "added", entry)
     if as_json:
-        entry = next(e for e in keys.entries() if e.sha256 == digest(key))
         print_json({"key": key, "key_file": str(settings.service.keys.resolve()), **key_view(entry)})
     else:
         sys.stdout.write(key + "\n")
         err.print(f"stored its SHA-256 in {settings.service.keys.resolve()} (service.keys)", markup=False)
+
+
+def audited(settings: Settings, action: str, entry: KeyEntry) -> None:
+    """A key change's line in the audit log (service.audit): who it is for, never the key."""
+    service = settings.service
+    if service.audit:
+        from .service.audit import append_now
+
+        fields = {"action": action, "key": entry.id, "name": entry.name, "namespace": entry.namespace}
+        append_now(
+            service.audit_log,
+            service.audit_max_bytes,
+            service.audit_backups,
+            "key",
+            **fields,
+            role=entry.role,
+            client="cli",
+            outcome="ok",
+        )
 
 
 @key_app.command("list")
@@ -323,7 +343,9 @@ def key_list(config: ConfigOption = None, as_json: JsonOption = False) -> None:
 @friendly_errors
 def key_revoke(which: KeyOption, config: ConfigOption = None, as_json: JsonOption = False) -> None:
     """Remove a key: a running service refuses it from its next request."""
-    entry = KeyFile.load(load_settings(config).service.keys).revoke(which)
+    settings = load_settings(config)
+    entry = KeyFile.load(settings.service.keys).revoke(which)
+    audited(settings, "revoked", entry)
     if as_json:
         print_json({"revoked": key_view(entry)})
     else:
@@ -338,7 +360,9 @@ def key_revoke(which: KeyOption, config: ConfigOption = None, as_json: JsonOptio
 def key_rotate(which: KeyOption, config: ConfigOption = None, as_json: JsonOption = False) -> None:
     """Replace a key with a new one (same namespace, role, name and lifetime) and print it once; the
     old key stops working at the service's next request."""
-    key, entry = KeyFile.load(load_settings(config).service.keys).rotate(which)
+    settings = load_settings(config)
+    key, entry = KeyFile.load(settings.service.keys).rotate(which)
+    audited(settings, "rotated", entry)
     if as_json:
         print_json({"key": key, **key_view(entry)})
     else:

@@ -356,6 +356,19 @@ class ServiceSettings(Section):
         description="on SIGTERM: how long answers in flight and ingest jobs "
         "may take to finish; jobs still running then stop and read 'interrupted'",
     )
+    audit: bool = Field(
+        True,
+        description="keep an audit log: one JSON line per query, answer, ingest, removal, key "
+        "change and refused request",
+    )
+    audit_log: Path = Field(
+        Path(".qrag-audit.jsonl"), description="the audit log's file; rotated files get .1, .2, ..."
+    )
+    audit_questions: bool = Field(
+        False, description="write each question's text into the audit log; false: only its sha256"
+    )
+    audit_max_bytes: PositiveInt = Field(10 << 20, description="the audit log is rotated when it reaches this size")
+    audit_backups: NonNegativeInt = Field(5, description="rotated audit files kept; older ones are deleted")
 
     @model_validator(mode="after")
     def _rates_parse(self) -> ServiceSettings:

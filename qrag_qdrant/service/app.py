@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..config import Settings
 from ..embedding import DenseEmbedder
 from ..generation.scheduler import GenerationScheduler
+from .audit import AuditLog, AuditTrail
 from .auth import KeyFile
 from .cache import ResultCache
 from .documents import documents
@@ -99,6 +100,11 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         scheduler=GenerationScheduler(settings.service.queue_capacity),
     )
 
+    service = settings.service
+    if service.audit:
+        state.audit = AuditLog(
+            service.audit_log, service.audit_max_bytes, service.audit_backups, service.audit_questions
+        )
     mcp = mcp_app(state)
 
     @asynccontextmanager
@@ -114,6 +120,8 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         state.jobs.close(settings.service.drain_seconds)  # jobs in flight finish (or stop) before the store closes
         state.namespaces.close()
         state.namespaces = None
+        if state.audit is not None:
+            state.audit.close()  # what is queued is written first
 
     app = FastAPI(
         title="qrag-qdrant",
@@ -131,6 +139,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         ),
     )
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(AuditTrail, audit=lambda: state.audit)  # outermost: it sees every refusal
     install_handlers(app)
     for router in (health, queries, ingests, documents, openai, page_router(WEB)):
         app.include_router(router)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import Field
 
 from ..documents import MAX_PAGE, DocumentDetail, DocumentPage, RemovalReport
@@ -47,8 +47,11 @@ def show_document(source: str, state: State, principal: Caller) -> DocumentDetai
 
 
 @documents.delete("/documents/{source:path}")
-def remove_document(source: str, state: State, principal: IngestCaller) -> RemovalReport:
+def remove_document(source: str, request: Request, state: State, principal: IngestCaller) -> RemovalReport:
     """Remove the document from every collection of the namespace; run it again if it was cut short."""
     if not principal.can_write:
         raise ServiceError(403, "forbidden", "this key may only read; removing a document needs a read-write key")
-    return state.spaces().rag(principal.namespace).documents().remove(checked_source(source))
+    state.note(request, source=checked_source(source)[:300])
+    report = state.spaces().rag(principal.namespace).documents().remove(source)
+    state.note(request, points=sum(report.removed.values()))
+    return report

@@ -24,7 +24,6 @@ from contextlib import aclosing
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,7 +35,7 @@ from .routes import (
     QueryCaller,
     QueryRequest,
     State,
-    cached_or_retrieved,
+    asked,
     remember_answer,
     room_for_an_answer,
 )
@@ -143,9 +142,9 @@ async def chat_completions(
 ) -> JSONResponse | StreamingResponse:
     query = QueryRequest(question=body.question(), history=body.history(), generate=body.model == ANSWER_MODEL)
     namespace, completion = principal.namespace, f"chatcmpl-{uuid.uuid4().hex}"
-    result, stamp = await run_in_threadpool(cached_or_retrieved, state, namespace, query)
+    result, stamp = await asked(state, request, namespace, query)
     rag = state.spaces().rag(namespace)
-    remember = functools.partial(remember_answer, state, namespace, stamp=stamp)
+    remember = state.noting_answer(request, functools.partial(remember_answer, state, namespace, stamp=stamp))
     if query.generate and not isinstance(result, Answer) and not result.abstained:
         room_for_an_answer(state)
     if body.stream:

@@ -27,6 +27,7 @@ from ..config import Settings
 from ..coordinator.conversation import conversation_step
 from ..evidence import Answer, Evidence
 from ..generation.scheduler import GenerationScheduler, QueueFull
+from .audit import AuditLog, answer_fields
 from .auth import Principal
 from .cache import ResultCache, normalise
 from .errors import ServiceError, one_line
@@ -58,6 +59,26 @@ class ServiceState:
     scheduler: GenerationScheduler = field(default_factory=GenerationScheduler)
     #: set when the app starts (the models load then)
     namespaces: Namespaces | None = None
+    #: the audit log (service.audit), written off the request path
+    audit: AuditLog | None = None
+
+    def note(self, request: Request, **fields: Any) -> None:
+        """Details for the request's audit line (``audit.AuditTrail`` writes it when it ends)."""
+        if self.audit is not None:
+            request.state.audit.update(fields)
+
+    def note_question(self, request: Request, body: QueryRequest) -> None:
+        if self.audit is not None:
+            self.note(request, **self.audit.question(body.question), turns=len(body.history), generate=body.generate)
+
+    def noting_answer(self, request: Request, then: Callable[[Answer], None]) -> Callable[[Answer], None]:
+        """``then``, after the answer's outcome is noted for the audit log."""
+
+        def done(answer: Answer) -> None:
+            self.note(request, answer=answer_fields(answer))
+            then(answer)
+
+        return done
 
     def spaces(self) -> Namespaces:
         assert self.namespaces is not None, "the service has not started"
@@ -205,10 +226,10 @@ async def query(
     body: QueryRequest, request: Request, state: State, principal: QueryCaller
 ) -> JSONResponse | StreamingResponse:
     namespace, spaces = principal.namespace, state.spaces()
-    result, stamp = await run_in_threadpool(cached_or_retrieved, state, namespace, body)
+    result, stamp = await asked(state, request, namespace, body)
     query_id = uuid.uuid4().hex
     state.recent.add(query_id, AskedQuery.of(namespace, result))
-    remember = functools.partial(remember_answer, state, namespace, stamp=stamp)
+    remember = state.noting_answer(request, functools.partial(remember_answer, state, namespace, stamp=stamp))
     rag = spaces.rag(namespace)
     if body.generate and not isinstance(result, Answer) and not result.abstained:
         room_for_an_answer(state)
@@ -231,6 +252,18 @@ async def query(
             )
     # pydantic's own serialiser, not FastAPI's encoder: a quarter of a millisecond less per query
     return JSONResponse({"query_id": query_id, **shown(result).model_dump(mode="json")})
+
+
+async def asked(
+    state: ServiceState, request: Request, namespace: str, body: QueryRequest
+) -> tuple[Evidence, tuple[int, ...]]:
+    """``cached_or_retrieved`` on a worker thread, with the question (and a cached answer) noted
+    for the request's audit line."""
+    state.note_question(request, body)
+    result, stamp = await run_in_threadpool(cached_or_retrieved, state, namespace, body)
+    if isinstance(result, Answer):
+        state.note(request, answer=answer_fields(result) | {"cached": True})
+    return result, stamp
 
 
 def room_for_an_answer(state: ServiceState) -> None:
@@ -304,6 +337,7 @@ async def ingest(request: Request, state: State, principal: IngestCaller) -> JSO
             release=state.uploads.release,
             options={"ingested_by": principal.key_id},
         )
+        state.note(request, job=job.id, files=len(names))
     elif content_type.startswith("application/json"):
         try:
             body = IngestPathRequest.model_validate_json(await request.body())
@@ -321,6 +355,7 @@ async def ingest(request: Request, state: State, principal: IngestCaller) -> JSO
             body.path,
             options={"prune": body.prune, "rebuild": body.rebuild, "ingested_by": principal.key_id},
         )
+        state.note(request, job=job.id, server_path=body.path)
     else:
         raise ServiceError(
             415, "unsupported_media_type", "send the files as multipart/form-data, or a server path as application/json"

@@ -1,0 +1,196 @@
+"""The audit log: one append-only JSON line per event, so an operator can answer "who asked what,
+who uploaded or removed what, and when".
+
+Events: ``query`` (the question's sha256, or its text with ``service.audit_questions``),
+``answer`` (its outcome, model and tokens), ``ingest``, ``remove``, ``key`` (added, revoked,
+rotated: written by the ``key`` commands) and ``refused`` (a 401, 403 or 429 on any route). Each
+line holds the time, the event, the key's id, the namespace, the client's address, the outcome
+and the request id, which the response carries as ``X-Request-ID``. Never a key or a token.
+
+Lines are written off the request path: a request puts its line on a bounded queue, and one
+thread writes them (the standard library's ``QueueListener``) to a file rotated by size. A full
+disk, or a full queue, is a logged warning and a dropped line, never a failed request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import logging.handlers
+import queue
+import re
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+#: lines waiting to be written; past it a line is dropped (with a warning) rather than held in memory
+QUEUE_LINES = 10_000
+#: a client's own request id is kept when it looks like one, else a new one is made
+REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+#: what a request to a route is, for the log: (method, path prefix) -> event
+EVENTS = (
+    ("POST", "/v1/query", "query"),
+    ("POST", "/v1/chat/completions", "query"),
+    ("POST", "/v1/ingest", "ingest"),
+    ("DELETE", "/v1/documents/", "remove"),
+    ("POST", "/v1/mcp", "mcp"),
+)
+REFUSED = {401, 403, 429}
+
+
+class QuietFileHandler(logging.handlers.RotatingFileHandler):
+    """A size-rotated file whose write failures (a full disk) are one warning a minute, not a trace."""
+
+    last_warning = 0.0
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        now = time.monotonic()
+        if now - self.last_warning > 60:
+            self.last_warning = now
+            log.warning("the audit log cannot be written (%s); lines are being dropped", self.baseFilename)
+
+
+class AuditLog:
+    """Writes audit lines on a thread of its own; ``record`` never blocks and never raises."""
+
+    def __init__(self, path: Path, max_bytes: int, backups: int, questions: bool):
+        self.path, self.questions = Path(path), questions
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handler = QuietFileHandler(self.path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8", delay=True)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        self._queue: queue.Queue[logging.LogRecord] = queue.Queue(QUEUE_LINES)
+        self._listener = logging.handlers.QueueListener(self._queue, handler)
+        self._listener.start()
+        self._handler = handler
+        self._dropped = 0
+
+    def record(self, event: str, **fields: Any) -> None:
+        line = json.dumps({"time": now_iso(), "event": event, **fields}, ensure_ascii=False, default=str)
+        try:
+            self._queue.put_nowait(logging.makeLogRecord({"msg": line, "levelno": logging.INFO}))
+        except queue.Full:
+            self._dropped += 1
+            if self._dropped in (1, 100, 10_000):
+                log.warning("the audit log's queue is full: %d lines dropped", self._dropped)
+
+    def question(self, text: str) -> dict[str, str]:
+        """The question as the log keeps it: its sha256, or with audit_questions its text too."""
+        digest = {"question_sha256": hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()}
+        return digest | ({"question": text} if self.questions else {})
+
+    def close(self) -> None:
+        """Writes what is queued, then stops the writer."""
+        self._listener.stop()
+        self._handler.close()
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def event_of(method: str, path: str, status: int) -> str | None:
+    """The event a request is, or None for one the log does not keep (a list, a poll)."""
+    if status in REFUSED:
+        return "refused"
+    return next((event for m, prefix, event in EVENTS if m == method and path.startswith(prefix)), None)
+
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+class AuditTrail:
+    """ASGI middleware, outermost: gives every ``/v1/`` request an id (``X-Request-ID``), and once
+    its response has ended writes the request's line, with what the route added to
+    ``request.state.audit`` (the question's hash, the answer's outcome, the document removed)."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], audit: Callable[[], AuditLog | None]):
+        self.app, self.audit = app, audit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope.get("headers") or []).get(b"x-request-id", b"").decode("latin-1")
+        request_id = given if REQUEST_ID.match(given) else uuid.uuid4().hex
+        state = scope.setdefault("state", {})
+        state["request_id"], state["audit"] = request_id, {}
+        status = 500
+
+        async def sending(message: MutableMapping[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", request_id.encode())]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            self._write(scope, status, request_id, state)
+
+    def _write(self, scope: Scope, status: int, request_id: str, state: dict[str, Any]) -> None:
+        audit = self.audit()
+        event = event_of(scope["method"], scope["path"], status)
+        if audit is None or event is None:
+            return
+        principal = state.get("principal")
+        details = dict(state.get("audit") or {})
+        answer = details.pop("answer", None)
+        common = {
+            "key": principal.key_id if principal is not None else None,
+            "namespace": principal.namespace if principal is not None else None,
+            "client": (scope.get("client") or ("", 0))[0],
+            "request_id": request_id,
+        }
+        outcome = "refused" if status in REFUSED else "ok" if status < 400 else "error"
+        route = {"method": scope["method"], "path": scope["path"][:300]} if event in ("refused", "mcp") else {}
+        audit.record(event, **common, outcome=outcome, status=status, **route, **details)
+        if answer is not None:
+            audit.record("answer", **common, **answer)
+
+
+def answer_fields(answer: Any) -> dict[str, Any]:
+    """What the log keeps of an answer: how it ended, the model, the tokens; never its text."""
+    outcome = "error" if answer.error else answer.abstain_reason if answer.abstained else "answered"
+    used = answer.usage
+    return {
+        "outcome": outcome,
+        "model": answer.model,
+        "prompt_tokens": used.prompt_tokens if used else None,
+        "completion_tokens": used.completion_tokens if used else None,
+    }
+
+
+def read_lines(path: Path, backups: int) -> Iterator[dict[str, Any]]:
+    """Every line of the log, oldest first: the rotated files (``.N`` down to ``.1``), then the file."""
+    for file in [*(Path(f"{path}.{n}") for n in range(backups, 0, -1)), Path(path)]:
+        if file.is_file():
+            with file.open(encoding="utf-8") as lines:
+                for line in lines:
+                    try:
+                        yield json.loads(line)
+                    except json.JSONDecodeError:  # a line cut by a crash
+                        continue
+
+
+_write_lock = threading.Lock()
+
+
+def append_now(path: Path, max_bytes: int, backups: int, event: str, **fields: Any) -> None:
+    """One line written at once, by a command (``key add``) rather than the service."""
+    with _write_lock:
+        handler = QuietFileHandler(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        try:
+            line = json.dumps({"time": now_iso(), "event": event, **fields}, ensure_ascii=False, default=str)
+            handler.handle(logging.makeLogRecord({"msg": line, "levelno": logging.INFO}))
+        finally:
+            handler.close()
