@@ -1,0 +1,83 @@
+"""What the audit log costs a query: the same evidence-only queries through two apps in one
+process, one with ``service.audit`` on and one with it off, taken in turn so that both see the
+same machine state; the result cache is off, so every request retrieves.
+
+    qrag-qdrant ingest ../shared/data/squad-dev/corpus --store $S --namespace eval-squad-dev
+    python benchmarks/audit_cost.py --store $S --namespace eval-squad-dev \
+        --questions ../shared/data/squad-dev/questions.jsonl --n 300 --json-out audit-cost.json
+
+Each request goes through the whole ASGI stack (key check, audit middleware, route, retrieval,
+JSON) with Starlette's TestClient; p50 and p95 per app, and their difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from qrag_qdrant.config import load_settings
+from qrag_qdrant.embedding import DenseEmbedder
+from qrag_qdrant.service.app import create_app
+from qrag_qdrant.service.auth import KeyFile
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--store", type=Path, required=True)
+    parser.add_argument("--namespace", required=True)
+    parser.add_argument("--questions", type=Path, required=True)
+    parser.add_argument("--n", type=int, default=300)
+    parser.add_argument("--json-out", type=Path)
+    args = parser.parse_args()
+    questions = [json.loads(line)["question"] for line in args.questions.read_text().splitlines()[: args.n + 1]]
+    with tempfile.TemporaryDirectory() as folder:
+        keys = KeyFile.load(Path(folder) / "keys.toml")
+        header = {"Authorization": f"Bearer {keys.add(args.namespace, 'read')}"}
+        embedder = None
+        clients = {}
+        for audit in (True, False):
+            service = {"keys": Path(folder) / "keys.toml", "cache_entries": 0, "audit": audit}
+            service["audit_log"] = Path(folder) / "audit.jsonl"
+            settings = load_settings(store=args.store, namespace=args.namespace, service=service)
+            embedder = embedder or DenseEmbedder(settings.embedding)
+            clients[audit] = TestClient(create_app(settings, embedder=embedder)).__enter__()
+        timings: dict[bool, list[float]] = {True: [], False: []}
+        for n, question in enumerate(questions):
+            for audit in (True, False) if n % 2 else (False, True):
+                started = time.perf_counter()
+                response = clients[audit].post(
+                    "/v1/query", json={"question": question, "generate": False}, headers=header
+                )
+                if n:  # the first question warms both
+                    timings[audit].append((time.perf_counter() - started) * 1000)
+                assert response.status_code == 200, response.text
+        for client in clients.values():
+            client.__exit__(None, None, None)
+        written = len((Path(folder) / "audit.jsonl").read_text().splitlines())
+
+    def summary(values: list[float]) -> dict[str, float]:
+        return {
+            "p50_ms": round(statistics.median(values), 2),
+            "p95_ms": round(statistics.quantiles(values, n=20)[18], 2),
+        }
+
+    result = {
+        "questions": len(questions) - 1,
+        "audit_on": summary(timings[True]),
+        "audit_off": summary(timings[False]),
+        "lines_written": written,
+    }
+    result["p50_difference_ms"] = round(result["audit_on"]["p50_ms"] - result["audit_off"]["p50_ms"], 2)
+    print(json.dumps(result, indent=2))
+    if args.json_out:
+        args.json_out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
