@@ -40,8 +40,8 @@ from .config_sections import (
     QdrantSettings,
     RetrievalSettings,
     Section,
-    ServiceSettings,
 )
+from .config_service import ServiceSettings
 from .config_values import check_expansions
 from .errors import ConfigError
 from .names import NAMESPACE_MAX_LENGTH, NAMESPACE_PATTERN, RESERVED_NAMESPACE_SUFFIX, collection_name

@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from .config_values import check_expansions, parse_rate
+from .config_values import check_expansions
 
 
 class Section(BaseModel):
@@ -312,78 +312,3 @@ class QdrantSettings(Section):
     read_consistency: PositiveInt | Literal["majority", "quorum", "all"] = Field(
         1, description="distributed mode: replicas a read asks"
     )
-
-
-class ServiceSettings(Section):
-    """``qrag-qdrant serve``."""
-
-    host: str = Field("127.0.0.1", description="the address `serve` listens on")
-    port: int = Field(8000, ge=1, le=65535, description="the port `serve` listens on")
-    keys: Path = Field(
-        Path(".qrag-keys.toml"),
-        description="the key file: each team's key (hashed), namespace and role; `qrag-qdrant key add` writes it",
-    )
-    max_body_bytes: PositiveInt = Field(1 << 20, description="a larger request body is refused with 413")
-    max_upload_bytes: PositiveInt = Field(256 << 20, description="the same for the files of one POST /v1/ingest")
-    cache_entries: NonNegativeInt = Field(
-        1024, description="repeated questions answered from the result cache (per service, all namespaces); 0: off"
-    )
-    max_queued_upload_bytes: PositiveInt = Field(
-        1 << 30, description="uploads one namespace may have waiting for or in an ingest; more is refused with 413"
-    )
-    rate_query: str | None = Field(
-        "120/minute",
-        description="queries per key: COUNT/second|minute|hour, a token "
-        "bucket (COUNT at once, refilled at that rate); None: no limit",
-    )
-    rate_ingest: str | None = Field("20/minute", description="ingest jobs per key, the same way")
-    rate_feedback: str | None = Field("30/minute", description="feedback ratings per key, the same way")
-    queue_capacity: PositiveInt = Field(
-        64,
-        description="answers that may wait for the model at once, all teams together (taken in turn, team by "
-        "team); past that, 503 with Retry-After",
-    )
-    header_timeout: PositiveFloat = Field(
-        10.0,
-        description="seconds a request has to send its headers, after its connection opens or the previous "
-        "response ends; a slower connection is closed",
-    )
-    max_connections: PositiveInt = Field(
-        1000, description="connections the service holds at once; past that it answers 503"
-    )
-    drain_seconds: PositiveFloat = Field(
-        30.0,
-        description="on SIGTERM: how long answers in flight and ingest jobs "
-        "may take to finish; jobs still running then stop and read 'interrupted'",
-    )
-    audit: bool = Field(
-        True,
-        description="keep an audit log: one JSON line per query, answer, ingest, removal, key "
-        "change and refused request",
-    )
-    audit_log: Path = Field(
-        Path(".qrag-audit.jsonl"), description="the audit log's file; rotated files get .1, .2, ..."
-    )
-    audit_questions: bool = Field(
-        False, description="write each question's text into the audit log; false: only its sha256"
-    )
-    audit_max_bytes: PositiveInt = Field(10 << 20, description="the audit log is rotated when it reaches this size")
-    audit_backups: NonNegativeInt = Field(5, description="rotated audit files kept; older ones are deleted")
-
-    @model_validator(mode="after")
-    def _rates_parse(self) -> ServiceSettings:
-        for rate in (self.rate_query, self.rate_ingest, self.rate_feedback):
-            if rate is not None:
-                parse_rate(rate)
-        return self
-
-    def rates(self) -> dict[str, tuple[int, float] | None]:
-        """Each kind of request's (burst, refill per second), or None: unlimited."""
-        return {
-            kind: parse_rate(rate) if rate else None
-            for kind, rate in (
-                ("query", self.rate_query),
-                ("ingest", self.rate_ingest),
-                ("feedback", self.rate_feedback),
-            )
-        }

@@ -31,7 +31,8 @@ from .jobs import IngestJobs, JobRecords
 from .limits import BodyGuard, McpGate, RateLimits
 from .namespaces import Namespaces, ServiceNamespace
 from .openai_compat import openai
-from .routes import ServiceState, health, ingests, page_router, queries
+from .routes import health, ingests, page_router, queries
+from .state import ServiceState
 from .uploads import UploadArea
 
 #: the web page and its script and style, shipped in the package

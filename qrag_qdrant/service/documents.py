@@ -13,7 +13,7 @@ from pydantic import Field
 
 from ..documents import MAX_PAGE, DocumentDetail, DocumentPage, RemovalReport
 from .errors import ServiceError
-from .routes import Caller, IngestCaller, QueryCaller, State
+from .state import Caller, IngestCaller, QueryCaller, State
 
 documents = APIRouter(prefix="/v1", tags=["documents"])
 #: the longest source a request may name

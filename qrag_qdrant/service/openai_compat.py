@@ -30,15 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..api import QuorumRAG
 from ..evidence import Answer, Evidence
 from .errors import ServiceError
-from .routes import (
-    HistoryTurn,
-    QueryCaller,
-    QueryRequest,
-    State,
-    asked,
-    remember_answer,
-    room_for_an_answer,
-)
+from .routes import HistoryTurn, QueryRequest, asked, remember_answer, room_for_an_answer
+from .state import QueryCaller, State
 from .streaming import answer_events, answer_unless_gone, shown
 
 ANSWER_MODEL, EVIDENCE_MODEL = "quorum", "quorum-evidence"

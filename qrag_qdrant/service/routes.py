@@ -9,115 +9,30 @@ from __future__ import annotations
 import functools
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, StreamingResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.datastructures import UploadFile
 
 from ..api import CollectionInfo
-from ..config import Settings
 from ..coordinator.conversation import conversation_step
 from ..evidence import Answer, Evidence
-from ..generation.scheduler import GenerationScheduler, QueueFull
-from .audit import AuditLog, answer_fields
-from .auth import Principal
-from .cache import ResultCache, normalise
+from ..generation.scheduler import QueueFull
+from .audit import answer_fields
+from .cache import normalise
 from .errors import ServiceError, one_line
-from .feedback import AskedQuery, FeedbackFile, RecentQueries
-from .generation_metrics import GenerationCounters, queue_exposition
-from .jobs import IngestJobs
-from .limits import UNAUTHORIZED, RateLimits
-from .namespaces import Namespaces
+from .feedback import AskedQuery
+from .generation_metrics import queue_exposition
+from .state import Caller, FeedbackCaller, IngestCaller, QueryCaller, ServiceState, State
 from .streaming import answer_unless_gone, busy, shown, stream_answer
-from .uploads import UploadArea
 
 #: what a team sees of the service's failure to answer (the evidence is in the response too)
 GENERATION_FAILED = "generation_failed"
-
-
-@dataclass
-class ServiceState:
-    """What the routes share: one per app."""
-
-    settings: Settings
-    cache: ResultCache[Evidence]
-    limits: RateLimits
-    uploads: UploadArea
-    jobs: IngestJobs
-    recent: RecentQueries = field(default_factory=RecentQueries)
-    feedback: FeedbackFile | None = None
-    generation: GenerationCounters = field(default_factory=GenerationCounters)
-    #: the model's fair queue, shared by every namespace's answers
-    scheduler: GenerationScheduler = field(default_factory=GenerationScheduler)
-    #: set when the app starts (the models load then)
-    namespaces: Namespaces | None = None
-    #: the audit log (service.audit), written off the request path
-    audit: AuditLog | None = None
-
-    def note(self, request: Request, **fields: Any) -> None:
-        """Details for the request's audit line (``audit.AuditTrail`` writes it when it ends)."""
-        if self.audit is not None:
-            request.state.audit.update(fields)
-
-    def note_question(self, request: Request, body: QueryRequest) -> None:
-        if self.audit is not None:
-            self.note(request, **self.audit.question(body.question), turns=len(body.history), generate=body.generate)
-
-    def noting_answer(self, request: Request, then: Callable[[Answer], None]) -> Callable[[Answer], None]:
-        """``then``, after the answer's outcome is noted for the audit log."""
-
-        def done(answer: Answer) -> None:
-            self.note(request, answer=answer_fields(answer))
-            then(answer)
-
-        return done
-
-    def spaces(self) -> Namespaces:
-        assert self.namespaces is not None, "the service has not started"
-        return self.namespaces
-
-
-def service(request: Request) -> ServiceState:
-    return request.app.state.service
-
-
-bearer = HTTPBearer(auto_error=False, description="a team's key from `qrag-qdrant key add`")
-
-
-def caller(request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Principal:
-    """The team behind the request's bearer key (checked before the body was read)."""
-    principal = getattr(request.state, "principal", None)
-    if principal is None:
-        raise ServiceError(401, "unauthorized", UNAUTHORIZED)
-    return principal
-
-
-def limited(kind: str) -> Callable[[ServiceState, Principal], Principal]:
-    """The caller, once the key's ``kind`` bucket has a token (else 429 with Retry-After)."""
-
-    def check(
-        state: Annotated[ServiceState, Depends(service)], principal: Annotated[Principal, Depends(caller)]
-    ) -> Principal:
-        state.limits.check(kind, principal.key_id)
-        return principal
-
-    return check
-
-
-State = Annotated[ServiceState, Depends(service)]
-Caller = Annotated[Principal, Depends(caller)]
-#: the caller of each kind of request, once its key's bucket has a token
-QueryCaller = Annotated[Principal, Depends(limited("query"))]
-IngestCaller = Annotated[Principal, Depends(limited("ingest"))]
-FeedbackCaller = Annotated[Principal, Depends(limited("feedback"))]
 
 
 class HistoryTurn(BaseModel):

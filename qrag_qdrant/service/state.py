@@ -1,0 +1,105 @@
+"""What the service's routes share, one per app (``app.state.service``), and how a route gets
+it and its caller: the team whose key ``limits.BodyGuard`` found, once the key's rate allows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from ..config import Settings
+from ..evidence import Answer, Evidence
+from ..generation.scheduler import GenerationScheduler
+from .audit import AuditLog, answer_fields
+from .auth import Principal
+from .cache import ResultCache
+from .errors import ServiceError
+from .feedback import FeedbackFile, RecentQueries
+from .generation_metrics import GenerationCounters
+from .jobs import IngestJobs
+from .limits import UNAUTHORIZED, RateLimits
+from .namespaces import Namespaces
+from .uploads import UploadArea
+
+if TYPE_CHECKING:
+    from .routes import QueryRequest
+
+
+@dataclass
+class ServiceState:
+    """What the routes share: one per app."""
+
+    settings: Settings
+    cache: ResultCache[Evidence]
+    limits: RateLimits
+    uploads: UploadArea
+    jobs: IngestJobs
+    recent: RecentQueries = field(default_factory=RecentQueries)
+    feedback: FeedbackFile | None = None
+    generation: GenerationCounters = field(default_factory=GenerationCounters)
+    #: the model's fair queue, shared by every namespace's answers
+    scheduler: GenerationScheduler = field(default_factory=GenerationScheduler)
+    #: set when the app starts (the models load then)
+    namespaces: Namespaces | None = None
+    #: the audit log (service.audit), written off the request path
+    audit: AuditLog | None = None
+
+    def note(self, request: Request, **fields: Any) -> None:
+        """Details for the request's audit line (``audit.AuditTrail`` writes it when it ends)."""
+        if self.audit is not None:
+            request.state.audit.update(fields)
+
+    def note_question(self, request: Request, body: QueryRequest) -> None:
+        if self.audit is not None:
+            self.note(request, **self.audit.question(body.question), turns=len(body.history), generate=body.generate)
+
+    def noting_answer(self, request: Request, then: Callable[[Answer], None]) -> Callable[[Answer], None]:
+        """``then``, after the answer's outcome is noted for the audit log."""
+
+        def done(answer: Answer) -> None:
+            self.note(request, answer=answer_fields(answer))
+            then(answer)
+
+        return done
+
+    def spaces(self) -> Namespaces:
+        assert self.namespaces is not None, "the service has not started"
+        return self.namespaces
+
+
+def service(request: Request) -> ServiceState:
+    return request.app.state.service
+
+
+bearer = HTTPBearer(auto_error=False, description="a team's key from `qrag-qdrant key add`")
+
+
+def caller(request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Principal:
+    """The team behind the request's bearer key (checked before the body was read)."""
+    principal = getattr(request.state, "principal", None)
+    if principal is None:
+        raise ServiceError(401, "unauthorized", UNAUTHORIZED)
+    return principal
+
+
+def limited(kind: str) -> Callable[[ServiceState, Principal], Principal]:
+    """The caller, once the key's ``kind`` bucket has a token (else 429 with Retry-After)."""
+
+    def check(
+        state: Annotated[ServiceState, Depends(service)], principal: Annotated[Principal, Depends(caller)]
+    ) -> Principal:
+        state.limits.check(kind, principal.key_id)
+        return principal
+
+    return check
+
+
+State = Annotated[ServiceState, Depends(service)]
+Caller = Annotated[Principal, Depends(caller)]
+#: the caller of each kind of request, once its key's bucket has a token
+QueryCaller = Annotated[Principal, Depends(limited("query"))]
+IngestCaller = Annotated[Principal, Depends(limited("ingest"))]
+FeedbackCaller = Annotated[Principal, Depends(limited("feedback"))]
