@@ -19,10 +19,10 @@ from typing import Annotated
 import typer
 
 from .cli_admin import feedback_app, gate_app, key_app
-from .cli_audit import audit
 from .cli_chat import chat
 from .cli_documents import documents_app
 from .cli_eval import evaluate
+from .cli_operator import audit, usage
 from .cli_options import ConfigOption, JsonOption, NamespaceOption, StoreOption, open_rag
 from .cli_render import (
     AnswerStream,
@@ -60,6 +60,7 @@ app.add_typer(documents_app, name="documents")
 app.command("eval")(evaluate)
 app.command("chat")(chat)
 app.command("audit")(audit)
+app.command("usage")(usage)
 
 
 #: Qdrant's advice: about this many collections per cluster at most.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, nullcontext
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config import Settings
 from ..embedding import DenseEmbedder
+from ..evidence import Answer
 from ..generation.scheduler import GenerationScheduler
+from ..ingest import IngestReport
+from ..progress import IngestProgress
 from .audit import AuditLog, AuditTrail
-from .auth import KeyFile
+from .auth import KeyFile, Principal
 from .cache import ResultCache
 from .documents import documents
 from .errors import error_of, install_handlers, one_line
@@ -34,6 +38,7 @@ from .openai_compat import openai
 from .routes import health, ingests, page_router, queries
 from .state import ServiceState
 from .uploads import UploadArea
+from .usage import UsageLedger
 
 #: the web page and its script and style, shipped in the package
 WEB = resources.files(__package__) / "static"
@@ -93,7 +98,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         RateLimits(settings.service.rates()),
         uploads,
         IngestJobs(
-            lambda namespace, path, progress, options: state.spaces().ingest(namespace, path, progress, **options),
+            lambda namespace, path, progress, options: counted_ingest(state, namespace, path, progress, options),
             job_error,
             JobRecords(Path(settings.store) / ".jobs"),
         ),
@@ -106,6 +111,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         state.audit = AuditLog(
             service.audit_log, service.audit_max_bytes, service.audit_backups, service.audit_questions
         )
+    state.usage = usage = UsageLedger(service.usage_db, service.quotas)
     mcp = mcp_app(state)
 
     @asynccontextmanager
@@ -123,6 +129,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         state.namespaces = None
         if state.audit is not None:
             state.audit.close()  # what is queued is written first
+        usage.close()
 
     app = FastAPI(
         title="qrag-qdrant",
@@ -153,6 +160,30 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
     return app
 
 
+@dataclass
+class CallerMeter:
+    """One caller's use counted against its quotas (``namespaces.Meter``), for the MCP tools."""
+
+    state: ServiceState
+    principal: Principal
+
+    def charge(self, counts: dict[str, int]) -> None:
+        self.state.charge(self.principal, **counts)
+
+    def count(self, answer: Answer) -> None:
+        self.state.count_tokens(self.principal, answer)
+
+
+def counted_ingest(
+    state: ServiceState, namespace: str, path: Path, progress: IngestProgress, options: dict[str, Any]
+) -> IngestReport:
+    """An ingest job's run, its chunks counted to the key that sent it."""
+    report = state.spaces().ingest(namespace, path, progress, **options)
+    if state.usage is not None:
+        state.usage.add(namespace, options.get("ingested_by") or "", {"ingest_chunks": report.embedded_chunks})
+    return report
+
+
 def mcp_app(state: ServiceState) -> Starlette | None:
     """The MCP server over streamable HTTP, each call in the namespace of the key that
     ``limits.BodyGuard`` found; None without the mcp SDK. Stateless, JSON replies: a call needs
@@ -166,7 +197,10 @@ def mcp_app(state: ServiceState) -> Starlette | None:
 
     def caller_namespace(ctx: Any) -> ServiceNamespace:
         request = ctx.request_context.request  # its state: the key's principal, and whether the client left
-        return ServiceNamespace(state.spaces(), request.state.principal.namespace, request.state.client_gone)
+        principal = request.state.principal
+        return ServiceNamespace(
+            state.spaces(), principal.namespace, request.state.client_gone, CallerMeter(state, principal)
+        )
 
     return build_server(caller_namespace).streamable_http_app(
         streamable_http_path="/",

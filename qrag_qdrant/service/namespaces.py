@@ -6,7 +6,9 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+from starlette.exceptions import HTTPException
 
 from ..api import CollectionInfo, QuorumRAG
 from ..config import Settings
@@ -116,20 +118,48 @@ class Namespaces:
             rag.close()
 
 
+class Meter(Protocol):
+    """How a caller's use is counted: ``charge`` checks the quotas first (an HTTPException over one)."""
+
+    def charge(self, counts: dict[str, int]) -> None: ...
+
+    def count(self, answer: Answer) -> None: ...
+
+
 class ServiceNamespace:
     """One team's namespace of the running service, as the MCP tools use it."""
 
-    def __init__(self, spaces: Namespaces, namespace: str, client_gone: threading.Event | None = None):
-        """``client_gone``: set when the caller disconnects; an answer then stops its model."""
-        self.spaces, self.namespace, self.client_gone = spaces, namespace, client_gone
+    def __init__(
+        self,
+        spaces: Namespaces,
+        namespace: str,
+        client_gone: threading.Event | None = None,
+        meter: Meter | None = None,
+    ):
+        """``client_gone``: set when the caller disconnects; an answer then stops its model.
+        ``meter``: counts the caller's use against its quotas, as the HTTP routes do."""
+        self.spaces, self.namespace, self.client_gone, self.meter = spaces, namespace, client_gone, meter
+
+    def _charge(self, counts: dict[str, int]) -> None:
+        if self.meter is not None:
+            try:
+                self.meter.charge(counts)
+            except HTTPException as refused:  # over a quota: the agent reads the reason
+                raise QragError(str(refused.detail)) from None
 
     def retrieve(self, question: str, history: Iterable[Any] = ()) -> Evidence:
+        self._charge({"queries": 1})
         return self.spaces.retrieve(self.namespace, self.spaces.asked(self.namespace, question, history))
 
     def answer(self, evidence: Evidence, cancelled: threading.Event | None = None) -> Answer:
+        if not evidence.abstained:
+            self._charge({"answers": 1})
         # over HTTP the call is never cancelled: the client leaving is what stops the model
         stop = self.client_gone if self.client_gone is not None else cancelled
-        return self.spaces.rag(self.namespace).answer(evidence.question, evidence=evidence, cancelled=stop)
+        answer = self.spaces.rag(self.namespace).answer(evidence.question, evidence=evidence, cancelled=stop)
+        if self.meter is not None:
+            self.meter.count(answer)
+        return answer
 
     def collections(self) -> list[CollectionInfo]:
         return self.spaces.collections(self.namespace)

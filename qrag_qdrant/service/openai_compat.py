@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..api import QuorumRAG
 from ..evidence import Answer, Evidence
 from .errors import ServiceError
-from .routes import HistoryTurn, QueryRequest, asked, remember_answer, room_for_an_answer
+from .routes import HistoryTurn, QueryRequest, answer_allowed, asked, remember_answer
 from .state import QueryCaller, State
 from .streaming import answer_events, answer_unless_gone, shown
 
@@ -135,16 +135,17 @@ async def chat_completions(
 ) -> JSONResponse | StreamingResponse:
     query = QueryRequest(question=body.question(), history=body.history(), generate=body.model == ANSWER_MODEL)
     namespace, completion = principal.namespace, f"chatcmpl-{uuid.uuid4().hex}"
-    result, stamp = await asked(state, request, namespace, query)
+    result, stamp = await asked(state, request, principal, query)
     rag = state.spaces().rag(namespace)
-    remember = state.noting_answer(request, functools.partial(remember_answer, state, namespace, stamp=stamp))
-    if query.generate and not isinstance(result, Answer) and not result.abstained:
-        room_for_an_answer(state)
+    remember = state.noting_answer(
+        request, principal, functools.partial(remember_answer, state, namespace, stamp=stamp)
+    )
+    generate, result = answer_allowed(state, request, principal, query.generate, result)
     if body.stream:
         return StreamingResponse(
-            chunks(completion, body.model, rag, result, query.generate, remember), media_type="text/event-stream"
+            chunks(completion, body.model, rag, result, generate, remember), media_type="text/event-stream"
         )
-    if query.generate and not isinstance(result, Answer) and not result.abstained:
+    if generate and not isinstance(result, Answer) and not result.abstained:
         result = await answer_unless_gone(request, rag, result)
         remember(result)
     answer = result if isinstance(result, Answer) else Answer.from_evidence(result)
@@ -158,7 +159,7 @@ async def chat_completions(
                 {
                     "index": 0,
                     "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": message(answer, query.generate)},
+                    "message": {"role": "assistant", "content": message(answer, generate)},
                 }
             ],
             "usage": usage(answer),

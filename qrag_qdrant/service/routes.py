@@ -24,6 +24,7 @@ from ..coordinator.conversation import conversation_step
 from ..evidence import Answer, Evidence
 from ..generation.scheduler import QueueFull
 from .audit import answer_fields
+from .auth import Principal
 from .cache import normalise
 from .errors import ServiceError, one_line
 from .feedback import AskedQuery
@@ -141,18 +142,19 @@ async def query(
     body: QueryRequest, request: Request, state: State, principal: QueryCaller
 ) -> JSONResponse | StreamingResponse:
     namespace, spaces = principal.namespace, state.spaces()
-    result, stamp = await asked(state, request, namespace, body)
+    result, stamp = await asked(state, request, principal, body)
     query_id = uuid.uuid4().hex
     state.recent.add(query_id, AskedQuery.of(namespace, result))
-    remember = state.noting_answer(request, functools.partial(remember_answer, state, namespace, stamp=stamp))
+    remember = state.noting_answer(
+        request, principal, functools.partial(remember_answer, state, namespace, stamp=stamp)
+    )
     rag = spaces.rag(namespace)
-    if body.generate and not isinstance(result, Answer) and not result.abstained:
-        room_for_an_answer(state)
+    generate, result = answer_allowed(state, request, principal, body.generate, result)
     if body.stream:
         return StreamingResponse(
-            stream_answer(rag, body.generate, result, remember, query_id), media_type="text/event-stream"
+            stream_answer(rag, generate, result, remember, query_id), media_type="text/event-stream"
         )
-    if body.generate and not isinstance(result, Answer):
+    if generate and not isinstance(result, Answer):
         result = await answer_unless_gone(request, rag, result)
         remember(result)
         if result.error is not None and not result.answer:
@@ -170,15 +172,35 @@ async def query(
 
 
 async def asked(
-    state: ServiceState, request: Request, namespace: str, body: QueryRequest
+    state: ServiceState, request: Request, principal: Principal, body: QueryRequest
 ) -> tuple[Evidence, tuple[int, ...]]:
-    """``cached_or_retrieved`` on a worker thread, with the question (and a cached answer) noted
-    for the request's audit line."""
+    """``cached_or_retrieved`` on a worker thread, once the question is taken from the caller's
+    quota, with the question (and a cached answer) noted for the request's audit line."""
+    namespace = principal.namespace
     state.note_question(request, body)
+    state.charge(principal, queries=1)
     result, stamp = await run_in_threadpool(cached_or_retrieved, state, namespace, body)
     if isinstance(result, Answer):
         state.note(request, answer=answer_fields(result) | {"cached": True})
     return result, stamp
+
+
+def answer_allowed(
+    state: ServiceState, request: Request, principal: Principal, generate: bool, result: Evidence
+) -> tuple[bool, Evidence]:
+    """Whether the model answers, and what is answered from: a question to answer takes a place in
+    the model's queue (503 when it is full) and an answer from the caller's quota (429; with
+    ``service.quota_fallback = "evidence"``, the evidence alone, with a warning that says why)."""
+    if not generate or isinstance(result, Answer) or result.abstained:
+        return generate, result
+    room_for_an_answer(state)
+    if state.charged_answer(request, principal):
+        return True, result
+    return False, Answer.from_evidence(result, warnings=[OVER_QUOTA])
+
+
+#: the warning on the evidence sent instead of an answer over the quota
+OVER_QUOTA = "no answer: this key's answer quota is spent; here is the evidence (service.quotas)"
 
 
 def room_for_an_answer(state: ServiceState) -> None:
@@ -244,6 +266,11 @@ async def ingest(request: Request, state: State, principal: IngestCaller) -> JSO
                 if not files:
                     raise ServiceError(422, "invalid_request", "files: upload at least one file in the field 'files'")
                 folder, names = await run_in_threadpool(state.uploads.save, principal.namespace, files, upload)
+        try:
+            state.charge(principal, ingest_bytes=upload.bytes)
+        except ServiceError:  # over the namespace's ingest quota: the upload goes
+            state.uploads.release(folder)
+            raise
         source = ", ".join(names) if len(names) <= 3 else f"{names[0]} and {len(names) - 1} more files"
         job = state.jobs.submit(
             principal.namespace,

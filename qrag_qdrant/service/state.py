@@ -23,6 +23,7 @@ from .jobs import IngestJobs
 from .limits import UNAUTHORIZED, RateLimits
 from .namespaces import Namespaces
 from .uploads import UploadArea
+from .usage import QuotaExceeded, UsageLedger
 
 if TYPE_CHECKING:
     from .routes import QueryRequest
@@ -46,6 +47,8 @@ class ServiceState:
     namespaces: Namespaces | None = None
     #: the audit log (service.audit), written off the request path
     audit: AuditLog | None = None
+    #: usage per namespace, key and day, and the quotas on it
+    usage: UsageLedger | None = None
 
     def note(self, request: Request, **fields: Any) -> None:
         """Details for the request's audit line (``audit.AuditTrail`` writes it when it ends)."""
@@ -56,14 +59,39 @@ class ServiceState:
         if self.audit is not None:
             self.note(request, **self.audit.question(body.question), turns=len(body.history), generate=body.generate)
 
-    def noting_answer(self, request: Request, then: Callable[[Answer], None]) -> Callable[[Answer], None]:
-        """``then``, after the answer's outcome is noted for the audit log."""
+    def noting_answer(
+        self, request: Request, principal: Principal, then: Callable[[Answer], None]
+    ) -> Callable[[Answer], None]:
+        """``then``, after the answer's outcome is noted for the audit log and its tokens counted."""
 
         def done(answer: Answer) -> None:
             self.note(request, answer=answer_fields(answer))
+            self.count_tokens(principal, answer)
             then(answer)
 
         return done
+
+    def charge(self, principal: Principal, **counts: int) -> None:
+        """Counts what the caller uses, once every quota it falls under allows it (else 429)."""
+        if self.usage is not None:
+            self.usage.take(principal.namespace, principal.key_id, counts)
+
+    def charged_answer(self, request: Request, principal: Principal) -> bool:
+        """An answer taken from the caller's quota: True; over it, 429 quota_exceeded, or False with
+        ``service.quota_fallback = "evidence"`` (the evidence is sent alone)."""
+        try:
+            self.charge(principal, answers=1)
+        except QuotaExceeded:
+            if self.settings.service.quota_fallback != "evidence":
+                raise
+            self.note(request, over_quota=True)
+            return False
+        return True
+
+    def count_tokens(self, principal: Principal, answer: Answer) -> None:
+        if self.usage is not None and answer.usage is not None:
+            tokens = {"prompt_tokens": answer.usage.prompt_tokens, "completion_tokens": answer.usage.completion_tokens}
+            self.usage.add(principal.namespace, principal.key_id, tokens)
 
     def spaces(self) -> Namespaces:
         assert self.namespaces is not None, "the service has not started"

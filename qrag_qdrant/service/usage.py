@@ -76,7 +76,7 @@ class UsageLedger:
         self._db.execute(SCHEMA)
         self._lock = threading.Lock()
 
-    def take(self, namespace: str, key: str, now: datetime | None = None, **counts: int) -> None:
+    def take(self, namespace: str, key: str, counts: dict[str, int], now: datetime | None = None) -> None:
         """Counts ``counts`` for the key, first checking every quota they fall under: over one,
         QuotaExceeded and nothing counted."""
         now = now or datetime.now(UTC)
@@ -93,7 +93,7 @@ class UsageLedger:
                 self._db.execute("ROLLBACK")
                 raise
 
-    def add(self, namespace: str, key: str, now: datetime | None = None, **counts: int) -> None:
+    def add(self, namespace: str, key: str, counts: dict[str, int], now: datetime | None = None) -> None:
         """Counts what was used already (an answer's tokens): no quota is checked."""
         with self._lock:
             self._add((now or datetime.now(UTC)).date(), namespace, key, counts)

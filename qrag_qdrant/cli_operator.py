@@ -1,4 +1,5 @@
-"""``qrag-qdrant audit``: the audit log's lines, filtered by namespace, key, event and time."""
+"""The operator's commands: ``audit`` (the audit log's lines, filtered by namespace, key, event
+and time) and ``usage`` (what each namespace and key used, per day)."""
 
 from __future__ import annotations
 
@@ -72,4 +73,42 @@ def audit(
     for line in lines:
         details = {k: v for k, v in line.items() if k not in COLUMNS}
         table.add_row(*(str(line.get(column) or "-") for column in COLUMNS), json.dumps(details, ensure_ascii=False))
+    print_table(table)
+
+
+@friendly_errors
+def usage(
+    since: Annotated[
+        str | None, typer.Option("--since", help="from this day, or this long ago (7d) [default: 30d]")
+    ] = None,
+    until: Annotated[str | None, typer.Option("--until", help="before this day, or this long ago")] = None,
+    by_key: Annotated[bool, typer.Option("--by-key", help="a row per key, not per namespace")] = False,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show what each namespace (or key) used per day: queries, answers, tokens, ingested bytes and chunks."""
+    from .service.usage import COUNTS, UsageLedger
+
+    service = load_settings(config).service
+    if not service.usage_db.exists():
+        raise ConfigError(f"no usage yet at {service.usage_db} (service.usage_db); `serve` counts it")
+    start, end = moment(since or "30d", "--since"), moment(until, "--until")
+    ledger = UsageLedger(service.usage_db, {})
+    try:
+        rows = ledger.report(start.date() if start else None, end.date() if end else None, by_key)
+    finally:
+        ledger.close()
+    if as_json:
+        print_json(rows)
+        return
+    from rich.table import Table
+
+    keys = ("day", "namespace", *(("key",) if by_key else ()))
+    table = Table(
+        *keys,
+        *(name.replace("_", " ") for name in COUNTS),
+        title=f"usage per {'key' if by_key else 'namespace'} and day",
+    )
+    for row in rows:
+        table.add_row(*(str(row[name]) for name in (*keys, *COUNTS)))
     print_table(table)
