@@ -83,6 +83,11 @@ class ServiceSettings(Section):
         default_factory=dict,
         description='caps per namespace, or per key as "key:<id>": [service.quotas.team-a] answers_per_day = 500',
     )
+    metrics_per_namespace: bool = Field(
+        False,
+        description="/metrics also gives today's usage per namespace (at most 100, the busiest): it then names "
+        "the teams to whoever can reach it",
+    )
     quota_fallback: Literal["refuse", "evidence"] = Field(
         "refuse",
         description="a question over its answer or token quota: refuse: 429 quota_exceeded; evidence: the "

@@ -124,3 +124,14 @@ def test_a_key_quota_caps_one_key_and_mcp_calls_count_too(teams, tmp_path):
     assert [c.is_error for c in calls] == [False, False, True]
     assert f"key {key} has used its queries_per_day (2)" in calls[2].content[0].text
     assert not any(c.is_error for c in admin) and structured(admin[0])["clusters"]
+
+
+def test_metrics_give_usage_per_namespace_only_when_the_operator_asks(teams, tmp_path):
+    start, auth = teams
+    for per_namespace in (False, True):
+        service = {"usage_db": tmp_path / f"usage-{per_namespace}.db", "metrics_per_namespace": per_namespace}
+        with start(service=service) as client:
+            client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["b"])
+            exposition = client.get("/metrics").text
+        assert ('qrag_usage_queries_today{namespace="team-b"} 1' in exposition) is per_namespace
+        assert ("team-b" in exposition) is per_namespace

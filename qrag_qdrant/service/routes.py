@@ -31,6 +31,7 @@ from .feedback import AskedQuery
 from .generation_metrics import queue_exposition
 from .state import Caller, FeedbackCaller, IngestCaller, QueryCaller, ServiceState, State
 from .streaming import answer_unless_gone, busy, shown, stream_answer
+from .usage import usage_exposition
 
 #: what a team sees of the service's failure to answer (the evidence is in the response too)
 GENERATION_FAILED = "generation_failed"
@@ -119,7 +120,7 @@ def readyz(state: State) -> JSONResponse:
 
 @health.get("/metrics", response_class=PlainTextResponse)
 def metrics(state: State) -> str:
-    """Service-wide counters only: no figure here is per namespace, so none tells one team of another."""
+    """Service-wide counters; per namespace only with service.metrics_per_namespace, which names the teams."""
     counters = state.cache.counters
     return (
         "".join(
@@ -129,6 +130,11 @@ def metrics(state: State) -> str:
         )
         + state.generation.exposition()
         + queue_exposition(state.scheduler.stats)
+        + (
+            usage_exposition(state.usage)
+            if state.usage is not None and state.settings.service.metrics_per_namespace
+            else ""
+        )
     )
 
 

@@ -146,3 +146,21 @@ class UsageLedger:
 
     def close(self) -> None:
         self._db.close()
+
+
+#: namespaces /metrics names at most (service.metrics_per_namespace), the busiest first
+METRICS_NAMESPACES = 100
+
+
+def usage_exposition(ledger: UsageLedger, today: date | None = None) -> str:
+    """Today's usage per namespace in Prometheus' text format (the busiest ``METRICS_NAMESPACES``)."""
+    day = today or datetime.now(UTC).date()
+    rows = sorted(ledger.report(day, day + timedelta(days=1)), key=lambda row: -row["queries"])[:METRICS_NAMESPACES]
+    lines = []
+    for name in COUNTS:
+        lines += [
+            f"# HELP qrag_usage_{name}_today {name.replace('_', ' ')} today (UTC), per namespace",
+            f"# TYPE qrag_usage_{name}_today gauge",
+        ]
+        lines += [f'qrag_usage_{name}_today{{namespace="{row["namespace"]}"}} {row[name]}' for row in rows]
+    return "\n".join(lines) + "\n"
