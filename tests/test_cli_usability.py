@@ -78,12 +78,14 @@ def test_ingest_progress_names_each_file_read_and_each_skipped_with_why(tmp_path
     assert corpus.skipped == [SkippedFile("photo.png", corpus.skipped[0].reason)]
 
 
-def test_key_add_says_where_the_key_file_is_and_leaves_nothing_beside_it(tmp_path):
+def test_key_add_says_where_the_key_file_is_and_leaves_only_it_and_the_audit_line(tmp_path):
     result = run("key", "add", "--namespace", "team-a")
     assert result.exit_code == 0, result.stderr
     key_file = Path(".qrag-keys.toml").resolve()
     assert str(key_file) in result.stderr and result.stdout.startswith("qrag_")
-    assert sorted(p.name for p in key_file.parent.iterdir()) == [".qrag-keys.toml"]
+    assert sorted(p.name for p in key_file.parent.iterdir()) == [".qrag-audit.jsonl", ".qrag-keys.toml"]
+    (line,) = [json.loads(text) for text in Path(".qrag-audit.jsonl").read_text().splitlines()]
+    assert (line["event"], line["action"], line["namespace"]) == ("key", "added", "team-a")
     listed = json.loads(run("key", "add", "--namespace", "team-b", "--json").stdout)
     assert listed["key_file"] == str(key_file)
 
