@@ -121,7 +121,7 @@ class QuorumRAG:
         """The quorum evidence for ``question``; after ``history`` (the conversation's earlier
         turns, oldest first, as ``Turn`` or ``{"role", "content"}``) a follow-up is searched as
         the stand-alone question ``asked`` makes of it (``retrieval.conversation``)."""
-        if history or not isinstance(question, Asked):
+        if history:
             question = self.asked(question if isinstance(question, str) else question.question, history)
         return self.coordinator.retrieve(question)
 

@@ -170,7 +170,7 @@ def test_the_pipeline_searches_and_answers_the_stand_alone_question(corpus, tmp_
     answered = [r for r in ollama.requests if r["messages"][0]["content"] != REWRITE_SYSTEM][-1]
     assert STAND_ALONE in answered["messages"][-1]["content"] and FOLLOW_UP not in answered["messages"][-1]["content"]
     assert answer.answer == "a hot spot [1]" and answer.question == FOLLOW_UP and answer.searched == STAND_ALONE
-    assert first.clusters == plain.clusters and first.conversation.how == "first_turn"
+    assert first.clusters == plain.clusters and first.conversation is None  # no history: the plain path
     assert after.clusters == alone.clusters and after.conversation.how == "stand_alone"
     assert sum(r["messages"][0]["content"] == REWRITE_SYSTEM for r in ollama.requests) == 2
 
