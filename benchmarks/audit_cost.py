@@ -43,6 +43,7 @@ def main() -> None:
         header = {"Authorization": f"Bearer {keys.add(args.namespace, 'read')}"}
         service = {"keys": Path(folder) / "keys.toml", "cache_entries": 0, "audit_log": Path(folder) / "audit.jsonl"}
         service["rate_query"] = None  # every question asked twice, as fast as the box answers
+        service["usage_db"] = Path(folder) / "usage.db"
         settings = load_settings(store=args.store, namespace=args.namespace, service=service)
         app = create_app(settings, embedder=DenseEmbedder(settings.embedding))
         timings: dict[bool, list[float]] = {True: [], False: []}
