@@ -83,21 +83,23 @@ class Documents:
         current = self._current(None)
         sources = sorted(set().union(*current.values())) if current else []
         shown = sources[offset : offset + limit]
-        return DocumentPage(total=len(sources), offset=offset, limit=limit, documents=list(self._details(shown, False)))
+        documents = list(self._details(shown, current, locations=False))
+        return DocumentPage(total=len(sources), offset=offset, limit=limit, documents=documents)
 
     def get(self, source: str) -> DocumentDetail:
         """One document, with where each of its chunks sits, in every collection."""
-        found = self._details([source], True)
+        found = self._details([source], self._current([source]), locations=True)
         if not found:
             raise DocumentNotFound(f"no document {source[:200]!r} in namespace {self.settings.namespace!r}")
         return found[0]
 
-    def _details(self, sources: list[str], locations: bool) -> list[DocumentDetail]:
-        """The facts of ``sources`` (those present), read from their current versions' points."""
+    def _details(self, sources: list[str], current: dict[str, dict[str, str]], locations: bool) -> list[DocumentDetail]:
+        """The facts of ``sources`` (those present), read from the points of their current versions
+        (``current``: collection -> source -> hash, as ``_current`` reads them)."""
         if not sources:
             return []
         found: dict[str, DocumentDetail] = {}
-        for name, versions in self._current(sources).items():
+        for name, versions in current.items():
             fields = ["source", "doc_hash", "chunk_index", "start", "end", "version", "ingested_by"]
             for p in self.store.scroll_payloads(
                 name, fields, self.store.models.Filter(must=[self.store.of_sources(sources)])

@@ -47,7 +47,8 @@ POINTS_BACK = re.compile(
 SHORT_WORDS = 4
 WORD = re.compile(r"[\w'-]+")
 #: a line of the prompt's form the model may echo before its rewrite: a fence, a turn, the question
-FENCE_OR_TURN = re.compile(r"^(?:</?\s*conversation\s*>|(?:user|assistant)\s*:|last question\s*:)", re.IGNORECASE)
+FENCE = r"</?\s*conversation\s*>"
+FENCE_OR_TURN = re.compile(rf"^(?:{FENCE}|(?:user|assistant)\s*:|last question\s*:)", re.IGNORECASE)
 #: tokens the rewrite may write: a question, not an essay
 REWRITE_TOKENS = 64
 REWRITE_SYSTEM = (
@@ -150,7 +151,7 @@ def fenced(turns: Sequence[Turn], question: str, window: int, assistant_chars: i
 
 
 def _unfenced(text: str) -> str:
-    return re.sub(r"</?\s*conversation\s*>", " ", text, flags=re.IGNORECASE)
+    return re.sub(FENCE, " ", text, flags=re.IGNORECASE)
 
 
 class RewriteRejected(Exception):

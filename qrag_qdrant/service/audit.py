@@ -62,8 +62,7 @@ class AuditLog:
     def __init__(self, path: Path, max_bytes: int, backups: int, questions: bool):
         self.path, self.questions = Path(path), questions
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        handler = QuietFileHandler(self.path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8", delay=True)
-        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler = audit_file(self.path, max_bytes, backups)
         self._queue: queue.Queue[logging.LogRecord] = queue.Queue(QUEUE_LINES)
         self._listener = logging.handlers.QueueListener(self._queue, handler)
         self._listener.start()
@@ -71,9 +70,8 @@ class AuditLog:
         self._dropped = 0
 
     def record(self, event: str, **fields: Any) -> None:
-        line = json.dumps({"time": now_iso(), "event": event, **fields}, ensure_ascii=False, default=str)
         try:
-            self._queue.put_nowait(logging.makeLogRecord({"msg": line, "levelno": logging.INFO}))
+            self._queue.put_nowait(audit_record(event, fields))
         except queue.Full:
             self._dropped += 1
             if self._dropped in (1, 100, 10_000):
@@ -88,6 +86,19 @@ class AuditLog:
         """Writes what is queued, then stops the writer."""
         self._listener.stop()
         self._handler.close()
+
+
+def audit_file(path: Path, max_bytes: int, backups: int) -> QuietFileHandler:
+    """The log's file, rotated at ``max_bytes`` with ``backups`` older ones; opened at its first line."""
+    handler = QuietFileHandler(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8", delay=True)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    return handler
+
+
+def audit_record(event: str, fields: dict[str, Any]) -> logging.LogRecord:
+    """One line of the log, as the file handler writes it."""
+    line = json.dumps({"time": now_iso(), "event": event, **fields}, ensure_ascii=False, default=str)
+    return logging.makeLogRecord({"msg": line, "levelno": logging.INFO})
 
 
 def now_iso() -> str:
@@ -187,10 +198,8 @@ _write_lock = threading.Lock()
 def append_now(path: Path, max_bytes: int, backups: int, event: str, **fields: Any) -> None:
     """One line written at once, by a command (``key add``) rather than the service."""
     with _write_lock:
-        handler = QuietFileHandler(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
-        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler = audit_file(path, max_bytes, backups)
         try:
-            line = json.dumps({"time": now_iso(), "event": event, **fields}, ensure_ascii=False, default=str)
-            handler.handle(logging.makeLogRecord({"msg": line, "levelno": logging.INFO}))
+            handler.handle(audit_record(event, fields))
         finally:
             handler.close()

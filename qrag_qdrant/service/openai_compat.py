@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..api import QuorumRAG
 from ..evidence import Answer, Evidence
 from .errors import ServiceError
-from .routes import HistoryTurn, QueryRequest, answer_allowed, asked, remember_answer
+from .routes import HistoryTurn, QueryRequest, answer_allowed, evidence_for, remember_answer
 from .state import QueryCaller, State
 from .streaming import answer_events, answer_unless_gone, shown
 
@@ -135,7 +135,7 @@ async def chat_completions(
 ) -> JSONResponse | StreamingResponse:
     query = QueryRequest(question=body.question(), history=body.history(), generate=body.model == ANSWER_MODEL)
     namespace, completion = principal.namespace, f"chatcmpl-{uuid.uuid4().hex}"
-    result, stamp = await asked(state, request, principal, query)
+    result, stamp = await evidence_for(state, request, principal, query)
     rag = state.spaces().rag(namespace)
     remember = state.noting_answer(
         request, principal, functools.partial(remember_answer, state, namespace, stamp=stamp)

@@ -148,7 +148,7 @@ async def query(
     body: QueryRequest, request: Request, state: State, principal: QueryCaller
 ) -> JSONResponse | StreamingResponse:
     namespace, spaces = principal.namespace, state.spaces()
-    result, stamp = await asked(state, request, principal, body)
+    result, stamp = await evidence_for(state, request, principal, body)
     query_id = uuid.uuid4().hex
     state.recent.add(query_id, AskedQuery.of(namespace, result))
     remember = state.noting_answer(
@@ -177,7 +177,7 @@ async def query(
     return JSONResponse({"query_id": query_id, **shown(result).model_dump(mode="json")})
 
 
-async def asked(
+async def evidence_for(
     state: ServiceState, request: Request, principal: Principal, body: QueryRequest
 ) -> tuple[Evidence, tuple[int, ...]]:
     """``cached_or_retrieved`` on a worker thread, once the question is taken from the caller's
