@@ -25,8 +25,9 @@ from .cli_render import (
     rate_text,
 )
 from .config import Settings, load_settings
+from .config_service import Role
 from .errors import ConfigError, QragError
-from .service.auth import KeyEntry, KeyFile, Role, digest
+from .service.auth import KeyEntry, KeyFile, digest
 from .service.feedback import FeedbackFile, gate_rows
 
 if TYPE_CHECKING:

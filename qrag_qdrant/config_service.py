@@ -1,14 +1,93 @@
-"""The service's config section: keys, limits, the audit log, usage and quotas."""
+"""The service's config section: keys, sign-in, limits, the audit log, usage and quotas."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
+from urllib.parse import urlsplit
 
-from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from .config_sections import Section
 from .config_values import parse_rate
+from .names import NAMESPACE_PATTERN
+
+#: what a caller may do in its namespace: read (query), read-write (also ingest uploaded files and
+#: remove documents) or admin (also ingest a path on the server's own disk)
+Role = Literal["read", "read-write", "admin"]
+ROLES: tuple[Role, ...] = ("read", "read-write", "admin")
+#: what a token may be signed with: public-key algorithms only, so a key the provider publishes can
+#: never be used as a shared secret (and "none" is never among them)
+SIGNING_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class OidcSettings(Section):
+    """Sign-in through the company's identity provider, beside the keys: a bearer token (a JWT access
+    token) is checked against the provider's published keys, and its groups claim decides the
+    namespace and role."""
+
+    issuer: str | None = Field(
+        None,
+        description="the identity provider's issuer URL (https; http only on a loopback address), exactly as its "
+        "tokens' iss claim has it; unset: keys only",
+    )
+    audience: str | None = Field(
+        None, description="the aud claim a token must hold: the id the provider gives this service"
+    )
+    claim: str = Field(
+        "groups",
+        description="the token claim whose values are mapped (a string or a list; a dotted path reads nested claims)",
+    )
+    mapping: dict[str, str] = Field(
+        default_factory=dict,
+        description='claim value -> "namespace:role": "team-a-writers" = "team-a:read-write"; a token none of whose '
+        "values is mapped gets 403",
+    )
+    algorithms: tuple[str, ...] = Field(
+        ("RS256", "ES256"), description=f"signature algorithms accepted, among {', '.join(SIGNING_ALGORITHMS)}"
+    )
+    leeway_seconds: NonNegativeInt = Field(60, description="clock skew allowed on exp, nbf and iat")
+    jwks_cache_seconds: PositiveInt = Field(
+        300, description="how long the provider's signing keys are kept before they are read again"
+    )
+    jwks_refresh_seconds: NonNegativeFloat = Field(
+        30.0,
+        description="a token signed by a key the kept set lacks (a rotated key) reads the set again, at most this "
+        "often",
+    )
+    timeout_seconds: PositiveFloat = Field(5.0, description="how long a request to the provider may take")
+    client_id: str | None = Field(
+        None,
+        description="the web page's client id at the provider (a public client: authorization code with PKCE); "
+        "unset: the page asks for a key",
+    )
+    scope: str = Field("openid", description="the scopes the web page asks for")
+
+    @model_validator(mode="after")
+    def _complete(self) -> OidcSettings:
+        if self.issuer is None:
+            return self
+        address = urlsplit(self.issuer)
+        if address.scheme != "https" and not (address.scheme == "http" and address.hostname in LOOPBACK):
+            raise ValueError(f"issuer {self.issuer!r}: use https (http only on a loopback address)")
+        if not self.audience:
+            raise ValueError("audience is needed with issuer")
+        unknown = [alg for alg in self.algorithms if alg not in SIGNING_ALGORITHMS]
+        if unknown or not self.algorithms:
+            raise ValueError(f"algorithms: use {', '.join(SIGNING_ALGORITHMS)}, not {unknown or 'none'}")
+        for value, grant in self.mapping.items():
+            namespace, _, role = grant.rpartition(":")
+            if not NAMESPACE_PATTERN.match(namespace) or role not in ROLES:
+                raise ValueError(
+                    f'mapping[{value!r}] = {grant!r}: write "namespace:role", role one of ' + ", ".join(ROLES)
+                )
+        return self
+
+    def grants(self) -> dict[str, tuple[str, Role]]:
+        """The mapping as claim value -> (namespace, role)."""
+        pairs = {value: grant.rpartition(":") for value, grant in self.mapping.items()}
+        return {value: (namespace, cast(Role, role)) for value, (namespace, _, role) in pairs.items()}
 
 
 class Quota(Section):
@@ -30,6 +109,7 @@ class ServiceSettings(Section):
         Path(".qrag-keys.toml"),
         description="the key file: each team's key (hashed), namespace and role; `qrag-qdrant key add` writes it",
     )
+    oidc: OidcSettings = Field(default_factory=OidcSettings, description="sign-in through an OpenID Connect provider")
     max_body_bytes: PositiveInt = Field(1 << 20, description="a larger request body is refused with 413")
     max_upload_bytes: PositiveInt = Field(256 << 20, description="the same for the files of one POST /v1/ingest")
     cache_entries: NonNegativeInt = Field(

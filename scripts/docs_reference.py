@@ -146,14 +146,23 @@ def config_page() -> str:
         "\n".join(rows),
         "\n",
     ]
-    for name, model in sections:
+    while sections:
+        name, model = sections.pop(0)
         parts.append(f"\n## `[{name}]`\n\n")
         if model.__doc__ and model.__doc__ != BaseModel.__doc__:
             parts.append(" ".join(model.__doc__.split()) + "\n\n")
         parts.append("| key | type | default | environment variable | description |\n| --- | --- | --- | --- | --- |\n")
+        section, _, _ = name.partition(".")
         for key, field in model.model_fields.items():
+            if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+                sections.append((f"{name}.{key}", field.annotation))  # a section of its own, after this one
+            variable = (
+                f"`QRAG_{section.upper()}_{key.upper()}`"
+                if "." not in name
+                else f"in `QRAG_{name.upper().replace('.', '_')}` (JSON)"
+            )
             parts.append(
-                f"| `{name}.{key}` | {_field_type(field)} | {_default(field)} | `QRAG_{name.upper()}_{key.upper()}` | "
+                f"| `{name}.{key}` | {_field_type(field)} | {_default(field)} | {variable} | "
                 f"{_cell(field.description or '')} |\n"
             )
     parts.append(

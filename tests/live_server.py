@@ -11,12 +11,12 @@ from .test_service import free_port
 
 
 @contextmanager
-def live_server(app, patience_s: float = 180, **options) -> Iterator[str]:
-    """The base URL of ``app`` served by uvicorn until the block ends; ``options``: uvicorn's, as
-    ``serve`` passes them (``service.server.server_options``)."""
+def live_server(app, patience_s: float = 180, port: int | None = None, **options) -> Iterator[str]:
+    """The base URL of ``app`` served by uvicorn until the block ends (on ``port``, or a free
+    one); ``options``: uvicorn's, as ``serve`` passes them (``service.server.server_options``)."""
     import uvicorn
 
-    config = {"log_level": "warning", **options, "host": "127.0.0.1", "port": free_port()}
+    config = {"log_level": "warning", **options, "host": "127.0.0.1", "port": port or free_port()}
     server = uvicorn.Server(uvicorn.Config(app, **config))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

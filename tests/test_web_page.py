@@ -11,6 +11,8 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -18,9 +20,10 @@ from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config import load_settings
 
 from .live_server import live_server
+from .oidc_provider import oidc_provider
 from .ollama_standin import ollama_standin
 from .test_conversation import FIRST, FOLLOW_UP, STAND_ALONE
-from .test_service import BEES
+from .test_service import BEES, free_port
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 uvicorn = pytest.importorskip("uvicorn", reason="the service extra brings uvicorn")
@@ -39,8 +42,8 @@ from qrag_qdrant.service.auth import KeyFile  # noqa: E402
 PATIENCE_S = 180
 
 
-@pytest.fixture
-def served(tmp_path, corpus, embedder) -> Iterator[tuple[str, str]]:
+@contextmanager
+def serving(tmp_path, corpus, embedder, port: int | None = None, **service) -> Iterator[tuple[str, str, Any]]:
     """The service over the sample corpus on a real port, answering through the Ollama stand-in."""
     store, key_file = tmp_path / "store", tmp_path / "keys.toml"
     with QuorumRAG(load_settings(store=store), embedder=embedder) as rag:
@@ -50,12 +53,18 @@ def served(tmp_path, corpus, embedder) -> Iterator[tuple[str, str]]:
     with ollama_standin(tokens=tokens, rewrites={FOLLOW_UP: STAND_ALONE}) as ollama:
         settings = load_settings(
             store=store,
-            service={"keys": key_file},
+            service={"keys": key_file, **service},
             ollama={"host": ollama.host},
             generation={"backend": "ollama", "judge": False},
         )
-        with live_server(create_app(settings, embedder=embedder), PATIENCE_S) as base:
+        with live_server(create_app(settings, embedder=embedder), PATIENCE_S, port=port) as base:
             yield base, key, ollama
+
+
+@pytest.fixture
+def served(tmp_path, corpus, embedder) -> Iterator[tuple[str, str, Any]]:
+    with serving(tmp_path, corpus, embedder) as started:
+        yield started
 
 
 @pytest.fixture
@@ -199,3 +208,34 @@ def test_the_documents_panel_lists_removes_and_uploads(served, browser, tmp_path
     browser.find_element(By.ID, "upload-submit").click()
     wait.until(lambda _: "owls.txt" in rows())
     assert len(rows()) == 5
+
+
+def test_sign_in_through_the_identity_provider_then_ask_and_sign_out(tmp_path, corpus, embedder, browser):
+    port = free_port()
+    with oidc_provider(tmp_path, redirect_uris=[f"http://127.0.0.1:{port}/"]) as provider:
+        oidc = provider.settings(client_id="qrag-web", mapping={"team-a-writers": "default:read-write"})
+        with serving(tmp_path, corpus, embedder, port=port, oidc=oidc, audit_log=tmp_path / "audit.jsonl") as served:
+            base, _, _ = served
+            wait = WebDriverWait(browser, PATIENCE_S)
+            browser.get(base + "/")
+            sign_in = browser.find_element(By.ID, "sign-in")
+            wait.until(lambda _: sign_in.is_displayed())
+            sign_in.click()
+            wait.until(lambda b: b.current_url.startswith(provider.issuer))  # the provider's login page
+            browser.find_element(By.NAME, "login").send_keys("alice")
+            browser.find_element(By.NAME, "password").send_keys("any password")
+            browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+            wait.until(lambda b: b.current_url.startswith(base), f"{browser.current_url} {browser.page_source[:2000]}")
+            signed_in_as = browser.find_element(By.ID, "signed-in-as")
+            wait.until(lambda _: signed_in_as.text == "signed in as alice")
+            assert browser.current_url == base + "/"  # the code is not left in the address bar
+            assert not browser.find_element(By.ID, "key").is_displayed()
+            ask(browser, BEES)
+            assert browser.find_element(By.ID, "answer").text == "Foragers perform the waggle dance [1]."
+            browser.find_element(By.ID, "sign-in").click()  # now "Sign out"
+            assert browser.find_element(By.ID, "key").is_displayed()
+            assert browser.find_element(By.ID, "sign-in").text == "Sign in"
+            console = [entry["message"] for entry in browser.get_log("browser")]
+            assert not [m for m in console if "Content Security Policy" in m or "Refused to" in m], console
+    written = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert [(w["key"], w["namespace"]) for w in written if w["event"] == "sign-in"] == [("oidc:alice", "default")]

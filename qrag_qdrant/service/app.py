@@ -34,6 +34,7 @@ from .feedback import FeedbackFile
 from .jobs import IngestJobs, JobRecords
 from .limits import BodyGuard, McpGate, RateLimits
 from .namespaces import Namespaces, ServiceNamespace
+from .oidc import OidcSignIn, origin
 from .openai_compat import openai
 from .routes import health, ingests, page_router, queries
 from .state import ServiceState
@@ -42,24 +43,29 @@ from .usage import UsageLedger
 
 #: the web page and its script and style, shipped in the package
 WEB = resources.files(__package__) / "static"
-#: a strict policy the web page and the API docs pass: nothing inline, nothing from elsewhere
-SECURITY_HEADERS = [
-    (
-        b"content-security-policy",
-        b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        b"connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-    ),
-    (b"x-content-type-options", b"nosniff"),
-    (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
-]
+
+
+def security_headers(connect: str = "") -> list[tuple[bytes, bytes]]:
+    """A strict policy the web page and the API docs pass: nothing inline, nothing from elsewhere
+    but ``connect`` (the identity provider's origin, which the page's sign-in fetches from)."""
+    policy = (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        f"connect-src 'self'{' ' + connect if connect else ''}; base-uri 'none'; form-action 'self'; "
+        "frame-ancestors 'none'"
+    )
+    return [
+        (b"content-security-policy", policy.encode()),
+        (b"x-content-type-options", b"nosniff"),
+        (b"x-frame-options", b"DENY"),
+        (b"referrer-policy", b"no-referrer"),
+    ]
 
 
 class SecurityHeaders:
-    """The headers above on every response (plain ASGI, as ``limits.BodyGuard``)."""
+    """``security_headers`` on every response (plain ASGI, as ``limits.BodyGuard``)."""
 
-    def __init__(self, app: ASGIApp):
-        self.app = app
+    def __init__(self, app: ASGIApp, headers: list[tuple[bytes, bytes]]):
+        self.app, self.headers = app, headers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -68,7 +74,7 @@ class SecurityHeaders:
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+                message["headers"] = [*message.get("headers", []), *self.headers]
             await send(message)
 
         await self.app(scope, receive, with_headers)
@@ -145,11 +151,14 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         limit_of=lambda path: (
             settings.service.max_upload_bytes if path == "/v1/ingest" else settings.service.max_body_bytes
         ),
+        oidc=OidcSignIn(settings.service.oidc) if settings.service.oidc.issuer else None,
     )
-    app.add_middleware(SecurityHeaders)
+    oidc = settings.service.oidc
+    signs_in = bool(oidc.issuer and oidc.client_id)
+    app.add_middleware(SecurityHeaders, headers=security_headers(origin(str(oidc.issuer)) if signs_in else ""))
     app.add_middleware(AuditTrail, audit=lambda: state.audit)  # outermost: it sees every refusal
     install_handlers(app)
-    for router in (health, queries, ingests, documents, openai, page_router(WEB)):
+    for router in (health, queries, ingests, documents, openai, page_router(WEB, oidc)):
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=str(WEB)), name="static")
     if (swagger := swagger_files()) is not None:

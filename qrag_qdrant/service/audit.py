@@ -3,9 +3,11 @@ who uploaded or removed what, and when".
 
 Events: ``query`` (the question's sha256, or its text with ``service.audit_questions``),
 ``answer`` (its outcome, model and tokens), ``ingest``, ``remove``, ``key`` (added, revoked,
-rotated: written by the ``key`` commands) and ``refused`` (a 401, 403 or 429 on any route). Each
-line holds the time, the event, the key's id, the namespace, the client's address, the outcome
-and the request id, which the response carries as ``X-Request-ID``. Never a key or a token.
+rotated: written by the ``key`` commands), ``sign-in`` (a token from the identity provider seen
+for the first time) and ``refused`` (a 401, 403 or 429 on any route, with the reason). Each line
+holds the time, the event, the key's id (``oidc:<subject>`` for a signed-in caller), the
+namespace, the client's address, the outcome and the request id, which the response carries as
+``X-Request-ID``. Never a key or a token.
 
 Lines are written off the request path: a request puts its line on a bounded queue, and one
 thread writes them (the standard library's ``QueueListener``) to a file rotated by size. A full
@@ -161,6 +163,8 @@ class AuditTrail:
             "client": (scope.get("client") or ("", 0))[0],
             "request_id": request_id,
         }
+        if (signed_in := state.get("signed_in")) is not None:
+            audit.record("sign-in", **common, outcome="ok", role=signed_in.principal.role)
         outcome = "refused" if status in REFUSED else "ok" if status < 400 else "error"
         route = {"method": scope["method"], "path": scope["path"][:300]} if event in ("refused", "mcp") else {}
         audit.record(event, **common, outcome=outcome, status=status, **route, **details)

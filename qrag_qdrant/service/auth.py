@@ -27,13 +27,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Literal
 
+from ..config_service import ROLES, Role
 from ..errors import ConfigError
 from ..files import write_atomically
 
-Role = Literal["read", "read-write", "admin"]
-ROLES: tuple[Role, ...] = ("read", "read-write", "admin")
 KEY_PREFIX = "qrag_"
 #: what ``key add --name`` accepts: written into the TOML file as it is
 KEY_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")

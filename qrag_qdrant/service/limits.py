@@ -1,7 +1,8 @@
 """What a client may spend: bodies bounded as they stream, and requests per key.
 
-``BodyGuard`` runs before any route. On ``/v1/`` it checks the bearer key before a byte of the
-body is read (401), refuses a declared ``Content-Length`` over the route's limit (413), and
+``BodyGuard`` runs before any route. On ``/v1/`` it checks the bearer key, or the identity
+provider's token (``oidc``), before a byte of the body is read (401, or 403 for a token that maps to
+no namespace), refuses a declared ``Content-Length`` over the route's limit (413), and
 counts the bytes of every body as they arrive, so a chunked body, or one whose length was not
 declared, is cut off at the limit with a 413 too. It is plain ASGI: Starlette's
 ``@app.middleware`` wraps every request in extra tasks and streams, which a warm query pays.
@@ -22,28 +23,36 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .auth import KeyFile, bearer_key
+from .auth import KEY_PREFIX, KeyFile, Principal, bearer_key
 from .errors import ServiceError, error_response
+from .oidc import NAMESPACE_HEADER, OidcSignIn, SignInRefused
 
 UNAUTHORIZED = "a valid bearer key is needed: Authorization: Bearer <key>"
+#: a refused sign-in's status as the service's error code
+REFUSAL_CODES = {401: "unauthorized", 403: "forbidden", 503: "identity_provider_unavailable"}
 
 
 class BodyGuard:
-    def __init__(self, app: ASGIApp, keys: Callable[[], KeyFile], limit_of: Callable[[str], int]):
-        self.app, self.keys, self.limit_of = app, keys, limit_of
+    def __init__(
+        self,
+        app: ASGIApp,
+        keys: Callable[[], KeyFile],
+        limit_of: Callable[[str], int],
+        oidc: OidcSignIn | None = None,
+    ):
+        self.app, self.keys, self.limit_of, self.oidc = app, keys, limit_of, oidc
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])
-        principal = (
-            self.keys().principal(key)
-            if (key := bearer_key(headers.get(b"authorization", b"").decode("latin-1")))
-            else None
-        )
-        if principal is None:
-            await error_response(401, "unauthorized", UNAUTHORIZED, path=scope["path"])(scope, receive, send)
+        try:
+            principal = await self.caller(scope, headers)
+        except SignInRefused as refused:
+            code = REFUSAL_CODES[refused.status]
+            scope.setdefault("state", {}).setdefault("audit", {})["reason"] = refused.logged
+            await error_response(refused.status, code, refused.reason, path=scope["path"])(scope, receive, send)
             return
         scope.setdefault("state", {})["principal"] = principal  # request.state.principal
         limit = self.limit_of(scope["path"])
@@ -63,6 +72,23 @@ class BodyGuard:
             return message
 
         await self.app(scope, counted, send)
+
+    async def caller(self, scope: Scope, headers: dict[bytes, bytes]) -> Principal:
+        """Who sent the request: a team key, else (with ``service.oidc``) a token the identity
+        provider signed; a first sign-in is left in the scope for the audit log."""
+        token = bearer_key(headers.get(b"authorization", b"").decode("latin-1"))
+        if token is not None and self.oidc is not None and not token.startswith(KEY_PREFIX):
+            namespace = headers.get(NAMESPACE_HEADER.encode(), b"").decode("latin-1").strip() or None
+            principal = self.oidc.remembered(token, namespace)
+            if principal is None:
+                signed_in = await asyncio.to_thread(self.oidc.sign_in, token, namespace)
+                scope.setdefault("state", {})["signed_in"] = signed_in
+                principal = signed_in.principal
+            return principal
+        principal = self.keys().principal(token) if token is not None else None
+        if principal is None:
+            raise SignInRefused(401, UNAUTHORIZED, "no valid key or token")
+        return principal
 
 
 def too_large(limit: int) -> str:

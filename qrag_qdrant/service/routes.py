@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.datastructures import UploadFile
 
 from ..api import CollectionInfo
+from ..config_service import OidcSettings
 from ..coordinator.conversation import conversation_step
 from ..evidence import Answer, Evidence
 from ..generation.scheduler import QueueFull
@@ -321,9 +322,17 @@ def job(job_id: str, state: State, principal: Caller) -> dict[str, Any]:
     return found.view(principal.can_read_server_paths)
 
 
-def page_router(web: Any) -> APIRouter:
-    """The web page, and Swagger UI's files from the pinned ``swagger-ui-bundle-v2`` wheel (no CDN)."""
+def page_router(web: Any, oidc: OidcSettings) -> APIRouter:
+    """The web page, its sign-in settings, and Swagger UI's files from the pinned
+    ``swagger-ui-bundle-v2`` wheel (no CDN)."""
     router = APIRouter(include_in_schema=False)
+
+    @router.get("/sign-in.json")
+    def sign_in() -> dict[str, str]:
+        """What the page needs to sign in through the identity provider; 404 when it cannot."""
+        if not (oidc.issuer and oidc.client_id):
+            raise ServiceError(404, "not_found", "this service signs in with team keys only")
+        return {"issuer": oidc.issuer, "client_id": oidc.client_id, "scope": oidc.scope}
 
     @router.get("/")
     def page() -> FileResponse:

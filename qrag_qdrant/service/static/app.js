@@ -150,7 +150,7 @@ async function* events(response) {
 
 $("ask").addEventListener("submit", async (event) => {
   event.preventDefault();
-  localStorage.setItem("qrag-key", keyInput.value.trim());
+  if (!sessionStorage.getItem("qrag-token")) localStorage.setItem("qrag-key", keyInput.value.trim());
   $("submit").disabled = true;
   renderConversation();
   $("result").hidden = true;
@@ -283,3 +283,78 @@ async function upload() {
 $("documents").addEventListener("toggle", () => { if ($("documents").open) loadDocuments(false); });
 $("documents-more").addEventListener("click", () => loadDocuments(true));
 $("upload-submit").addEventListener("click", upload);
+
+// Sign-in through the company's identity provider, when the service has service.oidc.client_id: the
+// authorization code flow with PKCE (S256). The access token is kept for this tab only
+// (sessionStorage) and sent as the bearer, as a key is.
+let signIn = null;
+
+function base64url(bytes) {
+  return btoa(String.fromCharCode(...new Uint8Array(bytes))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+async function provider() {
+  const response = await fetch(signIn.issuer.replace(/\/$/, "") + "/.well-known/openid-configuration");
+  if (!response.ok) throw new Error("the identity provider did not answer (HTTP " + response.status + ")");
+  return response.json();
+}
+
+async function startSignIn() {
+  const verifier = base64url(crypto.getRandomValues(new Uint8Array(32)));
+  const state = base64url(crypto.getRandomValues(new Uint8Array(16)));
+  sessionStorage.setItem("qrag-pkce", JSON.stringify({ verifier, state }));
+  const challenge = base64url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
+  const query = new URLSearchParams({
+    response_type: "code", client_id: signIn.client_id, redirect_uri: location.origin + "/", scope: signIn.scope,
+    state, code_challenge: challenge, code_challenge_method: "S256",
+  });
+  location.assign((await provider()).authorization_endpoint + "?" + query);
+}
+
+async function finishSignIn(reply) {
+  const pending = JSON.parse(sessionStorage.getItem("qrag-pkce") || "null");
+  sessionStorage.removeItem("qrag-pkce");
+  history.replaceState(null, "", "/");  // the code is used once, and not left in the address bar
+  if (reply.get("error")) throw new Error("sign-in refused: " + (reply.get("error_description") || reply.get("error")));
+  if (!pending || reply.get("state") !== pending.state) throw new Error("sign-in failed: the reply does not match the request");
+  const response = await fetch((await provider()).token_endpoint, {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({
+      grant_type: "authorization_code", code: reply.get("code"), redirect_uri: location.origin + "/",
+      client_id: signIn.client_id, code_verifier: pending.verifier,
+    }),
+  });
+  const tokens = await response.json();
+  if (!response.ok || !tokens.access_token) throw new Error("sign-in failed: " + (tokens.error_description || tokens.error || response.status));
+  sessionStorage.setItem("qrag-token", tokens.access_token);
+}
+
+function showSignIn() {
+  const token = sessionStorage.getItem("qrag-token");
+  let subject = "";
+  try { subject = token ? JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).sub : ""; } catch { subject = ""; }
+  $("sign-in-row").hidden = false;
+  $("sign-in").textContent = token ? "Sign out" : "Sign in";
+  $("signed-in-as").textContent = token ? "signed in as " + subject : "or use a team key:";
+  $("key-label").hidden = keyInput.hidden = Boolean(token);
+  keyInput.value = token || localStorage.getItem("qrag-key") || "";
+}
+
+$("sign-in").addEventListener("click", () => {
+  if (sessionStorage.getItem("qrag-token")) {
+    sessionStorage.removeItem("qrag-token");
+    showSignIn();
+  } else {
+    startSignIn().catch((error) => setStatus(error.message, true));
+  }
+});
+
+(async () => {
+  const response = await fetch("/sign-in.json");
+  if (!response.ok) return;  // keys only
+  signIn = await response.json();
+  const reply = new URLSearchParams(location.search);
+  if (reply.has("code") || reply.has("error")) await finishSignIn(reply).catch((error) => setStatus(error.message, true));
+  showSignIn();
+})();
