@@ -221,6 +221,11 @@ def print_answer_checks(answer: Answer) -> None:
             "No answer: the answer made claims its cited passages do not support (generation.unsupported = "
             "'refuse'); the evidence follows."
         )
+    agreement = answer.agreement
+    if agreement is not None and agreement.chosen and not answer.abstained:
+        out.print(f"most readings said: {answer.answer}", markup=False)  # not what was streamed
+    if agreement is not None:
+        out.print(f"{agreement.agreeing} of {agreement.readings} readings agree", markup=False)
     for claim in answer.claims:
         if claim.supported is False or claim.invalid_citations:
             why = (
@@ -234,6 +239,11 @@ def print_answer_checks(answer: Answer) -> None:
                 if claim.unsupported == "off the question"
                 else f"the model was {answer.answer_probability or 0:.0%} sure of it"
                 if claim.unsupported == "unsure"
+                else f"the passages lack the question's rare word{'s' * (len(claim.missing_terms) > 1)} "
+                + ", ".join(repr(word) for word in claim.missing_terms)
+                if claim.unsupported == "missing term"
+                else f"{agreement.agreeing} of {agreement.readings} readings gave it"
+                if claim.unsupported == "disputed" and agreement is not None
                 else f"the evidence's confidence {answer.confidence or 0:.3f}"
                 if claim.unsupported == "weak evidence"
                 else f"the judge's score {claim.score or 0:.2f}"

@@ -241,6 +241,26 @@ class GenerationSettings(Section):
         "short answer with at least this geometric-mean token probability (backends that report log-probabilities; "
         "0: not checked)",
     )
+    samples: NonNegativeInt = Field(
+        0,
+        le=20,
+        description="read the prompt this many more times at generation.sample_temperature (the prompt cache "
+        "makes each a few tokens' work): the answer most readings give is shown, and their agreement is checked; "
+        "0: the greedy answer alone",
+    )
+    sample_temperature: float = Field(0.8, gt=0.0, le=2.0, description="the temperature of those readings")
+    min_agreement: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="with samples: a claim is supported only when at least this share of the readings give "
+        "the same answer (0: not checked)",
+    )
+    key_terms: bool = Field(
+        False,
+        description="a claim is not supported when a word of the question that the passages sent lack is rarer "
+        "in the namespace than every word of the question its passage holds (it may answer another question)",
+    )
     min_evidence_confidence: float = Field(
         0.0,
         ge=0.0,

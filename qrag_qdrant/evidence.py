@@ -104,6 +104,8 @@ class Evidence(BaseModel):
     timings_ms: dict[str, float]
     #: the gate's inputs, kept for feedback rows (``feedback export``); not part of the JSON
     gate_features: dict[str, float] | None = Field(None, exclude=True)
+    #: how rare each word of the question is in the namespace (BM25's IDF), for the answer's key-term check
+    word_rarity: dict[str, float] | None = Field(None, exclude=True)
 
     @property
     def searched(self) -> str:
@@ -143,6 +145,11 @@ class Claim(BaseModel):
         "of the cited passage that holds the claim (0 for a claim that only repeats "
         "the question); None when not grounded",
     )
+    missing_terms: list[str] = Field(
+        default_factory=list,
+        description="words of the question the passages sent lack, rarer in the namespace than every question "
+        "word the holding passage has (generation.key_terms)",
+    )
     supported: bool | None = Field(
         None,
         description="grounded, relevant (generation.min_relevance), written with "
@@ -152,7 +159,17 @@ class Claim(BaseModel):
         "checked",
     )
     unsupported: (
-        Literal["not found", "instruction", "off the question", "unsure", "weak evidence", "doubted"] | None
+        Literal[
+            "not found",
+            "instruction",
+            "off the question",
+            "missing term",
+            "unsure",
+            "disputed",
+            "weak evidence",
+            "doubted",
+        ]
+        | None
     ) = Field(None, description="why it is not supported: which of those checks it failed first")
     score: float | None = Field(None, description="the judge's P(yes) that the cited passages support the claim")
 
@@ -164,6 +181,17 @@ class TokenUsage(BaseModel):
     cached_tokens: int = Field(0, description="prompt tokens reused from the backend's prompt cache")
     completion_tokens: int
     completion_seconds: float
+
+
+class AnswerAgreement(BaseModel):
+    """What the readings of the prompt said (generation.samples): the greedy answer, then the samples."""
+
+    readings: int = Field(description="answers read: the greedy one and generation.samples more")
+    agreeing: int = Field(description="readings in the largest group (the same answer after normalisation)")
+    share: float = Field(description="agreeing / readings: generation.min_agreement applies to it")
+    chosen: int = Field(0, description="the reading shown: 0, the greedy one, unless most readings gave another")
+    answers: list[str] = Field(description="each reading's short answer, the greedy one first")
+    probabilities: list[float | None] = Field(description="how sure the model was of each (answer_probability)")
 
 
 class Answer(Evidence):
@@ -181,6 +209,7 @@ class Answer(Evidence):
         description="how sure the model was of its short answer: the geometric mean of the probabilities of "
         "the tokens that wrote it (backends that report log-probabilities)",
     )
+    agreement: AnswerAgreement | None = Field(None, description="the readings' agreement (generation.samples > 0)")
     claims: list[Claim] = Field(default_factory=list)
     usage: TokenUsage | None = Field(None, description="the backend's token counts (backends that report them)")
     model: str | None = Field(None, description="the model that wrote the answer, as its backend names it")

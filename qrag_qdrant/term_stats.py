@@ -44,6 +44,14 @@ def word_terms(word: str) -> frozenset[int]:
     return frozenset(_analyser().embed_query(word).indices)
 
 
+def word_rarity(question: str, stats: TermStats) -> dict[str, float]:
+    """Each content word of ``question`` (lower case) and its IDF: its rarest term's; stopwords left out."""
+    words = {word.lower(): word_terms(word.lower()) for word in question.split()}
+    wanted = sorted({term for ids in words.values() for term in ids})
+    idf = {term: stats.idf_of(int(df)) for term, df in zip(wanted, stats.frequencies(wanted).tolist())}
+    return {word: round(max(idf[t] for t in ids), 4) for word, ids in words.items() if ids}
+
+
 def count_terms(texts: Iterable[str]) -> Counter[int]:
     """In how many of ``texts`` each term occurs."""
     counts: Counter[int] = Counter()

@@ -90,10 +90,16 @@ class OllamaStandIn:
     #: a follow-up's rewrite (retrieval.conversation): the question -> the reply; a question it
     #: does not hold is kept as it is, as a model that finds it stand-alone does
     rewrites: dict[str, str] = field(default_factory=dict)
+    #: the answers of sampled readings (generation.samples): the request with seed n gets the n-th
+    samples: list[list[str]] = field(default_factory=list)
 
     def tokens_for(self, body: dict[str, Any]) -> list[str]:
-        """The reply's tokens: the rewrite for a rewrite request, else the answer's."""
+        """The reply's tokens: the rewrite for a rewrite request, a sample's for a sampled reading,
+        else the answer's."""
         system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
+        options = body.get("options") or {}
+        if system != REWRITE_SYSTEM and options.get("temperature") and self.samples:
+            return self.samples[(options["seed"] - 1) % len(self.samples)]
         if system != REWRITE_SYSTEM:
             return self.tokens
         prompt = body["messages"][-1]["content"]
@@ -112,6 +118,7 @@ def ollama_standin(
     alternatives_for: Callable[[dict[str, Any]], list[tuple[str, float]]] | None = None,
     hold_when: Callable[[dict[str, Any]], bool] | None = None,
     rewrites: dict[str, str] | None = None,
+    samples: list[list[str]] | None = None,
 ) -> Iterator[OllamaStandIn]:
     state = OllamaStandIn(
         "",
@@ -124,6 +131,7 @@ def ollama_standin(
         alternatives_for=alternatives_for,
         hold_when=hold_when,
         rewrites=rewrites or {},
+        samples=samples or [],
     )
 
     class Handler(BaseHTTPRequestHandler):

@@ -13,6 +13,7 @@ from qrag_qdrant.config import load_settings
 from qrag_qdrant.errors import GenerationError
 from qrag_qdrant.evidence import Evidence, EvidenceCluster, Passage
 from qrag_qdrant.generation import embedded_available
+from qrag_qdrant.generation.base import GenerationResult
 from qrag_qdrant.generation.embedded import (
     PACKAGED_MODELS,
     PackagedModel,
@@ -106,6 +107,27 @@ def test_streams_a_short_answer_copied_from_a_cited_passage(answering):
     assert all(claim.grounded and claim.supported for claim in answer.claims), answer.claims
     assert 0.0 <= answer.decline_probability < 0.5
     assert answer.context_policy.startswith("adaptive") and answer.context_words <= 3 * 200
+
+
+@needs_model
+def test_readings_of_the_prompt_reuse_it_and_vote(answering):
+    """generation.samples: llama.cpp keeps the prompt it has just read, so each reading
+    evaluates at most a token or two of it; the readings' agreement comes with the answer."""
+    settings = answering.settings.model_copy(
+        update={"generation": answering.settings.generation.model_copy(update={"samples": 3})}
+    )
+    rag = QuorumRAG(settings, store=answering.store, embedder=answering.embedder())
+    evidence = rag.retrieve("What dance do honeybee foragers perform?")
+    answer = rag.answer(evidence.question, evidence=evidence)
+    assert answer.agreement is not None and answer.agreement.readings == 4
+    assert 1 <= answer.agreement.agreeing <= 4 and len(answer.agreement.answers) == 4
+    assert answer.usage.completion_tokens > len(answer.answer.split())  # the readings' tokens are counted
+    backend = rag.generator()
+    for seed in (4, 5):  # the prompt the answer was read from, again
+        reported = GenerationResult()
+        assert backend.sample(evidence.searched, evidence.passages, 0.8, seed, reported)
+        assert reported.usage is not None and reported.answer_logprobs
+        assert reported.usage.prompt_tokens - reported.usage.cached_tokens <= 2, reported.usage
 
 
 @needs_model

@@ -55,6 +55,19 @@ def test_the_cli_answers_through_the_server_with_its_probabilities(server, inges
     assert SERVER_KEY not in result.stdout + result.stderr
 
 
+def test_readings_from_the_server_vote_on_the_answer(server, ingested):
+    env = {**backend_env(server.url), "QRAG_GENERATION_SAMPLES": "2", "QRAG_GENERATION_MIN_AGREEMENT": "0.6"}
+    result = run("query", "--json", QUESTION, env=env)
+    assert result.exit_code == 0, result.stderr
+    answer = json.loads(result.stdout)
+    agreement = answer["agreement"]
+    assert agreement["readings"] == 3 and len(agreement["answers"]) == len(agreement["probabilities"]) == 3
+    assert all(0 < p <= 1 for p in agreement["probabilities"])  # each reading's own log-probabilities
+    assert agreement["share"] == round(agreement["agreeing"] / 3, 4)
+    claims = answer["claims"]
+    assert all(c["unsupported"] == "disputed" for c in claims if agreement["share"] < 0.6 and c["grounded"])
+
+
 def test_the_service_streams_and_counts_an_answer_from_the_server(server, teams, monkeypatch):
     start, auth = teams
     monkeypatch.setenv(KEY_VARIABLE, SERVER_KEY)

@@ -65,6 +65,11 @@ class GeneratedAnswer:
     answer_probability: float | None = None
     #: the gate's confidence in the context (None: no gate), to choose generation.min_evidence_confidence
     confidence: float | None = None
+    #: the readings' agreement (generation.samples), to choose generation.min_agreement
+    agreement: dict[str, Any] | None = None
+    #: the question's rare words the passages lack (any claim), to measure generation.key_terms
+    missing_terms: list[str] = field(default_factory=list)
+    readings_seconds: float | None = None
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
     completion_tokens: int | None = None
@@ -120,6 +125,9 @@ def score_answer(question: EvalQuestion, system: str, answer: Answer, seconds: f
         relevance=min(relevances) if answer.claims and len(relevances) == len(answer.claims) else None,
         answer_probability=answer.answer_probability,
         confidence=answer.confidence,
+        agreement=answer.agreement.model_dump() if answer.agreement is not None else None,
+        missing_terms=sorted({word for claim in answer.claims for word in claim.missing_terms}),
+        readings_seconds=answer.timings_ms["readings"] / 1000 if "readings" in answer.timings_ms else None,
         **(answer.usage.model_dump() if answer.usage is not None else {}),
     )
 

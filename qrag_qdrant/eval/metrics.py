@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-import string
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -13,15 +11,8 @@ import numpy as np
 
 from ..evidence import Evidence, Passage, QueryExpansion
 from ..gate_fitting import CATEGORIES, risk_curve
+from ..generation.agreement import normalize_answer
 from .dataset import EvalQuestion
-
-ARTICLES = re.compile(r"\b(a|an|the)\b")
-PUNCTUATION = str.maketrans("", "", string.punctuation)
-
-
-def normalize_answer(text: str) -> str:
-    """SQuAD's normalisation: lower case, no punctuation, no articles, single spaces."""
-    return " ".join(ARTICLES.sub(" ", text.lower().translate(PUNCTUATION)).split())
 
 
 def holds_answer(text: str, answers: Sequence[str]) -> bool:

@@ -16,6 +16,7 @@ from ..config import Settings
 from ..errors import GenerationError
 from ..evidence import Answer, Evidence, Passage, TokenUsage
 from ..timings import timed
+from .agreement import read_again
 from .base import GenerationBackend, GenerationResult, Judge
 from .prompt import fit_passages, unescaped
 from .scheduler import LeftQueue
@@ -113,4 +114,7 @@ def generate_answer(
     if result.error is None:
         judge = opened if settings.generation.judge and isinstance(opened, Judge) else None
         result.answer_probability = answer_probability(result.answer or "", reported.answer_logprobs)
+        if settings.generation.samples and opened is not None:
+            with timed(result.timings_ms, "readings"):
+                read_again(result, opened, sent, settings.generation, reported.cancelled)
         check_answer(result, sent, judge, settings.generation)

@@ -262,6 +262,18 @@ class EmbeddedGenerator:
             chosen=result.answer_logprobs,
         )
 
+    def sample(
+        self, question: str, passages: Sequence[Passage], temperature: float, seed: int, result: GenerationResult
+    ) -> str:
+        """The answer read again at ``temperature`` (``generation.samples``): llama.cpp keeps the
+        prompt it has just read, so only the answer's tokens are computed."""
+        chosen: list[tuple[str, float]] = []
+        messages = build_messages(question, passages, self.answer_format)
+        request = {"messages": messages, "max_tokens": self.settings.max_tokens, "logprobs": True}
+        text = "".join(self._chat({**request, "temperature": temperature, "seed": seed}, result, chosen=chosen))
+        result.answer_logprobs = chosen
+        return text
+
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); llama.cpp stops at its next token once
         ``cancelled`` is set, so a timed-out expansion does not hold the model."""
@@ -275,14 +287,15 @@ class EmbeddedGenerator:
         on_first: Callable[[list[tuple[str, float]]], None] | None = None,
         chosen: list[tuple[str, float]] | None = None,
     ) -> Generator[str, None, None]:
-        """A streamed chat completion, greedy; closing the iterator early stops the model too.
+        """A streamed chat completion, greedy unless ``request`` sets a temperature; closing the
+        iterator early stops the model too.
         When the request asks for log-probabilities, ``on_first`` gets the first token's top
         alternatives (token, log-probability) and ``chosen`` each generated token with its own;
         ``result.usage`` is set from llama.cpp's closing timings."""
         chunks: queue.Queue[Any] = queue.Queue()
         done = object()
         stop = threading.Event()
-        request = {**request, "temperature": 0.0, "stream": True}
+        request = {"temperature": 0.0, **request, "stream": True}
 
         def on_chunk(chunk: dict[str, Any]) -> bool:
             chunks.put(chunk)

@@ -42,6 +42,15 @@ class OllamaGenerator:
         options = {"temperature": 0, "num_predict": self.max_tokens}  # greedy, as every backend answers
         return self._chat(build_messages(question, passages, self.answer_format), result, options, logprobs=True)
 
+    def sample(
+        self, question: str, passages: Sequence[Passage], temperature: float, seed: int, result: GenerationResult
+    ) -> str:
+        """The answer read again at ``temperature`` (``generation.samples``); Ollama keeps the
+        prompt it has just read, so only the answer's tokens are computed."""
+        options = {"temperature": temperature, "seed": seed, "num_predict": self.max_tokens}
+        messages = build_messages(question, passages, self.answer_format)
+        return "".join(self._chat(messages, result, options, logprobs=True))
+
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); stops reading once ``cancelled`` is set."""
         options = {"num_predict": max_tokens, "temperature": 0}

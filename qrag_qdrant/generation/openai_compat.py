@@ -66,6 +66,14 @@ class OpenAIGenerator:
         messages = build_messages(question, passages, self.answer_format)
         return self._chat(messages, self.max_tokens, result, logprobs=True)
 
+    def sample(
+        self, question: str, passages: Sequence[Passage], temperature: float, seed: int, result: GenerationResult
+    ) -> str:
+        """The answer read again at ``temperature`` (``generation.samples``); a server with a
+        prompt cache (vLLM, llama.cpp) reads the same prompt once."""
+        messages = build_messages(question, passages, self.answer_format)
+        return "".join(self._chat(messages, self.max_tokens, result, logprobs=True, sampling=(temperature, seed)))
+
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
         """One short completion (a query expansion); stops reading once ``cancelled`` is set."""
         return text_until(self._chat(chat_messages(system, prompt), max_tokens, GenerationResult()), cancelled)
@@ -92,14 +100,22 @@ class OpenAIGenerator:
         return yes_share(top)
 
     def _chat(
-        self, messages: list[dict[str, str]], max_tokens: int, result: GenerationResult, logprobs: bool = False
+        self,
+        messages: list[dict[str, str]],
+        max_tokens: int,
+        result: GenerationResult,
+        logprobs: bool = False,
+        sampling: tuple[float, int] | None = None,
     ) -> Generator[str, None, None]:
+        """Greedy, or with ``sampling`` = (temperature, seed)."""
         started = time.perf_counter()
+        temperature, seed = sampling or (0, None)
         request: dict[str, Any] = {
             "model": self.model_name,
             "messages": messages,
             "max_tokens": max_tokens,
-            "temperature": 0,
+            "temperature": temperature,
+            **({"seed": seed} if seed is not None else {}),
             "stream": True,
             "stream_options": {"include_usage": True},
         }

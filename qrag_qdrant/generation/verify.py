@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 from ..config import GenerationSettings
 from ..evidence import Answer, Claim, Passage
-from ..term_stats import terms
+from ..term_stats import terms, word_terms
 from .base import Judge
 from .instructions import reads_as_instruction
 from .prompt import NOT_IN_DOCUMENTS, fence
@@ -56,7 +56,10 @@ UNSUPPORTED = {
     "not found": "are not found in the passages they cite",
     "off the question": "come from a sentence that shares too few of the question's words "
     "(the passage may be about something else)",
+    "missing term": "leave out a rare word of the question that the passages lack (they may answer another "
+    "question; generation.key_terms)",
     "unsure": "were written with too little of the model's confidence (generation.min_answer_probability)",
+    "disputed": "are not what enough of the model's readings said (generation.min_agreement)",
     "weak evidence": "come from evidence the gate is not confident enough of (generation.min_evidence_confidence)",
     "doubted": "were not confirmed by the judge",
     "instruction": "come from a sentence that reads as an instruction to the assistant, not a fact",
@@ -156,6 +159,47 @@ def holding_offset(claim: str, passage: str) -> int:
     return max(passage.find(holding[0].strip()), 0) if holding else 0
 
 
+#: words that shape a question ("how many", "what kind of") rather than name what it is about
+QUESTION_FORM = frozenset(
+    [
+        "many",
+        "much",
+        "often",
+        "long",
+        "far",
+        "old",
+        "kind",
+        "type",
+        "sort",
+        "name",
+        "named",
+        "called",
+        "percentage",
+        "percent",
+        "number",
+        "amount",
+    ]
+)
+
+
+def missing_key_words(rarity: dict[str, float] | None, holder: str, sent: Sequence[Passage]) -> list[str]:
+    """The question's words that no passage sent holds and that are rarer in the namespace than
+    every question word ``holder`` (the passage holding the claim) has: a passage that lacks the
+    question's most distinctive word may answer another question ("sick days" from a passage on
+    vacation days)."""
+    if not rarity:
+        return []
+    held, context = terms(holder), set().union(*(terms(p.text) for p in sent))
+    shared = max((idf for word, idf in rarity.items() if word_terms(word) <= held), default=None)
+    if shared is None:
+        return []
+    return [
+        word
+        for word, idf in rarity.items()
+        if idf > shared and word not in QUESTION_FORM and not word_terms(word) & context
+    ]
+
+
 def answer_probability(answer: str, tokens: Sequence[tuple[str, float]] | None) -> float | None:
     """How sure the model was of its short answer: the geometric mean of the probabilities of the
     ``tokens`` (the answer's, as the backend reported them) that wrote it, at its last occurrence
@@ -199,6 +243,7 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         return
     answer.short_answer = short_answer_of(text)
     unsure = not confident(answer.answer_probability, options.min_answer_probability)
+    disputed = answer.agreement is not None and answer.agreement.share < options.min_agreement
     weak = not confident(answer.confidence, options.min_evidence_confidence)
     shown = [p.citation for p in passages]
     answer.claims = split_claims(text, shown)
@@ -213,6 +258,7 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         claim.grounded = holder is not None
         claim.relevance = relevance(answer.searched, claim.text, holder.text) if holder is not None else None
         claim.location = holder.location_at(holding_offset(claim.text, holder.text)) if holder is not None else None
+        claim.missing_terms = missing_key_words(answer.word_rarity, holder.text, passages) if holder else []
         claim.unsupported = (
             "not found"
             if claim.relevance is None
@@ -220,8 +266,12 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
             if holder is not None and any(map(reads_as_instruction, holding_sentences(claim.text, holder.text)))
             else "off the question"
             if claim.relevance < options.min_relevance
+            else "missing term"
+            if options.key_terms and claim.missing_terms
             else "unsure"
             if unsure
+            else "disputed"
+            if disputed
             else "weak evidence"
             if weak
             else None

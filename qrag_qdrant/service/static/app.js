@@ -103,6 +103,9 @@ function finish(done) {
   } else {
     renderAnswer(done.answer || "", shown);
   }
+  const agreement = done.agreement;  // generation.samples: how many readings of the prompt gave this answer
+  $("agreement").hidden = !agreement;
+  $("agreement").textContent = agreement ? `${agreement.agreeing} of ${agreement.readings} readings agree` : "";
   const warnings = $("warnings");
   warnings.replaceChildren(...(done.warnings || []).map((w) => element("li", "", w)));
   if (done.error) warnings.append(element("li", "", "error: " + done.error));

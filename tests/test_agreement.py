@@ -1,0 +1,127 @@
+"""What is shown as supported: readings of the same prompt and what most of them say
+(``generation.samples``), and the question's rare words that no passage holds
+(``generation.key_terms``), through the query path with the Ollama stand-in."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from qrag_qdrant import QuorumRAG
+from qrag_qdrant.config import load_settings
+from qrag_qdrant.evidence import Answer, Passage
+from qrag_qdrant.generation.agreement import DECLINE, Reading, agree, read_again, same_answer
+
+from .ollama_standin import ollama_standin
+
+#: a small company's documents: none of them says anything about sick days
+ZENTRIX = {
+    "vacation.md": "# Vacation\n\nZentrix Labs employees get 27 days of paid vacation per year. Vacation days "
+    "are requested two weeks ahead in the HR portal, and unused vacation days carry over until March 31.",
+    "expenses.md": "# Expenses\n\nZentrix Labs reimburses travel expenses within 30 days. Keep every receipt "
+    "and file it in the finance portal; meals abroad are covered up to 60 euros a day.",
+    "oncall.md": "# On-call\n\nThe on-call rotation at Zentrix Labs changes every Monday at 10:00. An engineer "
+    "on call is paid a weekly allowance and a day off after a night incident.",
+    "onboarding.md": "# Onboarding\n\nNew Zentrix Labs employees receive a laptop and a badge on their first "
+    "day, and meet their buddy, who shows them the office and the team's tools.",
+}
+SICK = "How many sick days do Zentrix Labs employees get?"
+VACATION = "How many vacation days do Zentrix Labs employees get?"
+
+
+@pytest.fixture
+def zentrix(tmp_path, embedder):
+    corpus = tmp_path / "zentrix"
+    corpus.mkdir()
+    for name, text in ZENTRIX.items():
+        (corpus / name).write_text(text)
+    store = tmp_path / "store"
+    with QuorumRAG(load_settings(store=store), embedder=embedder) as rag:
+        rag.ingest(corpus)
+
+    def ask(question: str, tokens: list[str], readings: list[list[str]] | None = None, **generation) -> Answer:
+        with ollama_standin(tokens=tokens, samples=readings) as ollama:
+            settings = load_settings(
+                store=store,
+                ollama={"host": ollama.host},
+                generation={"backend": "ollama", **generation},
+                retrieval={
+                    "min_confidence": 0.0
+                },  # the gate is not what this measures: every question reaches the model
+            )
+            with QuorumRAG(settings, embedder=embedder) as rag:
+                answer = rag.answer(question)
+            ask.requests = ollama.requests  # what the last question sent
+            return answer
+
+    return ask
+
+
+def test_sick_days_from_the_vacation_passage_are_not_shown_as_supported(zentrix):
+    """The model copies the vacation figure: grounded, on the topic, and cited. "sick", the
+    question's one distinguishing word, is in no document."""
+    sick = zentrix(SICK, ["27 days ", "[1]"], key_terms=True)
+    assert not sick.abstained and sick.claims[0].grounded and sick.claims[0].relevance >= 0.3
+    assert sick.claims[0].missing_terms == ["sick"]
+    assert (sick.claims[0].supported, sick.claims[0].unsupported) == (False, "missing term")
+    assert any("rare word of the question" in warning for warning in sick.warnings)
+    vacation = zentrix(VACATION, ["27 days ", "[1]"], key_terms=True)
+    assert vacation.claims[0].missing_terms == [] and vacation.claims[0].supported
+    unchecked = zentrix(SICK, ["27 days ", "[1]"], key_terms=False)
+    assert unchecked.claims[0].supported  # without the check, as before: a clean, cited, wrong answer
+
+
+def test_readings_vote_and_the_majority_answer_is_shown(zentrix):
+    greedy = ["27 days ", "[1]"]
+    samples = [["the 27 days [1]"], ["two weeks [1]"], ["27 days of paid vacation [1]"], ["27 days [1]"]]
+    answer = zentrix(VACATION, greedy, samples, samples=4)
+    assert answer.agreement is not None
+    assert (answer.agreement.readings, answer.agreement.agreeing, answer.agreement.share) == (5, 4, 0.8)
+    assert answer.agreement.answers == ["27 days", "the 27 days", "two weeks", "27 days of paid vacation", "27 days"]
+    assert answer.short_answer == "27 days" and answer.claims[0].supported
+    sampled = [r for r in zentrix.requests if (r.get("options") or {}).get("temperature")]
+    assert [r["options"]["seed"] for r in sampled] == [1, 2, 3, 4]
+    assert len({str(r["messages"]) for r in sampled}) == 1  # the same prompt every time
+
+    outvoted = zentrix(VACATION, ["two weeks [1]"], [["27 days [1]"], ["27 days [1]"]], samples=2)
+    assert outvoted.short_answer == "27 days" and outvoted.agreement.share == pytest.approx(0.6667)
+    assert any("reading 2 is shown" in warning for warning in outvoted.warnings), outvoted.warnings
+
+    declined = zentrix(VACATION, greedy, [["Not in the documents."], ["not in the documents"]], samples=2)
+    assert declined.abstained and declined.abstain_reason == "model_declined"
+
+    disputed = zentrix(VACATION, greedy, [["two weeks [1]"], ["March 31 [1]"]], samples=2, min_agreement=0.5)
+    assert disputed.agreement.share == pytest.approx(0.3333)
+    assert (disputed.claims[0].supported, disputed.claims[0].unsupported) == (False, "disputed")
+
+
+@pytest.mark.parametrize(
+    ("one", "other", "same"),
+    [
+        ("denver broncos", "denver broncos", True),
+        ("denver broncos", "broncos", True),  # one holds the other, as whole words
+        ("1883", "18", False),
+        ("carolina panthers", "denver broncos", False),
+        (DECLINE, "denver broncos", False),
+        (DECLINE, DECLINE, True),
+        ("", "", True),
+        ("", "denver", False),
+    ],
+)
+def test_which_answers_are_the_same(one, other, same):
+    assert same_answer(one, other) is same
+
+
+def test_the_greedy_answer_wins_a_tie_and_an_outvoted_one_gives_way_to_the_surest_of_the_majority():
+    tie = agree([Reading("Paris [1]"), Reading("Lyon [1]"), Reading("Paris [2]"), Reading("Lyon [2]")])
+    assert (tie.chosen, tie.agreeing) == (0, 2)
+    outvoted = agree([Reading("Lyon [1]"), Reading("Paris [1]", 0.6), Reading("The Paris [2]", 0.9)])
+    assert (outvoted.chosen, outvoted.agreeing) == (2, 2)
+
+
+def test_a_backend_that_cannot_read_again_says_so():
+    answer = Answer(question="q", abstained=False, retrievers=1, clusters=[], timings_ms={}, answer="x [1]")
+    passages = [Passage(citation=1, source="a.txt", start=0, end=1, text="x")]
+    read_again(answer, object(), passages, load_settings(generation={"samples": 3}).generation, threading.Event())
+    assert answer.agreement is None and "cannot read the prompt again" in answer.warnings[0]
