@@ -222,8 +222,6 @@ def print_answer_checks(answer: Answer) -> None:
             "'refuse'); the evidence follows."
         )
     agreement = answer.agreement
-    if agreement is not None and agreement.chosen and not answer.abstained:
-        out.print(f"most readings said: {answer.answer}", markup=False)  # not what was streamed
     if agreement is not None:
         out.print(f"{agreement.agreeing} of {agreement.readings} readings agree", markup=False)
     for claim in answer.claims:

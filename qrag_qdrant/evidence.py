@@ -187,9 +187,10 @@ class AnswerAgreement(BaseModel):
     """What the readings of the prompt said (generation.samples): the greedy answer, then the samples."""
 
     readings: int = Field(description="answers read: the greedy one and generation.samples more")
-    agreeing: int = Field(description="readings in the largest group (the same answer after normalisation)")
+    agreeing: int = Field(
+        description="readings that give the shown (greedy) answer, after normalisation, itself included"
+    )
     share: float = Field(description="agreeing / readings: generation.min_agreement applies to it")
-    chosen: int = Field(0, description="the reading shown: 0, the greedy one, unless most readings gave another")
     answers: list[str] = Field(description="each reading's short answer, the greedy one first")
     probabilities: list[float | None] = Field(description="how sure the model was of each (answer_probability)")
 

@@ -210,6 +210,18 @@ def test_the_query_output_says_why_a_claim_is_unsupported(ingested, tokens, sure
     assert f"unsupported {why}: {tokens[0]}" in result.stdout, result.stdout
 
 
+def test_the_query_output_shows_the_readings_and_why_a_disputed_claim_is_unsupported(ingested):
+    samples = [["the angle of the waggle run [1]"], ["the duration [1]"], ["the duration [1]"]]
+    with ollama_standin(tokens=["the angle of the waggle run [1]"], samples=samples) as ollama:
+        env = {"QRAG_GENERATION_BACKEND": "ollama", "QRAG_OLLAMA_HOST": ollama.host, "QRAG_GENERATION_SAMPLES": "3"}
+        outvoted = run("query", QUESTION, env=env)
+        disputed = run("query", QUESTION, env={**env, "QRAG_GENERATION_MIN_AGREEMENT": "0.75"})
+    assert outvoted.exit_code == 0, outvoted.stderr
+    assert "2 of 4 readings agree" in outvoted.stdout, outvoted.stdout
+    assert disputed.exit_code == 0, disputed.stderr
+    assert "unsupported (2 of 4 readings gave it)" in disputed.stdout, disputed.stdout
+
+
 def test_the_query_output_names_weak_evidence_when_asked_to_check_it(ingested):
     with ollama_standin(tokens=["the angle of the waggle run [1]"]) as ollama:
         result = run(

@@ -1,13 +1,15 @@
-"""Agreement between readings: the answer read again from the same prompt, and what most say.
+"""Agreement between readings: the answer read again from the same prompt, and how many agree.
 
 A small model is often confidently wrong, so one greedy answer's token probability is a weak
 judge of it. With ``generation.samples = k``, the answer step reads the same prompt k more times at
 ``generation.sample_temperature`` (each backend's prompt cache makes a reading cost only its few
-answer tokens). The readings are grouped by their short answers after SQuAD's normalisation, one
-containing the other counting as the same; declines ("not in the documents") are a group of their
-own. The largest group is the answer: its greedy member when the greedy answer is in it, else its
-most probable one; a decline majority declines. ``agreement`` is that group's share of the
-readings, which ``generation.min_agreement`` asks of a supported answer.
+answer tokens). A reading agrees with the greedy answer when their short answers are the same
+after SQuAD's normalisation, or one holds the other as whole words; a decline ("not in the
+documents") agrees only with a decline. ``agreement`` is the share of the readings (the greedy
+one included) that agree with it, which ``generation.min_agreement`` asks of a supported answer.
+
+The greedy answer is always the one shown: showing the answer most readings gave instead was
+measured, and held the gold answer less often (docs/benchmarks.md, "The supported mark").
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from .verify import answer_probability, declined, short_answer_of
 
 ARTICLES = re.compile(r"\b(a|an|the)\b")
 PUNCTUATION = str.maketrans("", "", string.punctuation)
-#: the group key of every decline, and how ``AnswerAgreement.answers`` shows one
+#: the key every decline is grouped under, and how ``AnswerAgreement.answers`` shows one
 DECLINE, DECLINED = "\x00decline", "(declined)"
 
 
@@ -54,15 +56,6 @@ class Sampler(Protocol):
         ``stream`` does."""
 
 
-@dataclass(frozen=True)
-class Agreed:
-    #: the reading shown: 0, the greedy one, unless most readings said something else
-    chosen: int
-    agreeing: int
-    #: each reading's group key (its normalised short answer, or DECLINE)
-    keys: tuple[str, ...]
-
-
 def group_key(text: str) -> str:
     return DECLINE if declined(text) else normalize_answer(short_answer_of(text) or "")
 
@@ -74,19 +67,10 @@ def same_answer(one: str, other: str) -> bool:
     return f" {one} " in f" {other} " or f" {other} " in f" {one} "
 
 
-def agree(readings: Sequence[Reading]) -> Agreed:
-    """The largest group of readings (ties: the greedy reading's) and the one of it shown."""
-    keys = tuple(group_key(reading.text) for reading in readings)
-    groups: list[list[int]] = []
-    for index, key in enumerate(keys):
-        group = next((g for g in groups if same_answer(keys[g[0]], key)), None)
-        if group is None:
-            groups.append([index])
-        else:
-            group.append(index)
-    largest = max(groups, key=lambda group: (len(group), 0 in group))
-    chosen = 0 if 0 in largest else max(largest, key=lambda i: readings[i].probability or 0.0)
-    return Agreed(chosen, len(largest), keys)
+def agreeing(readings: Sequence[Reading]) -> int:
+    """How many of ``readings`` give the first one's answer (the first one included)."""
+    first = group_key(readings[0].text)
+    return sum(same_answer(first, group_key(reading.text)) for reading in readings)
 
 
 def read_again(
@@ -96,8 +80,8 @@ def read_again(
     options: GenerationSettings,
     cancelled: threading.Event,
 ) -> None:
-    """``options.samples`` more readings of the prompt ``result`` was answered from; ``result``
-    takes the answer most of them give, and their agreement. Stops reading once ``cancelled``."""
+    """``options.samples`` more readings of the prompt ``result`` was answered from, and their
+    agreement with its answer. Stops reading once ``cancelled`` is set."""
     if not isinstance(backend, Sampler):
         result.warnings.append("generation.samples: this backend cannot read the prompt again; agreement not checked")
         return
@@ -112,23 +96,14 @@ def read_again(
         if reported.usage is not None:
             completion_tokens += reported.usage.completion_tokens
             seconds += reported.usage.completion_seconds
-    agreed = agree(readings)
+    agreed = agreeing(readings)
     result.agreement = AnswerAgreement(
         readings=len(readings),
-        agreeing=agreed.agreeing,
-        share=round(agreed.agreeing / len(readings), 4),
-        chosen=agreed.chosen,
-        answers=[
-            DECLINED if key == DECLINE else short_answer_of(r.text) or "" for r, key in zip(readings, agreed.keys)
-        ],
+        agreeing=agreed,
+        share=round(agreed / len(readings), 4),
+        answers=[DECLINED if declined(r.text) else short_answer_of(r.text) or "" for r in readings],
         probabilities=[reading.probability for reading in readings],
     )
-    if agreed.chosen:
-        chosen = readings[agreed.chosen]
-        result.answer, result.answer_probability = chosen.text, chosen.probability
-        result.warnings.append(
-            f"most readings gave another answer than the first: reading {agreed.chosen + 1} is shown"
-        )
     if result.usage is not None:
         result.usage = TokenUsage(
             prompt_tokens=result.usage.prompt_tokens,
