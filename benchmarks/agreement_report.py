@@ -20,6 +20,7 @@ showed) has unknown grounding: it counts as not supported, and the report says h
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 from collections.abc import Callable, Iterable
@@ -31,7 +32,7 @@ import numpy as np
 
 from qrag_qdrant.eval.metrics import holds_answer, paired_test
 from qrag_qdrant.generation.agreement import DECLINE, DECLINED, normalize_answer, same_answer
-from qrag_qdrant.generation.verify import QUESTION_FORM
+from qrag_qdrant.generation.verify import QUESTION_WORDS
 
 TODAY = 0.85  # generation.min_answer_probability, today's default
 PRECISION = 0.90  # the issue's target precision; choose() asks at least this of a rule on the tuning answers
@@ -56,8 +57,9 @@ class Row:
     raw: dict[str, Any]
     gold: list[str]
     category: str
-    #: whether no chunk of the namespace holds a word (unknown: False)
-    never_seen: Callable[[str], bool] = lambda word: False
+    question: str = ""
+    #: the question's words no document holds, less question words and typos (the product's check)
+    key_words: Callable[[str], list[str]] = lambda question: []
 
     @property
     def readings(self) -> list[str]:
@@ -104,11 +106,10 @@ class Row:
         return Shown(True, bool(checks) and extra, correct, checks is None)
 
     def missing(self) -> list[str]:
-        return [word for word in self.raw.get("missing_terms") or [] if word not in QUESTION_FORM]
+        return [word for word in self.raw.get("missing_terms") or [] if word not in QUESTION_WORDS]
 
     def unseen(self) -> list[str]:
-        """The missing words no chunk of the namespace holds at all."""
-        return [word for word in self.missing() if self.never_seen(word)]
+        return self.key_words(self.question)
 
 
 def today(row: Row) -> Shown:
@@ -150,23 +151,28 @@ def with_key_terms(base: Callable[[Row], Shown], unseen: bool = False) -> Callab
     return rule
 
 
-def corpus_words(spec: str) -> tuple[str, Callable[[str], bool]]:
-    """``FILE=STORE:NAMESPACE``: the answers file's name, and whether a word is in no chunk of that namespace."""
+def key_words(spec: str) -> tuple[str, Callable[[str], list[str]]]:
+    """``FILE=STORE:NAMESPACE``: the answers file's name, and the product's unseen key words of a
+    question, from its evidence searched again in that namespace (no model call)."""
     from qrag_qdrant import QuorumRAG
     from qrag_qdrant.config import load_settings
-    from qrag_qdrant.term_stats import word_terms
+    from qrag_qdrant.generation.verify import unseen_key_words
 
     name, _, where = spec.partition("=")
     store, _, namespace = where.rpartition(":")
-    with QuorumRAG(load_settings(store=store, namespace=namespace)) as rag:
-        stats = rag.coordinator.term_stats
-    return name, lambda word: not stats.frequencies(sorted(word_terms(word))).any()
+    rag = QuorumRAG(load_settings(store=store, namespace=namespace))
+
+    def words(question: str) -> list[str]:
+        evidence = rag.retrieve(question)
+        return unseen_key_words(evidence.unseen_words, evidence.passages)
+
+    return name, functools.cache(words)
 
 
-def read(paths: Iterable[Path], data: Path, unseen: dict[str, Callable[[str], bool]]) -> list[Row]:
+def read(paths: Iterable[Path], data: Path, unseen: dict[str, Callable[[str], list[str]]]) -> list[Row]:
     """The rows whose question reached the model, with their gold answers."""
-    gold = {
-        question["id"]: question.get("answers") or []
+    asked = {
+        question["id"]: question
         for name in ("squad-dev", "squad2-dev")
         for question in map(json.loads, (data / name / "questions.jsonl").read_text().splitlines())
     }
@@ -174,7 +180,16 @@ def read(paths: Iterable[Path], data: Path, unseen: dict[str, Callable[[str], bo
     for path in paths:
         for raw in map(json.loads, path.read_text().splitlines()):
             if raw["outcome"] not in ("gate", "error") and raw.get("agreement"):
-                rows.append(Row(raw, gold.get(raw["id"], []), raw["category"], unseen.get(path.name, lambda w: False)))
+                question = asked.get(raw["id"], {})
+                rows.append(
+                    Row(
+                        raw,
+                        question.get("answers") or [],
+                        raw["category"],
+                        question.get("question", ""),
+                        unseen.get(path.name, lambda q: []),
+                    )
+                )
     return rows
 
 
@@ -265,7 +280,7 @@ def main() -> None:
     parser.add_argument("--also", nargs="*", default=[], help="more rules to report on the test runs")
     parser.add_argument("--term-stats", nargs="*", default=[], help="FILE=STORE:NAMESPACE: the namespace a file read")
     args = parser.parse_args()
-    unseen = dict(corpus_words(spec) for spec in args.term_stats)
+    unseen = dict(key_words(spec) for spec in args.term_stats)
     tune, test = read(args.tune, args.data, unseen), read(args.test, args.data, unseen)
     rules: dict[str, Callable[[Row], Shown]] = {
         "today (p >= 0.85)": today,

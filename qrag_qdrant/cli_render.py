@@ -237,8 +237,7 @@ def print_answer_checks(answer: Answer) -> None:
                 if claim.unsupported == "off the question"
                 else f"the model was {answer.answer_probability or 0:.0%} sure of it"
                 if claim.unsupported == "unsure"
-                else f"the passages lack the question's rare word{'s' * (len(claim.missing_terms) > 1)} "
-                + ", ".join(repr(word) for word in claim.missing_terms)
+                else "no document holds " + ", ".join(repr(word) for word in claim.missing_terms)
                 if claim.unsupported == "missing term"
                 else f"{agreement.agreeing} of {agreement.readings} readings gave it"
                 if claim.unsupported == "disputed" and agreement is not None

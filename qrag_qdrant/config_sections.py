@@ -257,9 +257,10 @@ class GenerationSettings(Section):
         "the same answer (0: not checked)",
     )
     key_terms: bool = Field(
-        False,
-        description="a claim is not supported when a word of the question that the passages sent lack is rarer "
-        "in the namespace than every word of the question its passage holds (it may answer another question)",
+        True,
+        description="a claim is not supported when the question has a word no document of the namespace holds "
+        "(typos of a word in the passages, and words like 'many' or 'say', aside): the passage may answer "
+        "another question",
     )
     min_evidence_confidence: float = Field(
         0.0,

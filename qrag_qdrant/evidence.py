@@ -104,8 +104,8 @@ class Evidence(BaseModel):
     timings_ms: dict[str, float]
     #: the gate's inputs, kept for feedback rows (``feedback export``); not part of the JSON
     gate_features: dict[str, float] | None = Field(None, exclude=True)
-    #: how rare each word of the question is in the namespace (BM25's IDF), for the answer's key-term check
-    word_rarity: dict[str, float] | None = Field(None, exclude=True)
+    #: the question's words no chunk of the namespace holds, for the answer's key-term check
+    unseen_words: list[str] = Field(default_factory=list, exclude=True)
 
     @property
     def searched(self) -> str:
@@ -147,8 +147,8 @@ class Claim(BaseModel):
     )
     missing_terms: list[str] = Field(
         default_factory=list,
-        description="words of the question the passages sent lack, rarer in the namespace than every question "
-        "word the holding passage has (generation.key_terms)",
+        description="words of the question that no document of the namespace holds, nor the passages sent "
+        "as a near spelling: the claim may answer another question (generation.key_terms)",
     )
     supported: bool | None = Field(
         None,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -44,12 +45,13 @@ def word_terms(word: str) -> frozenset[int]:
     return frozenset(_analyser().embed_query(word).indices)
 
 
-def word_rarity(question: str, stats: TermStats) -> dict[str, float]:
-    """Each content word of ``question`` (lower case) and its IDF: its rarest term's; stopwords left out."""
-    words = {word.lower(): word_terms(word.lower()) for word in question.split()}
+def unseen_words(question: str, stats: TermStats) -> list[str]:
+    """The content words of ``question`` (lower case) that no chunk holds: the namespace never
+    mentions them."""
+    words = {word: word_terms(word) for word in re.findall(r"\w+", question.lower())}
     wanted = sorted({term for ids in words.values() for term in ids})
-    idf = {term: stats.idf_of(int(df)) for term, df in zip(wanted, stats.frequencies(wanted).tolist())}
-    return {word: round(max(idf[t] for t in ids), 4) for word, ids in words.items() if ids}
+    seen = {term for term, df in zip(wanted, stats.frequencies(wanted).tolist()) if df > 0}
+    return [word for word, ids in words.items() if ids and not ids & seen]
 
 
 def count_terms(texts: Iterable[str]) -> Counter[int]:

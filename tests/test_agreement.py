@@ -12,6 +12,7 @@ from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config import load_settings
 from qrag_qdrant.evidence import Answer, Passage
 from qrag_qdrant.generation.agreement import DECLINE, Reading, agreeing, read_again, same_answer
+from qrag_qdrant.generation.verify import unseen_key_words
 
 from .ollama_standin import ollama_standin
 
@@ -61,15 +62,16 @@ def zentrix(tmp_path, embedder):
 def test_sick_days_from_the_vacation_passage_are_not_shown_as_supported(zentrix):
     """The model copies the vacation figure: grounded, on the topic, and cited. "sick", the
     question's one distinguishing word, is in no document."""
-    sick = zentrix(SICK, ["27 days ", "[1]"], key_terms=True)
+    sick = zentrix(SICK, ["27 days ", "[1]"])
     assert not sick.abstained and sick.claims[0].grounded and sick.claims[0].relevance >= 0.3
     assert sick.claims[0].missing_terms == ["sick"]
     assert (sick.claims[0].supported, sick.claims[0].unsupported) == (False, "missing term")
-    assert any("rare word of the question" in warning for warning in sick.warnings)
-    vacation = zentrix(VACATION, ["27 days ", "[1]"], key_terms=True)
+    assert any("a word no document holds" in warning for warning in sick.warnings)
+    vacation = zentrix(VACATION, ["27 days ", "[1]"])
     assert vacation.claims[0].missing_terms == [] and vacation.claims[0].supported
     unchecked = zentrix(SICK, ["27 days ", "[1]"], key_terms=False)
     assert unchecked.claims[0].supported  # without the check, as before: a clean, cited, wrong answer
+    assert sick.claims[0].relevance == unchecked.claims[0].relevance  # the same answer, the same other checks
 
 
 def test_readings_of_the_prompt_say_how_many_agree_with_the_answer(zentrix):
@@ -99,6 +101,12 @@ def test_readings_of_the_prompt_say_how_many_agree_with_the_answer(zentrix):
     declined = zentrix(VACATION, ["Not in the documents."], [["not in the documents"], ["27 days [1]"]], samples=2)
     assert declined.abstained and declined.abstain_reason == "model_declined"
     assert declined.agreement.agreeing == 2  # a decline agrees with a decline
+
+
+def test_a_typo_or_a_question_shaping_word_is_no_missing_key_word():
+    passages = [Passage(citation=1, source="a.txt", start=0, end=60, text="The City Council has 60 members.")]
+    unseen = ["counil", "many", "sick", "say"]  # what no chunk of the namespace holds
+    assert unseen_key_words(unseen, passages) == ["sick"]
 
 
 @pytest.mark.parametrize(

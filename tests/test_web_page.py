@@ -43,7 +43,9 @@ PATIENCE_S = 180
 
 
 @contextmanager
-def serving(tmp_path, corpus, embedder, port: int | None = None, **service) -> Iterator[tuple[str, str, Any]]:
+def serving(
+    tmp_path, corpus, embedder, port: int | None = None, generation: dict | None = None, **service
+) -> Iterator[tuple[str, str, Any]]:
     """The service over the sample corpus on a real port, answering through the Ollama stand-in."""
     store, key_file = tmp_path / "store", tmp_path / "keys.toml"
     with QuorumRAG(load_settings(store=store), embedder=embedder) as rag:
@@ -55,7 +57,7 @@ def serving(tmp_path, corpus, embedder, port: int | None = None, **service) -> I
             store=store,
             service={"keys": key_file, **service},
             ollama={"host": ollama.host},
-            generation={"backend": "ollama", "judge": False},
+            generation={"backend": "ollama", "judge": False, **(generation or {})},
         )
         with live_server(create_app(settings, embedder=embedder), PATIENCE_S, port=port) as base:
             yield base, key, ollama
@@ -239,3 +241,12 @@ def test_sign_in_through_the_identity_provider_then_ask_and_sign_out(tmp_path, c
             assert not [m for m in console if "Content Security Policy" in m or "Refused to" in m], console
     written = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert [(w["key"], w["namespace"]) for w in written if w["event"] == "sign-in"] == [("oidc:alice", "default")]
+
+
+def test_the_page_says_how_many_readings_agree(tmp_path, corpus, embedder, browser):
+    with serving(tmp_path, corpus, embedder, generation={"samples": 2}) as (base, key, _):
+        browser.get(base + "/")
+        browser.find_element(By.ID, "key").send_keys(key)
+        ask(browser, BEES)
+        agreement = browser.find_element(By.ID, "agreement")
+        assert agreement.is_displayed() and agreement.text == "3 of 3 readings agree"

@@ -19,7 +19,7 @@ from ..evidence import Evidence, EvidenceCluster, QueryExpansion
 from ..store import CollectionManifest, Hit, Store, VectorQuery
 from ..store.base import CALIBRATED_GATE
 from ..store.points import Sparse
-from ..term_stats import TermStats, word_rarity
+from ..term_stats import TermStats, unseen_words
 from ..timings import timed
 from .clustering import greedy_clusters
 from .context import adaptive_plan, build_context
@@ -390,7 +390,7 @@ class Coordinator:
             expansions=list(expansions),
             timings_ms=timings,
             gate_features=features,
-            word_rarity=word_rarity(vectors.question, self.term_stats) if ranked else None,
+            unseen_words=unseen_words(vectors.question, self.term_stats) if ranked else [],
         )
 
     def close(self) -> None:

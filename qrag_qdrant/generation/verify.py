@@ -26,6 +26,7 @@ only when the model wrote its short answer with a geometric-mean token probabili
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import math
 import re
@@ -35,7 +36,7 @@ from collections.abc import Sequence
 
 from ..config import GenerationSettings
 from ..evidence import Answer, Claim, Passage
-from ..term_stats import terms, word_terms
+from ..term_stats import terms
 from .base import Judge
 from .instructions import reads_as_instruction
 from .prompt import NOT_IN_DOCUMENTS, fence
@@ -56,8 +57,8 @@ UNSUPPORTED = {
     "not found": "are not found in the passages they cite",
     "off the question": "come from a sentence that shares too few of the question's words "
     "(the passage may be about something else)",
-    "missing term": "leave out a rare word of the question that the passages lack (they may answer another "
-    "question; generation.key_terms)",
+    "missing term": "answer a question with a word no document holds (they may answer another question; "
+    "generation.key_terms)",
     "unsure": "were written with too little of the model's confidence (generation.min_answer_probability)",
     "disputed": "are not what enough of the model's readings said (generation.min_agreement)",
     "weak evidence": "come from evidence the gate is not confident enough of (generation.min_evidence_confidence)",
@@ -159,8 +160,8 @@ def holding_offset(claim: str, passage: str) -> int:
     return max(passage.find(holding[0].strip()), 0) if holding else 0
 
 
-#: words that shape a question ("how many", "what kind of") rather than name what it is about
-QUESTION_FORM = frozenset(
+#: words that shape a question ("how many", "what does it say") rather than name what it is about
+QUESTION_WORDS = frozenset(
     [
         "many",
         "much",
@@ -178,25 +179,49 @@ QUESTION_FORM = frozenset(
         "percent",
         "number",
         "amount",
+        "say",
+        "says",
+        "said",
+        "get",
+        "gets",
+        "got",
+        "make",
+        "makes",
+        "made",
+        "happen",
+        "happens",
+        "happened",
+        "mean",
+        "means",
+        "use",
+        "used",
+        "need",
+        "needs",
+        "know",
+        "tell",
+        "give",
+        "given",
+        "take",
+        "takes",
+        "want",
     ]
 )
+#: how alike two spellings must be (difflib's ratio) for a question's word to be a typo of a passage's
+NEAR_SPELLING = 0.8
 
 
-def missing_key_words(rarity: dict[str, float] | None, holder: str, sent: Sequence[Passage]) -> list[str]:
-    """The question's words that no passage sent holds and that are rarer in the namespace than
-    every question word ``holder`` (the passage holding the claim) has: a passage that lacks the
-    question's most distinctive word may answer another question ("sick days" from a passage on
-    vacation days)."""
-    if not rarity:
+def unseen_key_words(unseen: Sequence[str], sent: Sequence[Passage]) -> list[str]:
+    """The question's words that no document of the namespace holds (``Evidence.unseen_words``),
+    less question-shaping words and typos of a word in the passages sent: the passage may answer
+    another question ("sick days" answered from a passage on vacation days)."""
+    words = [word for word in unseen if word not in QUESTION_WORDS]
+    if not words:
         return []
-    held, context = terms(holder), set().union(*(terms(p.text) for p in sent))
-    shared = max((idf for word, idf in rarity.items() if word_terms(word) <= held), default=None)
-    if shared is None:
-        return []
+    spelled = {token for passage in sent for token in re.findall(r"\w+", passage.text.lower())}
     return [
         word
-        for word, idf in rarity.items()
-        if idf > shared and word not in QUESTION_FORM and not word_terms(word) & context
+        for word in words
+        if not any(difflib.SequenceMatcher(None, word, token).ratio() >= NEAR_SPELLING for token in spelled)
     ]
 
 
@@ -258,7 +283,7 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         claim.grounded = holder is not None
         claim.relevance = relevance(answer.searched, claim.text, holder.text) if holder is not None else None
         claim.location = holder.location_at(holding_offset(claim.text, holder.text)) if holder is not None else None
-        claim.missing_terms = missing_key_words(answer.word_rarity, holder.text, passages) if holder else []
+        claim.missing_terms = unseen_key_words(answer.unseen_words, passages) if holder else []
         claim.unsupported = (
             "not found"
             if claim.relevance is None
