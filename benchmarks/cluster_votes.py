@@ -22,6 +22,7 @@ from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config import load_settings
 from qrag_qdrant.eval.metrics import holds_answer
 from qrag_qdrant.generation.agreement import group_key, same_answer
+from qrag_qdrant.generation.prompt import NOT_IN_DOCUMENTS
 
 TODAY = 0.85
 
@@ -58,10 +59,16 @@ def main() -> None:
                 for cluster in evidence.clusters:
                     alone = rag.answer(evidence.question, evidence=evidence.model_copy(update={"clusters": [cluster]}))
                     votes += same_answer(group_key(alone.answer or ""), group_key(greedy))
-            base = bool(row["supported"]) and row["agreement"].get("chosen", 0) == 0
+            readings = [
+                group_key(text) if text != "(declined)" else group_key(NOT_IN_DOCUMENTS)
+                for text in row["agreement"]["answers"]
+            ]
+            shown = group_key(row["short_answer"] or "")
+            base = bool(row["supported"]) and same_answer(shown, readings[0])  # the greedy answer's own checks
+            share = sum(same_answer(readings[0], key) for key in readings) / len(readings)
             marks = {
                 "today": base and (row["agreement"]["probabilities"][0] or 0) >= TODAY,
-                "agreement": base and row["agreement"]["share"] >= 0.67,
+                "agreement": base and share >= 0.67,
                 "cluster votes": base and (len(evidence.clusters) == 1 or votes >= args.votes),
             }
             for rule, supported in marks.items():

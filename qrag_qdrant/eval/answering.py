@@ -189,6 +189,7 @@ SUPPORT_SWEEPS = {
     "supported_at_relevance": ("min_relevance", (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6)),
     "supported_at_answer_probability": ("min_answer_probability", (0.0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)),
     "supported_at_evidence_confidence": ("min_evidence_confidence", (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)),
+    "supported_at_agreement": ("min_agreement", (0.0, 0.5, 0.6, 0.67, 0.75, 0.8, 0.9, 1.0)),
 }
 
 
@@ -212,13 +213,26 @@ def support_scores(
 
 def supported_under(options: GenerationSettings) -> Callable[[GeneratedAnswer], bool]:
     """The answer step's "supported" rule at ``options``' thresholds, from what a row recorded: every
-    claim grounded and relevant, the model sure enough, the evidence strong enough (the judge aside)."""
+    claim grounded and relevant, no word of the question unseen, the model sure enough, the readings
+    agreeing enough, the evidence strong enough (the judge aside)."""
     return lambda row: (
         row.relevance is not None
         and row.relevance >= options.min_relevance
+        and not (options.key_terms and row.missing_terms)
         and confident(row.answer_probability, options.min_answer_probability)
+        and confident(row.agreement["share"] if row.agreement else None, options.min_agreement)
         and confident(row.confidence, options.min_evidence_confidence)
     )
+
+
+def agreement_histogram(rows: Sequence[GeneratedAnswer]) -> dict[str, dict[str, int]] | None:
+    """Per question kind, how many answers had each count of agreeing readings ("4/5"); None
+    without generation.samples."""
+    read = [r for r in rows if r.agreement]
+    if not read:
+        return None
+    counts = Counter((r.category, f"{r.agreement['agreeing']}/{r.agreement['readings']}") for r in read if r.agreement)
+    return {c: {share: n for (kind, share), n in sorted(counts.items()) if kind == c} for c in CATEGORIES}
 
 
 def answer_metrics(rows: Sequence[GeneratedAnswer], options: GenerationSettings | None = None) -> dict[str, Any]:
@@ -268,6 +282,10 @@ def answer_metrics(rows: Sequence[GeneratedAnswer], options: GenerationSettings 
             }
             for sweep, (setting, values) in SUPPORT_SWEEPS.items()
         },
+        "agreement": agreement_histogram(rows),
+        "readings_p50_seconds": (
+            percentile(readings, 50) if (readings := [r.readings_seconds for r in rows if r.readings_seconds]) else None
+        ),
         "unanswerable_reached_model": sum(r.should_not_answer for r in rows),
         "context_words": mean_of([r.context_words for r in rows if r.outcome != "gate"]),
         "prompt_tokens": mean_of([r.prompt_tokens or 0 for r in asked]),
