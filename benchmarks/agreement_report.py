@@ -39,6 +39,7 @@ PRECISION = 0.90  # the issue's target precision; choose() asks at least this of
 MAX_UNANSWERABLE = 0.10  # the target: unanswerable questions shown as supported
 KS = (1, 2, 3, 4, 5)
 TODAY_RULE = "today (p >= 0.85)"
+OPENED: dict[str, Any] = {}
 THRESHOLDS = (0.5, 0.6, 0.67, 0.75, 0.8, 0.85, 0.9, 1.0)
 
 
@@ -160,8 +161,10 @@ def key_words(spec: str) -> tuple[str, Callable[[str], list[str]]]:
     from qrag_qdrant.generation.verify import unseen_key_words
 
     name, _, where = spec.partition("=")
-    store, _, namespace = where.rpartition(":")
-    rag = QuorumRAG(load_settings(store=store, namespace=namespace))
+    if where not in OPENED:  # one per namespace: two files may read the same one
+        store, _, namespace = where.rpartition(":")
+        OPENED[where] = QuorumRAG(load_settings(store=store, namespace=namespace))
+    rag = OPENED[where]
 
     def words(question: str) -> list[str]:
         evidence = rag.retrieve(question)
