@@ -9,7 +9,7 @@ documents") agrees only with a decline. ``agreement`` is the share of the readin
 one included) that agree with it, which ``generation.min_agreement`` asks of a supported answer.
 
 The greedy answer is always the one shown: showing the answer most readings gave instead was
-measured, and held the gold answer less often (docs/benchmarks.md, "The supported mark").
+measured, and did no better (docs/benchmarks.md, "The supported mark").
 """
 
 from __future__ import annotations
