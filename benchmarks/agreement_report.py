@@ -13,6 +13,9 @@ every rule shares (grounded, relevant, no instruction); each rule adds its own t
 readings of a row hold 1 + 5 answers, so every k <= 5 is its first k samples. An answer's
 correctness is whether its short answer holds a gold answer (SQuAD normalisation).
 
+"today + key terms" reads the rows' ``missing_terms``: the broader rule (any rare question word
+the passages lack) in runs made before it was dropped, the unseen words in runs made since.
+
 A reading shown under one rule that the run did not check (another group than the one the run
 showed) has unknown grounding: it counts as not supported, and the report says how many there are.
 """

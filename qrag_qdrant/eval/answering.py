@@ -67,7 +67,7 @@ class GeneratedAnswer:
     confidence: float | None = None
     #: the readings' agreement (generation.samples), to choose generation.min_agreement
     agreement: dict[str, Any] | None = None
-    #: the question's rare words the passages lack (any claim), to measure generation.key_terms
+    #: the question's words no document holds (any claim), to measure generation.key_terms
     missing_terms: list[str] = field(default_factory=list)
     readings_seconds: float | None = None
     prompt_tokens: int | None = None
