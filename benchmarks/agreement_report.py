@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from qrag_qdrant.eval.metrics import holds_answer, paired_test
-from qrag_qdrant.generation.agreement import DECLINE, DECLINED, normalize_answer, same_answer
+from qrag_qdrant.generation.agreement import DECLINED, normalize_answer, same_answer
 from qrag_qdrant.generation.verify import QUESTION_WORDS
 
 TODAY = 0.85  # generation.min_answer_probability, today's default
@@ -76,7 +76,7 @@ class Row:
 
     def key(self, index: int) -> str:
         text = self.readings[index]
-        return DECLINE if text == DECLINED else normalize_answer(text)
+        return text if text == DECLINED else normalize_answer(text)
 
     def greedy_share(self, k: int) -> float:
         """The share of the greedy reading and the first ``k`` samples that agree with it (the product's)."""
@@ -98,13 +98,15 @@ class Row:
     def checked(self, index: int) -> bool | None:
         """The shared checks of reading ``index``: the run's, when it is in the group of the answer
         the run showed and checked."""
-        shown = DECLINE if self.raw["outcome"] == "model_declined" else normalize_answer(self.raw["short_answer"] or "")
+        shown = (
+            DECLINED if self.raw["outcome"] == "model_declined" else normalize_answer(self.raw["short_answer"] or "")
+        )
         if not same_answer(self.key(index), shown):
             return None
         return bool(self.raw["supported"])
 
     def shown(self, index: int, extra: bool) -> Shown:
-        if self.key(index) == DECLINE:
+        if self.key(index) == DECLINED:
             return Shown(False, False, False)
         checks = self.checked(index)
         correct = self.category == "answerable" and holds_answer(self.readings[index], self.gold)

@@ -245,7 +245,7 @@ class GenerationSettings(Section):
         0,
         le=20,
         description="read the prompt this many more times at generation.sample_temperature (the prompt cache "
-        "makes each a few tokens' work): the answer most readings give is shown, and their agreement is checked; "
+        "makes each a few tokens' work) and count the readings that give the (greedy) answer shown: its agreement; "
         "0: the greedy answer alone",
     )
     sample_temperature: float = Field(0.8, gt=0.0, le=2.0, description="the temperature of those readings")

@@ -84,6 +84,11 @@ class OidcSettings(Section):
                 )
         return self
 
+    @property
+    def page_signs_in(self) -> bool:
+        """The web page can sign in through the provider: it has an issuer and a client id there."""
+        return bool(self.issuer and self.client_id)
+
     def grants(self) -> dict[str, tuple[str, Role]]:
         """The mapping as claim value -> (namespace, role)."""
         pairs = {value: grant.rpartition(":") for value, grant in self.mapping.items()}

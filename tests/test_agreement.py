@@ -11,7 +11,7 @@ import pytest
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config import load_settings
 from qrag_qdrant.evidence import Answer, Passage
-from qrag_qdrant.generation.agreement import DECLINE, Reading, agreeing, read_again, same_answer
+from qrag_qdrant.generation.agreement import DECLINED, Reading, agreeing, read_again, same_answer
 from qrag_qdrant.generation.verify import unseen_key_words
 
 from .ollama_standin import ollama_standin
@@ -116,8 +116,8 @@ def test_a_typo_or_a_question_shaping_word_is_no_missing_key_word():
         ("denver broncos", "broncos", True),  # one holds the other, as whole words
         ("1883", "18", False),
         ("carolina panthers", "denver broncos", False),
-        (DECLINE, "denver broncos", False),
-        (DECLINE, DECLINE, True),
+        (DECLINED, "denver broncos", False),
+        (DECLINED, DECLINED, True),
         ("", "", True),
         ("", "denver", False),
     ],

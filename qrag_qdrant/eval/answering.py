@@ -228,10 +228,9 @@ def supported_under(options: GenerationSettings) -> Callable[[GeneratedAnswer], 
 def agreement_histogram(rows: Sequence[GeneratedAnswer]) -> dict[str, dict[str, int]] | None:
     """Per question kind, how many answers had each count of agreeing readings ("4/5"); None
     without generation.samples."""
-    read = [r for r in rows if r.agreement]
-    if not read:
+    counts = Counter((r.category, f"{a['agreeing']}/{a['readings']}") for r in rows if (a := r.agreement))
+    if not counts:
         return None
-    counts = Counter((r.category, f"{r.agreement['agreeing']}/{r.agreement['readings']}") for r in read if r.agreement)
     return {c: {share: n for (kind, share), n in sorted(counts.items()) if kind == c} for c in CATEGORIES}
 
 

@@ -28,8 +28,8 @@ from .verify import answer_probability, declined, short_answer_of
 
 ARTICLES = re.compile(r"\b(a|an|the)\b")
 PUNCTUATION = str.maketrans("", "", string.punctuation)
-#: the key every decline is grouped under, and how ``AnswerAgreement.answers`` shows one
-DECLINE, DECLINED = "\x00decline", "(declined)"
+#: a decline's key, and how ``AnswerAgreement.answers`` shows it: no normalised answer has brackets
+DECLINED = "(declined)"
 
 
 def normalize_answer(text: str) -> str:
@@ -57,12 +57,12 @@ class Sampler(Protocol):
 
 
 def group_key(text: str) -> str:
-    return DECLINE if declined(text) else normalize_answer(short_answer_of(text) or "")
+    return DECLINED if declined(text) else normalize_answer(short_answer_of(text) or "")
 
 
 def same_answer(one: str, other: str) -> bool:
     """Equal after normalisation, or one holds the other as whole words; a decline is only a decline."""
-    if DECLINE in (one, other) or not (one and other):
+    if DECLINED in (one, other) or not (one and other):
         return one == other
     return f" {one} " in f" {other} " or f" {other} " in f" {one} "
 

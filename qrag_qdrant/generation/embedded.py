@@ -268,9 +268,14 @@ class EmbeddedGenerator:
         """The answer read again at ``temperature`` (``generation.samples``): llama.cpp keeps the
         prompt it has just read, so only the answer's tokens are computed."""
         chosen: list[tuple[str, float]] = []
-        messages = build_messages(question, passages, self.answer_format)
-        request = {"messages": messages, "max_tokens": self.settings.max_tokens, "logprobs": True}
-        text = "".join(self._chat({**request, "temperature": temperature, "seed": seed}, result, chosen=chosen))
+        request = {
+            "messages": build_messages(question, passages, self.answer_format),
+            "max_tokens": self.settings.max_tokens,
+            "logprobs": True,
+            "temperature": temperature,
+            "seed": seed,
+        }
+        text = "".join(self._chat(request, result, chosen=chosen))
         result.answer_logprobs = chosen
         return text
 

@@ -270,6 +270,7 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
     unsure = not confident(answer.answer_probability, options.min_answer_probability)
     disputed = answer.agreement is not None and answer.agreement.share < options.min_agreement
     weak = not confident(answer.confidence, options.min_evidence_confidence)
+    unseen = unseen_key_words(answer.unseen_words, passages)  # the question's: the same for every claim
     shown = [p.citation for p in passages]
     answer.claims = split_claims(text, shown)
     invalid = sorted({n for claim in answer.claims for n in claim.invalid_citations})
@@ -283,7 +284,7 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         claim.grounded = holder is not None
         claim.relevance = relevance(answer.searched, claim.text, holder.text) if holder is not None else None
         claim.location = holder.location_at(holding_offset(claim.text, holder.text)) if holder is not None else None
-        claim.missing_terms = unseen_key_words(answer.unseen_words, passages) if holder else []
+        claim.missing_terms = unseen if holder else []
         claim.unsupported = (
             "not found"
             if claim.relevance is None

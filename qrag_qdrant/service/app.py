@@ -145,17 +145,18 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         description="Answers only from evidence that several retrievers agree on, or abstains.",
     )
     app.state.service, app.state.keys = state, keys
+    oidc = settings.service.oidc
     app.add_middleware(
         BodyGuard,
         keys=lambda: app.state.keys,
         limit_of=lambda path: (
             settings.service.max_upload_bytes if path == "/v1/ingest" else settings.service.max_body_bytes
         ),
-        oidc=OidcSignIn(settings.service.oidc) if settings.service.oidc.issuer else None,
+        oidc=OidcSignIn(oidc) if oidc.issuer else None,
     )
-    oidc = settings.service.oidc
-    signs_in = bool(oidc.issuer and oidc.client_id)
-    app.add_middleware(SecurityHeaders, headers=security_headers(origin(str(oidc.issuer)) if signs_in else ""))
+    app.add_middleware(
+        SecurityHeaders, headers=security_headers(origin(str(oidc.issuer)) if oidc.page_signs_in else "")
+    )
     app.add_middleware(AuditTrail, audit=lambda: state.audit)  # outermost: it sees every refusal
     install_handlers(app)
     for router in (health, queries, ingests, documents, openai, page_router(WEB, oidc)):

@@ -98,15 +98,15 @@ class ProviderKeys:
                     raise ValueError("its discovery document names another issuer")
                 self._keys = jwt.PyJWKSet.from_dict(_json(client, str(discovery["jwks_uri"])))
         except (httpx.HTTPError, ValueError, KeyError, jwt.PyJWKSetError) as exc:
-            self._read_at = self.clock()  # a provider that is down is not asked again at once
             raise SignInRefused(503, f"the identity provider cannot be read ({type(exc).__name__})") from None
-        self._read_at = self.clock()
+        finally:
+            self._read_at = self.clock()  # read or not: a provider that is down is not asked again at once
 
 
 def _json(client: httpx.Client, url: str) -> dict[str, Any]:
     with client.stream("GET", url, headers={"Accept": "application/json"}) as response:
         response.raise_for_status()
-        body = b""
+        body = bytearray()
         for part in response.iter_bytes():
             body += part
             if len(body) > MAX_DOCUMENT_BYTES:

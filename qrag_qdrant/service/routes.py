@@ -330,9 +330,9 @@ def page_router(web: Any, oidc: OidcSettings) -> APIRouter:
     @router.get("/sign-in.json")
     def sign_in() -> dict[str, str]:
         """What the page needs to sign in through the identity provider; 404 when it cannot."""
-        if not (oidc.issuer and oidc.client_id):
+        if not oidc.page_signs_in:
             raise ServiceError(404, "not_found", "this service signs in with team keys only")
-        return {"issuer": oidc.issuer, "client_id": oidc.client_id, "scope": oidc.scope}
+        return {"issuer": str(oidc.issuer), "client_id": str(oidc.client_id), "scope": oidc.scope}
 
     @router.get("/")
     def page() -> FileResponse:
