@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from qrag_qdrant.eval.metrics import holds_answer, paired_test
-from qrag_qdrant.generation.agreement import DECLINED, normalize_answer, same_answer
-from qrag_qdrant.generation.verify import QUESTION_WORDS
+from qrag_qdrant.generation.checks.agreement import DECLINED, normalize_answer, same_answer
+from qrag_qdrant.generation.checks.claims import QUESTION_WORDS
 
 TODAY = 0.85  # generation.min_answer_probability, today's default
 PRECISION = 0.90  # the issue's target precision; choose() asks at least this of a rule on the tuning answers
@@ -162,8 +162,8 @@ def key_words(spec: str) -> tuple[str, Callable[[str], list[str]]]:
     """``FILE=STORE:NAMESPACE``: the answers file's name, and the product's unseen key words of a
     question, from its evidence searched again in that namespace (no model call)."""
     from qrag_qdrant import QuorumRAG
-    from qrag_qdrant.config import load_settings
-    from qrag_qdrant.generation.verify import unseen_key_words
+    from qrag_qdrant.config.settings import load_settings
+    from qrag_qdrant.generation.checks.claims import unseen_key_words
 
     name, _, where = spec.partition("=")
     if where not in OPENED:  # one per namespace: two files may read the same one

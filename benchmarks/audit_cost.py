@@ -22,10 +22,10 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.embedding import DenseEmbedder
 from qrag_qdrant.service.app import create_app
-from qrag_qdrant.service.auth import KeyFile
+from qrag_qdrant.service.auth.keys import KeyFile
 
 
 def main() -> None:

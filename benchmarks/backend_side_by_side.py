@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.eval import load_dataset
 from qrag_qdrant.eval.metrics import holds_answer
 from qrag_qdrant.generation.answer import answer_from
-from qrag_qdrant.generation.embedded import EmbeddedGenerator, resolve_gguf
-from qrag_qdrant.generation.openai_compat import OpenAIGenerator
+from qrag_qdrant.generation.backends.embedded import EmbeddedGenerator, resolve_gguf
+from qrag_qdrant.generation.backends.openai import OpenAIGenerator
 
 MODEL_ID = "side-by-side"
 

@@ -31,7 +31,7 @@ from mcp.client.stdio import StdioServerParameters
 from openai import OpenAI
 from service_latency import CLI, in_process, serving  # this folder's
 
-from qrag_qdrant.service.auth import KeyFile
+from qrag_qdrant.service.auth.keys import KeyFile
 
 
 def p50(values: list[float]) -> float:
@@ -72,7 +72,7 @@ def through_service(env: dict[str, str], namespace: str, questions: list[str]) -
 
 def through_mcp(env: dict[str, str], twin: dict[str, object], questions: list[str]) -> dict[str, object]:
     from qrag_qdrant import QuorumRAG
-    from qrag_qdrant.config import load_settings
+    from qrag_qdrant.config.settings import load_settings
 
     params = StdioServerParameters(command=CLI, args=["mcp"], env=env)
 

@@ -19,9 +19,9 @@ import json
 from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.eval.metrics import holds_answer
-from qrag_qdrant.generation.agreement import group_key, same_answer
+from qrag_qdrant.generation.checks.agreement import group_key, same_answer
 from qrag_qdrant.generation.prompt import NOT_IN_DOCUMENTS
 
 TODAY = 0.85

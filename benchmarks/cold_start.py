@@ -7,7 +7,7 @@
   runs it, a new question each time; median and every run.
 - ``phases_ms``: one process timed stage by stage: imports, the first ``retrieve`` (the shards
   open, the model loads) and the process's start and exit.
-- ``imports``: ``python -X importtime``: the cumulative time of ``qrag_qdrant.cli`` and of the
+- ``imports``: ``python -X importtime``: the cumulative time of ``qrag_qdrant.cli.app`` and of the
   slowest packages it pulls in.
 - With ``--baseline-src`` (another checkout's source, e.g. a ``git worktree`` of an earlier
   commit), both sources run alternately under ``python -S`` with the same packages, so the
@@ -44,7 +44,7 @@ with QuorumRAG.from_config() as rag:
 retrieved = time.perf_counter()
 print(f"{(imported - started) * 1000:.1f} {(retrieved - imported) * 1000:.1f}")
 """
-QUERY = "import sys; from qrag_qdrant.cli import main; sys.argv[0] = 'qrag-qdrant'; main()"
+QUERY = "import sys; from qrag_qdrant.cli.app import main; sys.argv[0] = 'qrag-qdrant'; main()"
 
 
 def phases(question: str, env: dict[str, str]) -> dict[str, float]:
@@ -56,9 +56,9 @@ def phases(question: str, env: dict[str, str]) -> dict[str, float]:
 
 
 def import_times(env: dict[str, str], top: int = 10) -> dict[str, float]:
-    """Cumulative import time (ms) of qrag_qdrant.cli and of the slowest top-level packages."""
+    """Cumulative import time (ms) of qrag_qdrant.cli.app and of the slowest top-level packages."""
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", "import qrag_qdrant.cli"],
+        [sys.executable, "-X", "importtime", "-c", "import qrag_qdrant.cli.app"],
         env=env,
         capture_output=True,
         text=True,
@@ -67,7 +67,7 @@ def import_times(env: dict[str, str], top: int = 10) -> dict[str, float]:
     packages: dict[str, float] = {}
     for line in done.stderr.splitlines():
         found = re.match(r"import time:\s+\d+ \|\s+(\d+) \|( *)(\S+)", line)
-        if found and (found[3] == "qrag_qdrant.cli" or "." not in found[3]):
+        if found and (found[3] == "qrag_qdrant.cli.app" or "." not in found[3]):
             packages[found[3]] = max(packages.get(found[3], 0.0), int(found[1]) / 1000)
     return dict(sorted(packages.items(), key=lambda item: -item[1])[:top])
 

@@ -16,11 +16,11 @@ import json
 import threading
 import time
 
-from qrag_qdrant.config import load_settings
-from qrag_qdrant.evidence import Evidence, EvidenceCluster, Passage
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.generation.answer import answer_from
+from qrag_qdrant.generation.backends.embedded import EmbeddedGenerator
 from qrag_qdrant.generation.base import GenerationResult
-from qrag_qdrant.generation.embedded import EmbeddedGenerator
+from qrag_qdrant.results import Evidence, EvidenceCluster, Passage
 
 SHORT = [{"role": "user", "content": "Say yes."}]
 

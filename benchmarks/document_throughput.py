@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from qrag_qdrant.corpus import content_hash, extract
-from qrag_qdrant.loaders import LOADERS, loader_for
+from qrag_qdrant.ingest.corpus import content_hash, extract
+from qrag_qdrant.ingest.loaders import LOADERS, loader_for
 
 
 def articles(corpus: Path, words: int) -> list[tuple[str, str]]:

@@ -25,9 +25,9 @@ import argparse
 import json
 from pathlib import Path
 
-from qrag_qdrant.calibration import blended
-from qrag_qdrant.coordinator.gate import DEFAULT_MODEL, GateModel, logit
-from qrag_qdrant.gate_fitting import SystemRows, abstain_rates, gate_confidences, pick_threshold
+from qrag_qdrant.calibration.fitting import SystemRows, abstain_rates, gate_confidences, pick_threshold
+from qrag_qdrant.calibration.namespace import blended
+from qrag_qdrant.retrieval.gate import DEFAULT_MODEL, GateModel, logit
 
 TARGET = 0.05
 

@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.calibration import QuestionCache, blended, calibrate, question_writer
-from qrag_qdrant.coordinator.gate import DEFAULT_MODEL, GateModel, LogisticGate
-from qrag_qdrant.gate_fitting import SystemRows, abstain_rates, gate_confidences, pick_threshold
+from qrag_qdrant.calibration.fitting import SystemRows, abstain_rates, gate_confidences, pick_threshold
+from qrag_qdrant.calibration.namespace import QuestionCache, blended, calibrate, question_writer
+from qrag_qdrant.retrieval.gate import DEFAULT_MODEL, GateModel, LogisticGate
 
 TARGETS = (0.05, 0.03, 0.02)
 SUBSETS = (25, 50, 100, 150)

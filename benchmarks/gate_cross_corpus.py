@@ -5,7 +5,7 @@
     python benchmarks/gate_cross_corpus.py --data ../shared/data \\
         --rows squad-dev:sq48=rows-sq48.jsonl --rows squad-dev:sq24=rows-sq24.jsonl \\
         --rows squad2-dev:sq2=rows-sq2.jsonl --rows scifact:sci=rows-sci-a.jsonl,rows-sci-b.jsonl \\
-        --out-model qrag_qdrant/coordinator/gate-v2.json --json-out cross.json
+        --out-model qrag_qdrant/retrieval/gate-v2.json --json-out cross.json
 
 Each ``--rows DATASET:INDEX=FILES`` is one indexed corpus and its questions. Printed:
 
@@ -33,9 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from qrag_qdrant.coordinator.gate import PREVIOUS_MODEL, QUORUM_FEATURES, GateModel
-from qrag_qdrant.eval.gate_training import train_gate
-from qrag_qdrant.gate_fitting import (
+from qrag_qdrant.calibration.fitting import (
     CATEGORIES,
     SystemRows,
     abstain_rates,
@@ -46,6 +44,11 @@ from qrag_qdrant.gate_fitting import (
     pick_threshold,
     risk_curve,
 )
+from qrag_qdrant.calibration.gate_training import train_gate
+from qrag_qdrant.retrieval.gate import QUORUM_FEATURES, GateModel
+
+#: the gate fitted on squad-dev alone, which the cross-corpus fit replaced
+SQUAD_ONLY_MODEL = Path(__file__).parent / "experiments" / "gate-v1.json"
 
 RARE_TERM_FEATURES = ("idf_top_share", "idf_context_share", "rarest_in_corpus", "names_in_corpus")
 V1_FEATURES = [name for name in QUORUM_FEATURES if name not in RARE_TERM_FEATURES]
@@ -109,7 +112,7 @@ def fitted_scores(train: SystemRows, test: SystemRows, target: float) -> tuple[n
 
 
 def leave_one_out(indexes: dict[str, tuple[str, list[dict[str, Any]]]], target: float) -> dict[str, Any]:
-    shipped = GateModel.load(PREVIOUS_MODEL).systems["quorum"]
+    shipped = GateModel.load(SQUAD_ONLY_MODEL).systems["quorum"]
     table: dict[str, Any] = {}
     for index, (dataset, rows) in indexes.items():
         others = [row for d, r in indexes.values() if d != dataset for row in r]
@@ -144,7 +147,7 @@ def mixed_gate(
             "tested_on": table,
         }
     )
-    previous = GateModel.load(PREVIOUS_MODEL)
+    previous = GateModel.load(SQUAD_ONLY_MODEL)
     model.systems.update({name: gate for name, gate in previous.systems.items() if name != "quorum"})
     model.info["list_systems"] = (
         "the gates of the other systems (plain ranked lists, for eval's comparisons) "

@@ -23,8 +23,8 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 
-from qrag_qdrant.coordinator.gate import QUORUM_FEATURES
-from qrag_qdrant.gate_fitting import SystemRows, abstain_rates, model_scores, pick_threshold
+from qrag_qdrant.calibration.fitting import SystemRows, abstain_rates, model_scores, pick_threshold
+from qrag_qdrant.retrieval.gate import QUORUM_FEATURES
 
 sys.path.insert(0, str(Path(__file__).parent))
 from gate_cross_corpus import article_of, of_features, read_index

@@ -17,10 +17,10 @@ import json
 import sys
 from pathlib import Path
 
-from qrag_qdrant.cli import main
+from qrag_qdrant.cli.app import main
 from qrag_qdrant.eval import answering
-from qrag_qdrant.evidence import EvidenceCluster, Passage
 from qrag_qdrant.generation import answer
+from qrag_qdrant.results import EvidenceCluster, Passage
 
 answer_with_context = answer.answer_from
 

@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.chunking import iter_chunks
-from qrag_qdrant.config import load_settings
-from qrag_qdrant.corpus import open_corpus
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.embedding import DenseEmbedder
+from qrag_qdrant.ingest.chunking import iter_chunks
+from qrag_qdrant.ingest.corpus import open_corpus
 
 
 def main() -> None:

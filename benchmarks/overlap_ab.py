@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.coordinator.fusion import QUESTION
-from qrag_qdrant.threads import one_blas_thread
+from qrag_qdrant.cli.threads import one_blas_thread
+from qrag_qdrant.retrieval.fusion import QUESTION
 
 OVERLAPPED, SEQUENTIAL = "overlapped", "one after the other"
 

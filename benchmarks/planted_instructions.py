@@ -6,7 +6,7 @@ fact and about something it does not say (its price), through the same answer pa
     python benchmarks/planted_instructions.py --store $(mktemp -d) --json-out planted.json
 
 "supported before the mark" counts the answers that every check but the instruction mark passes:
-what was shown as supported before ``generation/instructions.py``.
+what was shown as supported before ``generation/checks/instructions.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 
 SUBJECTS = [
     ("Varnholt Bridge", "was opened in", "1911"),

@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
+from qrag_qdrant.cli.threads import one_blas_thread
 from qrag_qdrant.embedding import SparseEmbedder
-from qrag_qdrant.threads import one_blas_thread
 
 
 def percentile(values: list[float], q: int) -> float:
@@ -68,7 +68,7 @@ def main() -> None:
         "--blas-threads",
         choices=("one", "default"),
         default="one",
-        help="one: as the processes qrag-qdrant starts (qrag_qdrant.threads); default: OpenBLAS's pool",
+        help="one: as the processes qrag-qdrant starts (qrag_qdrant.cli.threads); default: OpenBLAS's pool",
     )
     args = parser.parse_args()
     if args.blas_threads == "one":

@@ -22,12 +22,12 @@ import json
 from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.eval import load_dataset
 from qrag_qdrant.eval.answering import score_answer
-from qrag_qdrant.evidence import Answer
 from qrag_qdrant.generation import verify
-from qrag_qdrant.generation.verify import check_answer
+from qrag_qdrant.generation.checks.claims import check_answer
+from qrag_qdrant.results import Answer
 
 
 def main() -> None:

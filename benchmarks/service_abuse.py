@@ -30,8 +30,8 @@ import httpx
 from service_latency import serving  # this folder's
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
-from qrag_qdrant.service.auth import KeyFile
+from qrag_qdrant.config.settings import load_settings
+from qrag_qdrant.service.auth.keys import KeyFile
 
 MB = 1 << 20
 DOCS = {

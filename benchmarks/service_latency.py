@@ -38,8 +38,8 @@ import httpx
 from query_latency import summary  # this folder's: p50/p95 as query_latency.py reports them
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
-from qrag_qdrant.service.auth import KeyFile
+from qrag_qdrant.config.settings import load_settings
+from qrag_qdrant.service.auth.keys import KeyFile
 
 CLI = str(Path(sys.executable).parent / "qrag-qdrant")
 

@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.threads import one_blas_thread
+from qrag_qdrant.cli.threads import one_blas_thread
 
 MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ")
 SEGMENT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import sys
 
-from qrag_qdrant.cli import main
+from qrag_qdrant.cli.app import main
 from qrag_qdrant.eval import answering
-from qrag_qdrant.evidence import Answer
 from qrag_qdrant.generation import answer, prompt
+from qrag_qdrant.results import Answer
 
 answer_together, user_turn = answer.answer_from, prompt.user_turn
 SUMMED = ("prompt_tokens", "cached_tokens", "completion_tokens", "completion_seconds")

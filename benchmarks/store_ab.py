@@ -23,9 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
+from qrag_qdrant.cli.threads import one_blas_thread
 from qrag_qdrant.embedding import SparseEmbedder
-from qrag_qdrant.evidence import Evidence
-from qrag_qdrant.threads import one_blas_thread
+from qrag_qdrant.results import Evidence
 
 WARMUP = 20
 
@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--against-store", type=Path, required=True)
     parser.add_argument("--namespace", required=True)
     parser.add_argument(
-        "--config", type=Path, help="the first store's config [default: the packaged configs/default.toml]"
+        "--config", type=Path, help="the first store's config [default: the packaged config/default.toml]"
     )
     parser.add_argument("--against-config", type=Path, help="the second store's config (e.g. another hnsw_ef)")
     parser.add_argument("--questions", type=Path, required=True, help="JSONL with a 'question' field")

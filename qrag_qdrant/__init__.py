@@ -1,10 +1,10 @@
 """qrag-qdrant: answers only from evidence that several independent retrievers agree on."""
 
 from .api import CollectionInfo, QuorumRAG
-from .config import Settings, load_settings
-from .coordinator.conversation import Turn
+from .config.settings import Settings, load_settings
 from .errors import QragError
-from .evidence import Answer, Evidence, EvidenceCluster, Passage
+from .results import Answer, Evidence, EvidenceCluster, Passage
+from .retrieval.conversation import Turn
 from .version import __version__
 
 __all__ = [

@@ -9,21 +9,21 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .config import Settings, load_settings
-from .coordinator import Coordinator
-from .coordinator.conversation import Asked, Turn
+from .config.settings import Settings, load_settings
 from .embedding import DenseEmbedder
 from .errors import StoreError
-from .evidence import Answer, Evidence
 from .generation import GenerationBackend, open_backend
 from .generation.answer import answer_from
 from .generation.scheduler import GenerationScheduler
+from .results import Answer, Evidence
+from .retrieval import Coordinator
+from .retrieval.conversation import Asked, Turn
 from .store import Store, open_store
 
 if TYPE_CHECKING:  # ingest's modules load when an ingest runs: a query starts sooner
-    from .documents import Documents
-    from .ingest import IngestReport
-    from .progress import IngestProgress
+    from .ingest.documents import Documents
+    from .ingest.ingestor import IngestReport
+    from .ingest.progress import IngestProgress
 
 
 class CollectionInfo(BaseModel):
@@ -98,7 +98,7 @@ class QuorumRAG:
         """``exclude``: sources (paths relative to ``path``) to leave out of the index, e.g. an eval's
         held-out documents; an earlier run's points of them are removed. ``ingested_by``: who
         ingests (a service key's id, "cli"), listed with each document."""
-        from .ingest import Ingestor
+        from .ingest.ingestor import Ingestor
 
         try:
             return Ingestor(self.settings, self.store, self.embedder, ingested_by).run(
@@ -109,7 +109,7 @@ class QuorumRAG:
 
     def documents(self) -> Documents:
         """The namespace's documents: list, show, remove."""
-        from .documents import Documents
+        from .ingest.documents import Documents
 
         return Documents(self.settings, self.store, on_change=self._index_changed)
 
@@ -170,7 +170,7 @@ class QuorumRAG:
 
     def collections(self, all_namespaces: bool = False) -> list[CollectionInfo]:
         """What readers of this namespace (or, for an admin, of every namespace) see."""
-        from .tokens import is_collection_scoped
+        from .store.tokens import is_collection_scoped
 
         key = self.settings.qdrant.api_key
         if (

@@ -46,7 +46,7 @@ def _commands(command: Any, path: list[str]) -> Iterator[tuple[list[str], Any]]:
 
 
 def cli_page() -> str:
-    from qrag_qdrant.cli import app
+    from qrag_qdrant.cli.app import app
 
     root = typer.main.get_command(app)
     parts = [
@@ -120,7 +120,7 @@ def _cell(text: str) -> str:
 
 
 def config_page() -> str:
-    from qrag_qdrant.config import DEFAULT_CONFIG_FILE, RetrieverSpec, Settings
+    from qrag_qdrant.config.settings import DEFAULT_CONFIG_FILE, RetrieverSpec, Settings
 
     rows = ["| key | type | default | environment variable | description |", "| --- | --- | --- | --- | --- |"]
     sections: list[tuple[str, type[BaseModel]]] = []
@@ -203,9 +203,9 @@ def _schema_type(schema: dict[str, Any]) -> str:
 
 
 def _openapi() -> dict[str, Any]:
-    from qrag_qdrant.config import load_settings
+    from qrag_qdrant.config.settings import load_settings
     from qrag_qdrant.service.app import create_app
-    from qrag_qdrant.service.auth import KeyFile
+    from qrag_qdrant.service.auth.keys import KeyFile
 
     with tempfile.TemporaryDirectory() as folder:
         settings = load_settings(store=Path(folder) / "store")

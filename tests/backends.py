@@ -14,7 +14,7 @@ import pytest
 from qdrant_client import QdrantClient
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.embedding import DenseEmbedder
 from qrag_qdrant.store import Store
 from qrag_qdrant.store.edge import EdgeStore

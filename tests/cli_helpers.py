@@ -10,7 +10,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from qrag_qdrant.cli import app
+from qrag_qdrant.cli.app import app
 
 
 def run(*args: str, env: dict[str, str] | None = None):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from qrag_qdrant.config import Settings, load_settings
+from qrag_qdrant.config.settings import Settings, load_settings
 from qrag_qdrant.embedding import DenseEmbedder
 
 from .backends import BACKENDS, RagOpener, qdrant_server_url

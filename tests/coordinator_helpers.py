@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from qrag_qdrant.coordinator.fusion import Candidate
+from qrag_qdrant.retrieval.fusion import Candidate
 from qrag_qdrant.store import ChunkPayload, Hit
 
 

@@ -12,8 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from qrag_qdrant.config import load_settings
-from qrag_qdrant.generation.embedded import PACKAGED_MODELS, packaged_gguf
+from qrag_qdrant.config.settings import load_settings
+from qrag_qdrant.generation.backends.embedded import PACKAGED_MODELS, packaged_gguf
 
 from .test_service import free_port
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from qrag_qdrant.coordinator.conversation import REWRITE_SYSTEM
+from qrag_qdrant.retrieval.conversation import REWRITE_SYSTEM
 
 #: /api/chat's request fields, and the model options, as Ollama's API reference lists them
 CHAT_FIELDS = {

@@ -12,12 +12,12 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import QdrantSettings, load_settings
+from qrag_qdrant.config.settings import QdrantSettings, load_settings
 from qrag_qdrant.embedding import SparseVec
 from qrag_qdrant.errors import StoreError
 from qrag_qdrant.store import ChunkPayload, ChunkPoint
 from qrag_qdrant.store.server import ServerStore
-from qrag_qdrant.tokens import mint_token
+from qrag_qdrant.store.tokens import mint_token
 
 from .backends import server_api_key, unique_namespace
 from .cli_helpers import assert_clean_error, run

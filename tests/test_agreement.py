@@ -9,10 +9,10 @@ import threading
 import pytest
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
-from qrag_qdrant.evidence import Answer, Passage
-from qrag_qdrant.generation.agreement import DECLINED, Reading, agreeing, read_again, same_answer
-from qrag_qdrant.generation.verify import unseen_key_words
+from qrag_qdrant.config.settings import load_settings
+from qrag_qdrant.generation.checks.agreement import DECLINED, Reading, agreeing, read_again, same_answer
+from qrag_qdrant.generation.checks.claims import unseen_key_words
+from qrag_qdrant.results import Answer, Passage
 
 from .ollama_standin import ollama_standin
 

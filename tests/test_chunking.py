@@ -4,7 +4,7 @@ import tracemalloc
 
 import pytest
 
-from qrag_qdrant.chunking import WORD, chunk_words, iter_chunks, word_bounds
+from qrag_qdrant.ingest.chunking import WORD, chunk_words, iter_chunks, word_bounds
 
 
 def words(n: int) -> str:

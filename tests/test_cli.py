@@ -71,7 +71,7 @@ def test_a_json_query_prints_all_its_output_without_rich_and_leaves_its_garbage_
         [
             sys.executable,
             "-c",
-            f"{report}; from qrag_qdrant.cli import main; main()",
+            f"{report}; from qrag_qdrant.cli.app import main; main()",
             "query",
             "--no-generate",
             "--json",
@@ -243,7 +243,7 @@ def test_the_processes_the_cli_starts_run_blas_on_one_thread(monkeypatch):
     from threadpoolctl import threadpool_info, threadpool_limits
 
     from qrag_qdrant import cli
-    from qrag_qdrant.threads import one_blas_thread
+    from qrag_qdrant.cli.threads import one_blas_thread
 
     with threadpool_limits(limits=2, user_api="blas"):  # restored when the test ends
         one_blas_thread()

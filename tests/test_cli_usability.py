@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from qrag_qdrant import __version__
-from qrag_qdrant.cli_render import LineIngestProgress
-from qrag_qdrant.corpus import SkippedFile
+from qrag_qdrant.cli.render import LineIngestProgress
+from qrag_qdrant.ingest.corpus import SkippedFile
 
 from .cli_helpers import run
 from .ollama_standin import ollama_standin
@@ -25,7 +25,7 @@ def test_help_shows_flags_without_a_type_and_defaults_as_written(command):
     assert "<bool>" not in result.stdout
     assert "--help" in result.stdout and "Show this message and exit." in result.stdout
     if "--config" in result.stdout:
-        assert "[default: the package's configs/default.toml]" in " ".join(result.stdout.split())
+        assert "[default: the package's config/default.toml]" in " ".join(result.stdout.split())
 
 
 def test_version_is_the_installed_distributions():
@@ -38,7 +38,7 @@ def test_verbose_logs_each_stage_to_stderr(ingested):
     try:
         result = run("-v", "query", "--no-generate", QUESTION)
         assert result.exit_code == 0, result.stderr
-        assert "qrag_qdrant.coordinator.pipeline: retrieve:" in result.stderr
+        assert "qrag_qdrant.retrieval.pipeline: retrieve:" in result.stderr
         quiet = run("query", "--no-generate", QUESTION)
         assert quiet.exit_code == 0 and "retrieve:" not in quiet.stderr
     finally:  # leave this process's logging as it was
@@ -64,7 +64,7 @@ def test_ingest_progress_names_each_file_read_and_each_skipped_with_why(tmp_path
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "notes.md").write_text("Bees dance to show where the flowers are.")
     (tmp_path / "docs" / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
-    from qrag_qdrant.corpus import open_corpus
+    from qrag_qdrant.ingest.corpus import open_corpus
 
     progress = LineIngestProgress()
     corpus = open_corpus(tmp_path / "docs")
@@ -115,7 +115,7 @@ def test_what_the_commands_write_is_readable_by_its_owner_only(corpus, tmp_path)
     try:
         for command in (["ingest", str(corpus), "--store", str(store)], ["key", "add", "--namespace", "team-a"]):
             done = subprocess.run(
-                [sys.executable, "-c", "from qrag_qdrant.cli import main; main()", *command],
+                [sys.executable, "-c", "from qrag_qdrant.cli.app import main; main()", *command],
                 capture_output=True,
                 text=True,
             )

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from qrag_qdrant.config import DEFAULT_RETRIEVERS, ORIGIN_RETRIEVERS, Settings, load_settings
+from qrag_qdrant.config.settings import DEFAULT_RETRIEVERS, ORIGIN_RETRIEVERS, Settings, load_settings
 from qrag_qdrant.errors import ConfigError
 
 

@@ -1,5 +1,6 @@
-from qrag_qdrant.coordinator.clustering import Cluster
-from qrag_qdrant.coordinator.context import (
+from qrag_qdrant.ingest.locations import Mark
+from qrag_qdrant.retrieval.clustering import Cluster
+from qrag_qdrant.retrieval.context import (
     Span,
     adaptive_plan,
     agreement_window,
@@ -9,8 +10,7 @@ from qrag_qdrant.coordinator.context import (
     to_sentences,
     unsent_parts,
 )
-from qrag_qdrant.coordinator.ranking import ScoredCluster
-from qrag_qdrant.locations import Mark
+from qrag_qdrant.retrieval.ranking import ScoredCluster
 
 from .coordinator_helpers import candidate
 

@@ -9,9 +9,9 @@ import threading
 import pytest
 
 from qrag_qdrant import QuorumRAG, Turn
-from qrag_qdrant.config import load_settings
-from qrag_qdrant.coordinator.conversation import REWRITE_SYSTEM, Conversation, fenced, needs_history
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.errors import QuestionError
+from qrag_qdrant.retrieval.conversation import REWRITE_SYSTEM, Conversation, fenced, needs_history
 
 from .ollama_standin import ollama_standin
 from .test_service import teams  # noqa: F401 - fixtures

@@ -3,10 +3,10 @@ import math
 import numpy as np
 import pytest
 
-from qrag_qdrant.coordinator.clustering import Cluster, greedy_clusters, link_matrix
-from qrag_qdrant.coordinator.fusion import Candidate, RankedList, reciprocal_rank_fusion
-from qrag_qdrant.coordinator.quorum import apply_quorum
-from qrag_qdrant.coordinator.ranking import mean_reciprocal_rank, rank_clusters
+from qrag_qdrant.retrieval.clustering import Cluster, greedy_clusters, link_matrix
+from qrag_qdrant.retrieval.fusion import Candidate, RankedList, reciprocal_rank_fusion
+from qrag_qdrant.retrieval.quorum import apply_quorum
+from qrag_qdrant.retrieval.ranking import mean_reciprocal_rank, rank_clusters
 
 from .coordinator_helpers import candidate, hit
 

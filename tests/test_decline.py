@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from qrag_qdrant.config import LlmSettings
-from qrag_qdrant.evidence import Passage
+from qrag_qdrant.config.settings import LlmSettings
+from qrag_qdrant.generation.backends.embedded import EmbeddedGenerator
 from qrag_qdrant.generation.base import GenerationResult
-from qrag_qdrant.generation.embedded import EmbeddedGenerator
 from qrag_qdrant.generation.prompt import NOT_IN_DOCUMENTS, begins_decline, decline_probability
+from qrag_qdrant.results import Passage
 
 PASSAGES = [Passage(citation=1, source="a.txt", start=0, end=30, text="The bridge opened in 1932.")]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 COMPOSE_FILES = [DEPLOY / "docker-compose.yml", DEPLOY / "cluster" / "docker-compose.yml"]

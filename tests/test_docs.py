@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from qrag_qdrant.config import RetrieverSpec, Settings
+from qrag_qdrant.config.settings import RetrieverSpec, Settings
 
 REPO = Path(__file__).resolve().parent.parent
 

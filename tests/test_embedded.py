@@ -9,18 +9,18 @@ import threading
 import pytest
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.errors import GenerationError
-from qrag_qdrant.evidence import Evidence, EvidenceCluster, Passage
 from qrag_qdrant.generation import embedded_available
-from qrag_qdrant.generation.base import GenerationResult
-from qrag_qdrant.generation.embedded import (
+from qrag_qdrant.generation.backends.embedded import (
     PACKAGED_MODELS,
     PackagedModel,
     check_gguf,
     packaged_gguf,
     packaged_model_name,
 )
+from qrag_qdrant.generation.base import GenerationResult
+from qrag_qdrant.results import Evidence, EvidenceCluster, Passage
 from qrag_qdrant.store.edge import EdgeStore
 
 from .cli_helpers import run
@@ -272,7 +272,7 @@ def test_the_loaded_models_http_port_answers_no_one_without_its_key():
     import urllib.error
     import urllib.request
 
-    from qrag_qdrant.generation.embedded import _server, resolve_gguf
+    from qrag_qdrant.generation.backends.embedded import _server, resolve_gguf
 
     settings = load_settings()
     url = _server(resolve_gguf(settings.llm), settings.llm).url
@@ -296,7 +296,7 @@ def test_a_client_that_leaves_during_a_long_prompt_frees_the_model_before_it_is_
     """The model stops within one batch of the prompt (llm.batch), not after reading all of it: the
     request goes through llama.cpp's HTTP server, which checks its client between batches."""
     from qrag_qdrant.generation.answer import answer_from
-    from qrag_qdrant.generation.embedded import EmbeddedGenerator
+    from qrag_qdrant.generation.backends.embedded import EmbeddedGenerator
 
     settings = load_settings()
     backend = EmbeddedGenerator.from_settings(settings)

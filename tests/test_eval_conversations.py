@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from qrag_qdrant.coordinator.conversation import REWRITE_SYSTEM
+from qrag_qdrant.retrieval.conversation import REWRITE_SYSTEM
 
 from .cli_helpers import run
 from .ollama_standin import ollama_standin

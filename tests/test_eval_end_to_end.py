@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from qrag_qdrant.coordinator.gate import QUORUM_FEATURES, GateModel
+from qrag_qdrant.retrieval.gate import QUORUM_FEATURES, GateModel
 
 from .cli_helpers import assert_clean_error, run
 from .ollama_standin import ollama_standin

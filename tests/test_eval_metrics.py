@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.eval import DatasetError, EvalQuestion, load_dataset, parse_sweep
 from qrag_qdrant.eval.answering import GeneratedAnswer, answer_metrics, draw, paired_f1, score_answer
@@ -21,7 +21,7 @@ from qrag_qdrant.eval.metrics import (
     support_profile,
     token_f1,
 )
-from qrag_qdrant.evidence import Answer, Claim
+from qrag_qdrant.results import Answer, Claim
 
 
 def test_squad_normalisation():

@@ -8,12 +8,12 @@ import threading
 
 import pytest
 
-from qrag_qdrant.config import load_settings
-from qrag_qdrant.coordinator.clustering import greedy_clusters
-from qrag_qdrant.coordinator.expansion import ExpansionFailed, ExpansionPlan, parse_passage, parse_rewrites
-from qrag_qdrant.coordinator.fusion import RankedList, reciprocal_rank_fusion
-from qrag_qdrant.coordinator.quorum import apply_quorum
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.errors import ConfigError, GenerationError
+from qrag_qdrant.retrieval.clustering import greedy_clusters
+from qrag_qdrant.retrieval.expansion import ExpansionFailed, ExpansionPlan, parse_passage, parse_rewrites
+from qrag_qdrant.retrieval.fusion import RankedList, reciprocal_rank_fusion
+from qrag_qdrant.retrieval.quorum import apply_quorum
 
 from .cli_helpers import run
 from .coordinator_helpers import hit

@@ -8,8 +8,11 @@ import numpy as np
 import pytest
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
-from qrag_qdrant.coordinator.gate import (
+from qrag_qdrant.config.settings import load_settings
+from qrag_qdrant.errors import ConfigError
+from qrag_qdrant.eval.dataset import EvalQuestion
+from qrag_qdrant.eval.metrics import SystemAnswer, risk_coverage
+from qrag_qdrant.retrieval.gate import (
     DEFAULT_MODEL,
     QUORUM_FEATURES,
     GateModel,
@@ -17,9 +20,6 @@ from qrag_qdrant.coordinator.gate import (
     decide,
     list_features,
 )
-from qrag_qdrant.errors import ConfigError
-from qrag_qdrant.eval.dataset import EvalQuestion
-from qrag_qdrant.eval.metrics import SystemAnswer, risk_coverage
 from qrag_qdrant.store.edge import EdgeStore
 
 from .abstention_cases import IN_CORPUS, OUT_OF_CORPUS

@@ -12,9 +12,9 @@ import socket
 import pytest
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
-from qrag_qdrant.evidence import Passage
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.generation import NOT_IN_DOCUMENTS, build_messages
+from qrag_qdrant.results import Passage
 from qrag_qdrant.store.edge import EdgeStore
 
 from .ollama_standin import ollama_standin

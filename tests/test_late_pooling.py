@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.chunking import chunk_words
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.embedding import WINDOW_TOKENS
 from qrag_qdrant.errors import ConfigError
+from qrag_qdrant.ingest.chunking import chunk_words
 
 from .sample_corpus import DOCUMENTS
 

@@ -12,7 +12,7 @@ import pytest
 from qdrant_client import QdrantClient
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.store import server as server_store
 from qrag_qdrant.store.edge import SHARD, WAL, EdgeStore

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from qrag_qdrant import QuorumRAG, loaders
-from qrag_qdrant.config import load_settings
-from qrag_qdrant.coordinator.context import Span, merge_spans
-from qrag_qdrant.corpus import open_corpus
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.errors import NothingIngestedError
-from qrag_qdrant.loaders import LoaderError, TextBlock, register_loader
-from qrag_qdrant.loaders.pdf import PdfLoader
-from qrag_qdrant.locations import Mark, locate
+from qrag_qdrant.ingest.corpus import open_corpus
+from qrag_qdrant.ingest.loaders import LoaderError, TextBlock, register_loader
+from qrag_qdrant.ingest.loaders.pdf import PdfLoader
+from qrag_qdrant.ingest.locations import Mark, locate
+from qrag_qdrant.retrieval.context import Span, merge_spans
 from qrag_qdrant.store.edge import EdgeStore
 
 from .cli_helpers import assert_clean_error, run

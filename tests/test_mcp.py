@@ -24,7 +24,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.service.app import create_app
 
 CLI = str(Path(sys.executable).parent / "qrag-qdrant")

@@ -119,7 +119,7 @@ def test_a_crashed_rebuild_leaves_the_old_index_serving_and_the_next_run_cleans_
 def test_an_unversioned_embedded_collection_is_served_then_replaced_by_a_rebuild(tmp_path, corpus, embedder):
     """Stores written before aliases hold ``<alias>/`` folders: read as they are, rebuilt into ``-v1``."""
     from qrag_qdrant import QuorumRAG
-    from qrag_qdrant.config import load_settings
+    from qrag_qdrant.config.settings import load_settings
 
     store = tmp_path / "store"
     with QuorumRAG(load_settings(store=store), embedder=embedder) as rag:

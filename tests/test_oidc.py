@@ -13,9 +13,9 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.errors import ConfigError
-from qrag_qdrant.service.oidc import OidcSignIn, ProviderKeys
+from qrag_qdrant.service.auth.oidc import OidcSignIn, ProviderKeys
 
 from .oidc_provider import SigningKey, oidc_provider
 from .test_service import BEES, free_port, sources, teams  # noqa: F401 - fixtures

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.generation import embedded_available
 
 from .cli_helpers import assert_clean_error, run

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 
 from .live_server import live_server
 from .ollama_standin import ollama_standin
@@ -18,7 +18,7 @@ from .test_service import BEES, service, teams  # noqa: F401 - fixtures
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 openai = pytest.importorskip("openai", reason="the test extra brings the openai SDK")
 from qrag_qdrant.service.app import create_app  # noqa: E402
-from qrag_qdrant.service.auth import KeyFile  # noqa: E402
+from qrag_qdrant.service.auth.keys import KeyFile  # noqa: E402
 
 TOKENS = ["the waggle ", "dance ", "[1]"]
 

@@ -6,11 +6,11 @@ import threading
 
 import pytest
 
-from qrag_qdrant.config import SPARSE_VECTOR
-from qrag_qdrant.coordinator.fusion import QUESTION
+from qrag_qdrant.config.settings import SPARSE_VECTOR
 from qrag_qdrant.errors import ModelMismatchError, NothingIngestedError
 from qrag_qdrant.eval import Evaluation
 from qrag_qdrant.eval.dataset import Dataset, EvalQuestion
+from qrag_qdrant.retrieval.fusion import QUESTION
 from qrag_qdrant.store import VectorQuery
 from qrag_qdrant.store.points import point_id
 

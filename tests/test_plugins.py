@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from qrag_qdrant import QuorumRAG, plugins
-from qrag_qdrant.config import load_settings
-from qrag_qdrant.coordinator.expansion import EXPANSIONS
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.embedding import BM25_SOURCES, SparseEmbedder
 from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.generation import BACKENDS
-from qrag_qdrant.loaders import LOADERS, LoaderError, require
+from qrag_qdrant.ingest.loaders import LOADERS, LoaderError, require
+from qrag_qdrant.retrieval.expansion import EXPANSIONS
 from qrag_qdrant.store import STORES, open_store
 from qrag_qdrant.store.edge import EdgeStore
 

@@ -90,7 +90,7 @@ def test_a_missing_or_wrong_file_is_one_line_and_exit_1(tmp_path, capsys):
 
 
 def test_eval_finds_a_set_by_name_in_qrag_data(tmp_path, monkeypatch):
-    from qrag_qdrant.cli_eval import in_data_folder
+    from qrag_qdrant.cli.eval import in_data_folder
 
     (tmp_path / "data" / "squad-dev").mkdir(parents=True)
     monkeypatch.chdir(tmp_path)

@@ -19,7 +19,7 @@ import pytest
 from qdrant_client import QdrantClient
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import QdrantSettings, load_settings
+from qrag_qdrant.config.settings import QdrantSettings, load_settings
 from qrag_qdrant.errors import StoreError
 from qrag_qdrant.store.edge import EdgeStore
 from qrag_qdrant.store.server import ServerStore
@@ -27,7 +27,7 @@ from qrag_qdrant.store.server import ServerStore
 from .cli_helpers import assert_clean_error, namespace_held_elsewhere, run
 from .sample_corpus import DOCUMENTS
 
-CLI = [sys.executable, "-c", "from qrag_qdrant.cli import main; main()"]
+CLI = [sys.executable, "-c", "from qrag_qdrant.cli.app import main; main()"]
 
 
 def snapshot(store: Path, namespace: str = "default") -> dict[str, list[tuple]]:
@@ -328,7 +328,7 @@ MEMORY_PROBE = '''
 import sys, threading, time
 import numpy as np
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.store.edge import EdgeStore
 
 class HashEmbedder:

@@ -17,10 +17,10 @@ import httpx
 import pytest
 
 from qrag_qdrant import QuorumRAG, loaders
-from qrag_qdrant.config import load_settings
-from qrag_qdrant.coordinator.gate import QUORUM_FEATURES
-from qrag_qdrant.gate_fitting import SystemRows
-from qrag_qdrant.loaders import TextBlock
+from qrag_qdrant.calibration.fitting import SystemRows
+from qrag_qdrant.config.settings import load_settings
+from qrag_qdrant.ingest.loaders import TextBlock
+from qrag_qdrant.retrieval.gate import QUORUM_FEATURES
 
 from .cli_helpers import assert_clean_error, run
 from .ollama_standin import ollama_standin
@@ -30,7 +30,7 @@ pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 from fastapi.testclient import TestClient
 
 from qrag_qdrant.service.app import create_app
-from qrag_qdrant.service.auth import KeyFile, Principal
+from qrag_qdrant.service.auth.keys import KeyFile, Principal
 
 BEES = "How do honeybee foragers tell their sisters where the flowers are?"
 TEAM_B_DOC = (

@@ -73,7 +73,7 @@ def test_hostile_document_requests_get_a_4xx(service, method, path, params, stat
 
 
 def test_an_upload_under_the_same_name_replaces_the_document_and_names_the_key(service, tmp_path):
-    from qrag_qdrant.service.auth import KeyFile
+    from qrag_qdrant.service.auth.keys import KeyFile
 
     from .test_service import finished
 

@@ -22,8 +22,8 @@ from .test_generation import closed_port
 from .test_service import BEES, finished, service, teams  # noqa: F401 - fixtures
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
-from qrag_qdrant.service.auth import KeyFile
-from qrag_qdrant.service.limits import RateLimits
+from qrag_qdrant.service.auth.guard import RateLimits
+from qrag_qdrant.service.auth.keys import KeyFile
 
 MB = 1 << 20
 
@@ -484,7 +484,7 @@ def test_connections_that_never_finish_their_headers_are_closed(teams, tmp_path)
     once service.header_timeout passes, while a client that sends whole requests is served."""
     import socket
 
-    from qrag_qdrant.config import load_settings
+    from qrag_qdrant.config.settings import load_settings
     from qrag_qdrant.service.server import server_options
 
     from .live_server import live_server

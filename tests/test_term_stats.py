@@ -8,8 +8,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from qrag_qdrant.embedding.term_stats import TermStats, count_terms, terms
 from qrag_qdrant.store.base import TERM_STATS
-from qrag_qdrant.term_stats import TermStats, count_terms, terms
 
 GO_TEXT = " ".join(
     f"Go is a board game where players place stones to surround territory, round {i}." for i in range(40)

@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from qrag_qdrant.service.auth import KeyFile
-from qrag_qdrant.service.routes import OVER_QUOTA
+from qrag_qdrant.service.auth.keys import KeyFile
+from qrag_qdrant.service.routes.query import OVER_QUOTA
 
 from .cli_helpers import run
 from .live_server import live_server
@@ -22,7 +22,7 @@ pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 
 
 def test_a_quota_stays_exact_under_fifty_requests_at_once(teams, tmp_path, embedder):
-    from qrag_qdrant.config import load_settings
+    from qrag_qdrant.config.settings import load_settings
     from qrag_qdrant.service.app import create_app
 
     _, auth = teams
@@ -100,7 +100,7 @@ def test_a_key_quota_caps_one_key_and_mcp_calls_count_too(teams, tmp_path):
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    from qrag_qdrant.config import load_settings
+    from qrag_qdrant.config.settings import load_settings
     from qrag_qdrant.service.app import create_app
 
     from .test_mcp import structured

@@ -7,13 +7,13 @@ import math
 import pytest
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.errors import ConfigError
-from qrag_qdrant.evidence import Answer, Passage
 from qrag_qdrant.generation import BACKENDS, BackendDefaults, open_backend, register_backend
 from qrag_qdrant.generation.answer import generate_answer
+from qrag_qdrant.generation.checks.claims import answer_probability, check_answer, citations_in, declined, split_claims
 from qrag_qdrant.generation.prompt import fit_passages
-from qrag_qdrant.generation.verify import answer_probability, check_answer, citations_in, declined, split_claims
+from qrag_qdrant.results import Answer, Passage
 from qrag_qdrant.store.edge import EdgeStore
 
 MARK, REFUSE = load_settings().generation, load_settings(generation={"unsupported": "refuse"}).generation
@@ -398,7 +398,7 @@ def test_a_claim_is_located_in_the_section_of_its_sentence_not_where_its_passage
 
 
 def test_the_context_gives_each_passage_the_headings_within_it(tmp_path):
-    from qrag_qdrant.locations import Mark, headings_within
+    from qrag_qdrant.ingest.locations import Mark, headings_within
 
     marks = [Mark(0, None, "A"), Mark(50, None, "A › B"), Mark(120, None, "C")]
     assert headings_within(marks, 40, 100) == [(0, "A"), (10, "A › B")]
@@ -416,7 +416,7 @@ PLANTED = [
 
 @pytest.mark.parametrize("planted", PLANTED)
 def test_an_answer_copied_from_a_planted_instruction_is_never_supported(planted):
-    from qrag_qdrant.generation.instructions import reads_as_instruction
+    from qrag_qdrant.generation.checks.instructions import reads_as_instruction
 
     assert reads_as_instruction(planted)
     text = f"Foragers perform the waggle dance to show where flowers are. {planted}"
@@ -439,6 +439,6 @@ def test_an_answer_copied_from_a_planted_instruction_is_never_supported(planted)
     ],
 )
 def test_a_sentence_about_the_world_is_not_read_as_an_instruction(fact):
-    from qrag_qdrant.generation.instructions import reads_as_instruction
+    from qrag_qdrant.generation.checks.instructions import reads_as_instruction
 
     assert not reads_as_instruction(fact)

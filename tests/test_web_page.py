@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from qrag_qdrant import QuorumRAG
-from qrag_qdrant.config import load_settings
+from qrag_qdrant.config.settings import load_settings
 
 from .live_server import live_server
 from .oidc_provider import oidc_provider
@@ -36,7 +36,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 from qrag_qdrant.service.app import create_app  # noqa: E402
-from qrag_qdrant.service.auth import KeyFile  # noqa: E402
+from qrag_qdrant.service.auth.keys import KeyFile  # noqa: E402
 
 #: the longest any step may take on a slow shared box; each wait ends as soon as its event is seen
 PATIENCE_S = 180

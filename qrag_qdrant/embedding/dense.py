@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import EmbeddingSettings
+from ..config.settings import EmbeddingSettings
 from ..errors import EmbeddingError
 from ..plugins import install_hint
 from . import pooling

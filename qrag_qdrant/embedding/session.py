@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmbeddingError
-from ..packaged import cache_dir
+from .packaged import cache_dir
 from .pooling import WINDOW_TOKENS
 
 

@@ -19,12 +19,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..config import GenerationSettings, Settings
-from ..evidence import Answer, Evidence, EvidenceCluster
-from ..gate_fitting import CATEGORIES
+from ..calibration.fitting import CATEGORIES
+from ..config.settings import GenerationSettings, Settings
 from ..generation import GenerationBackend
 from ..generation.answer import answer_from
-from ..generation.verify import CITATION, confident
+from ..generation.checks.claims import CITATION, confident
+from ..results import Answer, Evidence, EvidenceCluster
 from .dataset import EvalQuestion
 from .metrics import SystemAnswer, exact_match, holds_answer, mean_of, paired_test, percentile, token_f1
 
@@ -364,7 +364,7 @@ def model_label(settings: Settings) -> str:
     if backend == "ollama":
         return f"ollama:{settings.ollama.model}"
     if backend in ("auto", "embedded"):
-        from ..generation.embedded import packaged_model_name
+        from ..generation.backends.embedded import packaged_model_name
 
         return str(settings.llm.gguf or packaged_model_name(settings.llm))
     return backend

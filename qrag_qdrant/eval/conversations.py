@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..api import QuorumRAG
-from ..coordinator import Coordinator
-from ..coordinator.conversation import Turn
-from ..evidence import Answer, Evidence
-from ..splits import held_out_docs
+from ..calibration.splits import held_out_docs
+from ..results import Answer, Evidence
+from ..retrieval import Coordinator
+from ..retrieval.conversation import Turn
 from .dataset import TUNING_SHARE, DatasetError
 from .metrics import paired_test, percentile, token_f1
 

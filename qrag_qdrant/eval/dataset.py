@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..calibration.fitting import Category
+from ..calibration.splits import held_out_docs
 from ..errors import QragError
-from ..gate_fitting import Category
-from ..splits import held_out_docs
 
 #: The kinds of question, as abstain rates and gate rows name them.
 

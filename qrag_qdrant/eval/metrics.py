@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from ..evidence import Evidence, Passage, QueryExpansion
-from ..gate_fitting import CATEGORIES, risk_curve
-from ..generation.agreement import normalize_answer
+from ..calibration.fitting import CATEGORIES, risk_curve
+from ..generation.checks.agreement import normalize_answer
+from ..results import Evidence, Passage, QueryExpansion
 from .dataset import EvalQuestion
 
 

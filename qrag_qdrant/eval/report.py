@@ -7,8 +7,8 @@ from typing import Any
 
 from rich.table import Table
 
+from ..calibration.fitting import CATEGORIES
 from ..errors import QragError
-from ..gate_fitting import CATEGORIES
 from ..plugins import install_hint
 from .runner import EvalResult
 

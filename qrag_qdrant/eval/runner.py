@@ -31,18 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from ..api import QuorumRAG
-from ..config import CollectionSpec, RetrievalSettings, Settings
-from ..config_values import parse_expansion
-from ..coordinator import QueryVectors
-from ..coordinator.expansion import ExpandedText, Expander, ExpansionPlan
-from ..coordinator.fusion import Candidate, RankedList, reciprocal_rank_fusion
-from ..coordinator.gate import list_features
-from ..coordinator.ranking import ScoredCluster
+from ..calibration.fitting import CATEGORIES
+from ..config.settings import CollectionSpec, RetrievalSettings, Settings
+from ..config.values import parse_expansion
 from ..errors import ConfigError
-from ..evidence import Passage, QueryExpansion
-from ..gate_fitting import CATEGORIES
+from ..results import Passage, QueryExpansion, timed
+from ..retrieval import QueryVectors
+from ..retrieval.expansion import ExpandedText, Expander, ExpansionPlan
+from ..retrieval.fusion import Candidate, RankedList, reciprocal_rank_fusion
+from ..retrieval.gate import list_features
+from ..retrieval.ranking import ScoredCluster
 from ..store import Hit
-from ..timings import timed
 from .dataset import Dataset, EvalQuestion
 from .metrics import (
     SystemAnswer,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable
 
-from ..config import OllamaSettings, Settings
+from ..config.settings import OllamaSettings, Settings
 from ..plugins import Registry
 from .base import BackendDefaults, GenerationBackend, GenerationResult, Judge, Usage
 from .prompt import NOT_IN_DOCUMENTS, SYSTEM_PROMPTS, build_messages
@@ -42,7 +42,7 @@ register_backend = BACKENDS.register
 
 def embedded_available(settings: Settings) -> bool:
     """A local model is at hand: llm.gguf is set, or llama.cpp and the packaged llm.model are installed."""
-    from .embedded import PACKAGED_MODELS, packaged_model_name
+    from .backends.embedded import PACKAGED_MODELS, packaged_model_name
 
     if settings.llm.gguf is not None:
         return True

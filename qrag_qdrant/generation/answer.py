@@ -12,15 +12,14 @@ import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 
-from ..config import Settings
+from ..config.settings import Settings
 from ..errors import GenerationError
-from ..evidence import Answer, Evidence, Passage, TokenUsage
-from ..timings import timed
-from .agreement import read_again
+from ..results import Answer, Evidence, Passage, TokenUsage, timed
 from .base import GenerationBackend, GenerationResult, Judge
+from .checks.agreement import read_again
+from .checks.claims import answer_probability, check_answer
 from .prompt import fit_passages, unescaped
 from .scheduler import LeftQueue
-from .verify import answer_probability, check_answer
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from ..evidence import Passage
+from ..results import Passage
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class GenerationBackend(Protocol):
 
     A plug-in may subclass ``BackendDefaults`` for the attributes it cannot tell. Two more
     abilities are separate protocols, checked with isinstance: ``complete(system, prompt,
-    max_tokens, cancelled)`` writes query expansions (``coordinator.expansion.Completer``), and
+    max_tokens, cancelled)`` writes query expansions (``retrieval.expansion.Completer``), and
     ``yes_probability`` makes it a ``Judge``; both built-ins have both."""
 
     #: the model's context window in tokens, to trim passages to; None: unknown, nothing is trimmed

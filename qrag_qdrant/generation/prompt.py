@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cache
 from typing import Any, Literal
 
-from ..evidence import Passage
+from ..results import Passage
 
 NOT_IN_DOCUMENTS = "not in the documents"
 #: the answer formats a backend can be asked for (generation.answer_format)

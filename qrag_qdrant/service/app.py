@@ -19,24 +19,27 @@ from fastapi.staticfiles import StaticFiles
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..config import Settings
+from ..config.settings import Settings
 from ..embedding import DenseEmbedder
-from ..evidence import Answer
 from ..generation.scheduler import GenerationScheduler
-from ..ingest import IngestReport
-from ..progress import IngestProgress
+from ..ingest.ingestor import IngestReport
+from ..ingest.progress import IngestProgress
+from ..results import Answer
 from .audit import AuditLog, AuditTrail
-from .auth import KeyFile, Principal
+from .auth.guard import BodyGuard, McpGate, RateLimits
+from .auth.keys import KeyFile, Principal
+from .auth.oidc import OidcSignIn, origin
 from .cache import ResultCache
-from .documents import documents
 from .errors import error_of, install_handlers, one_line
 from .feedback import FeedbackFile
 from .jobs import IngestJobs, JobRecords
-from .limits import BodyGuard, McpGate, RateLimits
 from .namespaces import Namespaces, ServiceNamespace
-from .oidc import OidcSignIn, origin
-from .openai_compat import openai
-from .routes import health, ingests, page_router, queries
+from .routes.documents import documents
+from .routes.health import health
+from .routes.ingest import ingests
+from .routes.openai import openai
+from .routes.page import page_router
+from .routes.query import queries
 from .state import ServiceState
 from .uploads import UploadArea
 from .usage import UsageLedger
@@ -203,7 +206,7 @@ def mcp_app(state: ServiceState) -> Starlette | None:
         from mcp.server.transport_security import TransportSecuritySettings
     except ImportError:
         return None
-    from ..mcp_server import build_server
+    from ..mcp import build_server
 
     def caller_namespace(ctx: Any) -> ServiceNamespace:
         request = ctx.request_context.request  # its state: the key's principal, and whether the client left

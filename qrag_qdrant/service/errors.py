@@ -50,7 +50,7 @@ STATUS_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed",
 SERVER_PATH = re.compile(r"""(?:^|(?<=[\s'"(=]))/[^\s'"),;]+""")
 
 
-#: the OpenAI-compatible routes, whose errors take OpenAI's shape (``openai_compat``)
+#: the OpenAI-compatible routes, whose errors take OpenAI's shape (``routes/openai.py``)
 OPENAI_PATHS = ("/v1/chat/completions", "/v1/models")
 
 

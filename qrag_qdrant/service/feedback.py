@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..evidence import Evidence
+from ..results import Evidence
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from ..corpus import SkippedFile
-from ..files import write_atomically
-from ..ingest import IngestReport
+from ..ingest.corpus import SkippedFile
+from ..ingest.ingestor import IngestReport
+from ..store.files import write_atomically
 
 JobState = Literal["queued", "running", "done", "failed"]
 #: runs an ingest of ``path`` into ``namespace`` with the ingest's options (prune, rebuild, ingested_by),

@@ -11,15 +11,15 @@ from typing import Any, Protocol
 from starlette.exceptions import HTTPException
 
 from ..api import CollectionInfo, QuorumRAG
-from ..config import Settings
-from ..coordinator.conversation import Asked
-from ..documents import DocumentPage
+from ..config.settings import Settings
 from ..embedding import DenseEmbedder
 from ..errors import QragError
-from ..evidence import Answer, Evidence
 from ..generation.scheduler import GenerationScheduler
-from ..ingest import IngestReport
-from ..progress import IngestProgress
+from ..ingest.documents import DocumentPage
+from ..ingest.ingestor import IngestReport
+from ..ingest.progress import IngestProgress
+from ..results import Answer, Evidence
+from ..retrieval.conversation import Asked
 
 
 class Namespaces:

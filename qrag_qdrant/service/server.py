@@ -15,7 +15,7 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from ..config import Settings
+from ..config.settings import Settings
 
 
 class HeaderDeadline(H11Protocol):

@@ -1,32 +1,30 @@
 """What the service's routes share, one per app (``app.state.service``), and how a route gets
-it and its caller: the team whose key ``limits.BodyGuard`` found, once the key's rate allows."""
+it and its caller: the team whose key ``auth.guard.BodyGuard`` found, once the key's rate allows."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from ..config import Settings
-from ..evidence import Answer, Evidence
+from ..config.settings import Settings
 from ..generation.scheduler import GenerationScheduler
+from ..results import Answer, Evidence
 from .audit import AuditLog, answer_fields
-from .auth import Principal
+from .auth.guard import UNAUTHORIZED, RateLimits
+from .auth.keys import Principal
 from .cache import ResultCache
 from .errors import ServiceError
 from .feedback import FeedbackFile, RecentQueries
-from .generation_metrics import GenerationCounters
 from .jobs import IngestJobs
-from .limits import UNAUTHORIZED, RateLimits
+from .metrics import GenerationCounters
 from .namespaces import Namespaces
+from .schemas import QueryRequest
 from .uploads import UploadArea
 from .usage import QuotaExceeded, UsageLedger
-
-if TYPE_CHECKING:
-    from .routes import QueryRequest
 
 
 @dataclass

@@ -15,8 +15,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from ..api import QuorumRAG
-from ..evidence import Answer, Evidence
 from ..generation.scheduler import QueueFull
+from ..results import Answer, Evidence
 from .errors import ServiceError, one_line
 
 EvidenceT = TypeVar("EvidenceT", bound=Evidence)

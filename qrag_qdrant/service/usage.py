@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..config_service import Quota
+from ..config.service import Quota
 from .errors import ServiceError
 
 COUNTS = ("queries", "answers", "prompt_tokens", "completion_tokens", "ingest_bytes", "ingest_chunks")

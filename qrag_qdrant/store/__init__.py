@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..config import Settings
+from ..config.settings import Settings
 from ..plugins import Registry
 from .base import CollectionManifest, Store
 from .points import ChunkPayload, ChunkPoint, Hit, VectorQuery

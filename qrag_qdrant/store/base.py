@@ -24,11 +24,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..config import CollectionSpec
+from ..config.names import VERSIONED, collection_pattern, namespace_of, versioned_name
+from ..config.settings import CollectionSpec
 from ..embedding import BM25_SOURCES, Bm25Embedder, Bm25Settings
+from ..embedding.term_stats import TermStats, count_terms
 from ..errors import ModelMismatchError
-from ..names import VERSIONED, collection_pattern, namespace_of, versioned_name
-from ..term_stats import TermStats, count_terms
 from .points import ChunkPoint, Hit, Sparse, VectorQuery
 
 #: Qdrant's default k for its RRF fusion; the qdrant-hybrid baseline uses Qdrant as a peer would.

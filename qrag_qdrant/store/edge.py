@@ -24,12 +24,12 @@ from typing import Any
 
 import qdrant_edge as edge
 
-from ..config import DENSE_VECTOR, SPARSE_VECTOR, QdrantSettings, Settings
+from ..config.names import collection_pattern, namespace_of
+from ..config.settings import DENSE_VECTOR, SPARSE_VECTOR, QdrantSettings, Settings
 from ..embedding import Bm25Document, SparseVec
 from ..errors import StoreError, StoreInUseError
-from ..files import read_ahead, write_atomically
-from ..names import collection_pattern, namespace_of
 from .base import ATTACHMENTS, QDRANT_RRF_K, CollectionManifest, Store
+from .files import read_ahead, write_atomically
 from .points import ChunkPoint, Hit, Sparse, VectorQuery
 
 MANIFEST = "manifest.json"

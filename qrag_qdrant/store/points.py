@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import DENSE_VECTOR, SPARSE_VECTOR
+from ..config.settings import DENSE_VECTOR, SPARSE_VECTOR
 from ..embedding import Bm25Document, SparseVec
 
 #: A BM25 vector, or the text the server turns into one.

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from ..config import DENSE_VECTOR, SPARSE_VECTOR, QdrantSettings, Settings
+from ..config.settings import DENSE_VECTOR, SPARSE_VECTOR, QdrantSettings, Settings
 from ..embedding import Bm25Document, SparseVec
 from ..errors import ConfigError, StoreError
 from .base import QDRANT_RRF_K, CollectionManifest, Store

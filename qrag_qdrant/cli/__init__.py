@@ -1,0 +1,1 @@
+"""The command line: ``qrag-qdrant``, one module per group of commands."""

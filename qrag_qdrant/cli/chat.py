@@ -1,0 +1,105 @@
+"""``qrag-qdrant chat``: a conversation in the terminal, on the path every interface uses:
+each question is searched after the earlier turns (``QuorumRAG.retrieve(question, history)``)
+and answered as it streams.
+
+Line editing and history come from the standard library's ``readline`` where the platform has
+it. ``/new`` starts over, ``/evidence`` shows the last answer's evidence, ``/help`` lists the
+commands, and ``/quit`` or end of input (Ctrl-D) leaves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Annotated
+
+import typer
+
+from ..api import QuorumRAG
+from ..errors import QuestionError
+from ..results import Answer
+from ..retrieval.conversation import Turn
+from .options import ConfigOption, NamespaceOption, StoreOption, open_rag
+from .render import AnswerStream, friendly_errors, out, print_answer_checks, print_evidence
+
+PROMPT = "you> "
+HELP = "/new starts a new conversation, /evidence shows the last answer's evidence, /quit leaves (or Ctrl-D)"
+
+
+class Chat:
+    """One terminal conversation: its turns, and the last answer for ``/evidence``."""
+
+    def __init__(self, rag: QuorumRAG, generate: bool):
+        self.rag, self.generate = rag, generate
+        self.turns: list[Turn] = []
+        self.last: Answer | None = None
+
+    def command(self, line: str) -> bool:
+        """Runs a ``/`` command; False when the chat should end."""
+        name = line.split()[0].lower()
+        if name in ("/quit", "/exit"):
+            return False
+        if name == "/new":
+            self.turns, self.last = [], None
+            out.print("(new conversation)")
+        elif name == "/evidence":
+            if self.last is None:
+                out.print("(no answer yet)")
+            else:
+                print_evidence(self.last, self.rag.settings.retrieval.quorum)
+        else:
+            out.print(HELP, markup=False)
+        return True
+
+    def ask(self, question: str) -> None:
+        """Searches and answers ``question`` after the conversation so far, then adds both turns."""
+        try:
+            evidence = self.rag.retrieve(question, self.turns)
+        except QuestionError as exc:
+            out.print(f"[red]error:[/red] {exc}")
+            return
+        if evidence.searched != evidence.question:
+            out.print(f"searched for: {evidence.searched}", markup=False, style="dim")
+        stream = AnswerStream()
+        answer = (
+            self.rag.answer(question, evidence=evidence, on_token=stream)
+            if self.generate and not evidence.abstained
+            else Answer.from_evidence(evidence)
+        )
+        if stream.started:
+            out.print()
+        if not self.generate or (answer.abstained and answer.abstain_reason in ("no_quorum", "low_confidence")):
+            print_evidence(answer, self.rag.settings.retrieval.quorum)
+        print_answer_checks(answer)
+        if answer.error:
+            out.print(f"[red]error:[/red] {answer.error}", markup=False)
+        self.last = answer
+        reply = answer.answer if answer.answer and not answer.abstained else "No answer."
+        self.turns += [Turn("user", question), Turn("assistant", reply)]
+
+
+@friendly_errors
+def chat(
+    no_generate: Annotated[bool, typer.Option("--no-generate", help="show the evidence only")] = False,
+    config: ConfigOption = None,
+    store: StoreOption = None,
+    namespace: NamespaceOption = None,
+) -> None:
+    """Hold a conversation: follow-up questions are searched with the earlier turns."""
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401 (input() edits lines and recalls earlier ones once it is loaded)
+    with open_rag(config, store, namespace) as rag:
+        session = Chat(rag, generate=not no_generate)
+        out.print(f"Chatting with namespace {rag.settings.namespace!r}. {HELP}", markup=False)
+        while True:
+            try:
+                line = input(PROMPT).strip()
+            except (EOFError, KeyboardInterrupt):
+                out.print()
+                return
+            if not line:
+                continue
+            if line.startswith("/"):
+                if not session.command(line):
+                    return
+                continue
+            session.ask(line)

@@ -1,0 +1,325 @@
+"""What the command line prints: the consoles, one-line errors, progress, answers and evidence.
+
+The commands (``cli``, ``cli_admin``) decide what to show; this module decides how it looks, so
+text and ``--json`` output are chosen in one place per command and drawn here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import sys
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+import typer
+
+from ..errors import QragError
+from ..ingest.corpus import UNSUPPORTED_FORMAT, SkippedFile
+from ..results import Answer, Evidence
+from ..service.auth.keys import KeyEntry
+
+if TYPE_CHECKING:  # imported where they are used (ingest, tables): a query starts sooner
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from ..ingest.ingestor import IngestProgress, IngestReport
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class LazyConsole:
+    """rich's Console, made when first used: importing rich takes about 40 ms, which a --json
+    command that prints no message never needs."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+
+    @functools.cached_property
+    def console(self) -> Console:
+        from rich.console import Console
+
+        return Console(**self._options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.console, name)
+
+
+out = LazyConsole(highlight=False, soft_wrap=True)
+err = LazyConsole(stderr=True, highlight=False, soft_wrap=True)
+
+
+def one_line_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    err.print(f"warning: {message}", markup=False)
+
+
+def friendly_errors(command: F) -> F:
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        warnings.showwarning = one_line_warning  # libraries' warnings, without file and line
+        try:
+            return command(*args, **kwargs)
+        except (typer.Exit, click.exceptions.Exit, click.ClickException):
+            raise
+        except QragError as exc:
+            err.print(f"error: {exc}", markup=False)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            err.print("interrupted: the store is consistent; run the command again to resume")
+            raise typer.Exit(130) from None
+        except OSError as exc:  # a full disk, a read-only folder, a permission: the system's words
+            where = f" ({exc.filename})" if exc.filename else ""
+            err.print(f"error: {exc.strerror or exc}{where}", markup=False)
+            raise typer.Exit(1) from None
+        except Exception as exc:
+            if os.environ.get("QRAG_DEBUG"):
+                raise
+            err.print(f"error: unexpected {type(exc).__name__}: {exc} (set QRAG_DEBUG=1 for a traceback)", markup=False)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def print_table(table: Table) -> None:
+    """On a terminal, fitted to its width; in a log or a pipe, whole, with nothing wrapped."""
+    from rich.console import Console
+
+    (out if out.is_terminal else Console(highlight=False, width=240)).print(table)
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+
+def progress_bar() -> Progress:
+    """A transient bar on stderr, so --json output on stdout stays clean."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description:>16}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err.console,
+        transient=True,
+    )
+
+
+class LineIngestProgress:
+    """Where stderr is no terminal (a log, a pipe): a line per file read or skipped (with why) and
+    per embedded batch, nothing redrawn."""
+
+    def __init__(self) -> None:
+        self.files = self.total_files = self.embedded = 0
+
+    def files_found(self, total: int) -> None:
+        self.total_files = total
+        err.print(f"ingest: {plural(total, 'file')} found", markup=False)
+
+    def file_read(self, source: str) -> None:
+        self.files += 1
+        err.print(f"ingest: read {source} ({self.files} of {self.total_files})", markup=False)
+
+    def file_skipped(self, skipped: SkippedFile) -> None:
+        self.files += 1
+        err.print(
+            f"ingest: skipped {skipped.source}: {skipped.reason} ({self.files} of {self.total_files})", markup=False
+        )
+
+    def chunks_queued(self, count: int) -> None: ...
+
+    def chunks_embedded(self, count: int) -> None:
+        self.embedded += count
+        err.print(f"ingest: {self.embedded} chunks embedded", markup=False)
+
+
+@contextlib.contextmanager
+def ingest_progress() -> Iterator[IngestProgress]:
+    """Bars on a terminal, plain lines elsewhere; on stderr, so --json output on stdout stays clean."""
+    if not err.is_terminal:
+        yield LineIngestProgress()
+        return
+    with progress_bar() as bar:
+        yield RichIngestProgress(bar)
+
+
+class RichIngestProgress:
+    """Files read, chunks found and chunks embedded, on stderr."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.files = progress.add_task("files read", total=None)
+        self.skipped = 0
+        self.chunks = progress.add_task("chunks to embed", total=None)
+        self.embedded = progress.add_task("embedded", total=0)
+
+    def files_found(self, total: int) -> None:
+        self.progress.update(self.files, total=total)
+
+    def file_read(self, source: str) -> None:
+        self.progress.advance(self.files)
+
+    def file_skipped(self, skipped: SkippedFile) -> None:
+        """Counted on the bar; a file that could not be read, not merely of another format, is
+        named above it with the reason (the report lists them all at the end)."""
+        self.skipped += 1
+        self.progress.update(self.files, advance=1, description=f"files read ({self.skipped} skipped)")
+        if not skipped.reason.startswith(UNSUPPORTED_FORMAT):
+            self.progress.console.print(f"skipped {skipped.source}: {skipped.reason}", markup=False)
+
+    def chunks_queued(self, count: int) -> None:
+        self.progress.advance(self.chunks, count)
+        self.progress.update(self.embedded, total=self.progress.tasks[self.chunks].completed)
+
+    def chunks_embedded(self, count: int) -> None:
+        self.progress.advance(self.embedded, count)
+
+
+def print_ingest_report(report: IngestReport, pruned: bool) -> None:
+    out.print(
+        f"Ingested {plural(report.documents, 'document')} from {report.root} in {report.seconds:.1f} s "
+        f"({report.unchanged} unchanged, {report.embedded_chunks} chunks embedded"
+        + (f", {report.pruned_sources} removed files pruned)" if pruned else ")")
+    )
+    for name, count in report.chunks.items():
+        out.print(f"  {name} -> {report.collections.get(name, name)}: {count} chunks")
+    if report.dropped:
+        out.print(f"Dropped {plural(len(report.dropped), 'collection')}: {', '.join(report.dropped)}", markup=False)
+    if report.skipped:
+        out.print(f"Skipped {plural(len(report.skipped), 'file')}:")
+        formats = Counter(s.reason for s in report.skipped if s.reason.startswith(UNSUPPORTED_FORMAT))
+        for skipped in report.skipped:
+            if skipped.reason not in formats:
+                out.print(f"  {skipped.source}: {skipped.reason}", markup=False)
+        if formats:  # often many (a docs folder's images and data); --json lists each
+            counts = ", ".join(
+                f"{reason.removeprefix(UNSUPPORTED_FORMAT).strip(' ()')} ({count})"
+                for reason, count in formats.most_common()
+            )
+            out.print(f"  {plural(formats.total(), 'file')} of unsupported formats: {counts}", markup=False)
+
+
+def print_answer_checks(answer: Answer) -> None:
+    """What the verifier found, under the streamed answer."""
+    if answer.abstain_reason == "model_declined":
+        odds = (
+            f" (it gave that reply {answer.decline_probability:.0%})" if answer.decline_probability is not None else ""
+        )
+        out.print(f"No answer: the model found that the passages do not hold the answer{odds}.")
+    elif answer.abstain_reason == "unsupported_answer":
+        out.print(
+            "No answer: the answer made claims its cited passages do not support (generation.unsupported = "
+            "'refuse'); the evidence follows."
+        )
+    agreement = answer.agreement
+    if agreement is not None:
+        out.print(f"{agreement.agreeing} of {agreement.readings} readings agree", markup=False)
+    for claim in answer.claims:
+        if claim.supported is False or claim.invalid_citations:
+            why = (
+                "cites passages that were not shown"
+                if claim.invalid_citations
+                else "not in the passages it cites"
+                if not claim.grounded
+                else "its sentence reads as an instruction to the assistant, not a fact"
+                if claim.unsupported == "instruction"
+                else f"its sentence holds {claim.relevance or 0:.0%} of the question's words"
+                if claim.unsupported == "off the question"
+                else f"the model was {answer.answer_probability or 0:.0%} sure of it"
+                if claim.unsupported == "unsure"
+                else "no document holds " + ", ".join(repr(word) for word in claim.missing_terms)
+                if claim.unsupported == "missing term"
+                else f"{agreement.agreeing} of {agreement.readings} readings gave it"
+                if claim.unsupported == "disputed" and agreement is not None
+                else f"the evidence's confidence {answer.confidence or 0:.3f}"
+                if claim.unsupported == "weak evidence"
+                else f"the judge's score {claim.score or 0:.2f}"
+            )
+            out.print(f"[yellow]unsupported[/yellow] ({why}): {claim.text}")
+        elif claim.supported and claim.location:
+            out.print(f"supported: {claim.location}", markup=False)
+    for warning in answer.warnings:
+        out.print(f"[yellow]note:[/yellow] {warning}")
+
+
+class AnswerStream:
+    """Writes the answer's tokens as they arrive, under a heading printed with the first one."""
+
+    def __init__(self) -> None:
+        self.started = False
+
+    def __call__(self, token: str) -> None:
+        if not self.started:
+            out.print("[bold]Answer[/bold]")
+            self.started = True
+        sys.stdout.write(token)
+        sys.stdout.flush()
+
+
+def print_expansions(evidence: Evidence) -> None:
+    """What the model wrote and was searched beside the question, or why an expansion was not used."""
+    if evidence.expansions:
+        out.print("[bold]Searched beside the question[/bold] (retrieval.expansions)")
+    for expansion in evidence.expansions:
+        if expansion.error:
+            out.print(f"  {expansion.kind}: not used: {expansion.error}", markup=False)
+        for label, text in zip(expansion.labels, expansion.texts):
+            out.print(f"  {label}: {' '.join(text.split())}", markup=False)
+
+
+def print_evidence(evidence: Evidence, quorum: int) -> None:
+    print_expansions(evidence)
+    if evidence.abstain_reason == "no_quorum":
+        out.print(
+            f"No answer: the retrievers did not agree on any evidence (no cluster reached the quorum "
+            f"of {quorum} of {evidence.retrievers} retrievers)."
+        )
+        return
+    if evidence.abstain_reason == "low_confidence":
+        out.print(
+            f"No answer: the retrievers agreed on evidence, but it is too weak to answer from "
+            f"(confidence {evidence.confidence:.3f}, below the gate's {evidence.gate_threshold or 0:.3f}; "
+            "retrieval.min_confidence). The documents probably do not hold the answer."
+        )
+        out.print("[bold]Weak evidence[/bold]")
+    else:
+        out.print(
+            f"[bold]Evidence[/bold] (confidence {evidence.confidence:.3f}; {evidence.context_words} words sent, "
+            f"{evidence.context_policy})"
+        )
+    for cluster in evidence.clusters:
+        out.print(
+            f"#{cluster.rank} score {cluster.score:.3f} · support {cluster.support}/{evidence.retrievers} "
+            f"retrievers ({', '.join(cluster.retrievers)})"
+            + (f", also found by {', '.join(cluster.expansions)}" if cluster.expansions else ""),
+            markup=False,
+        )
+        for passage in cluster.passages:
+            out.print(f"  [{passage.citation}] {passage.location} chars {passage.start}-{passage.end}", markup=False)
+            out.print(f"      {' '.join(passage.text.split())}", markup=False, style="dim")
+
+
+def key_view(entry: KeyEntry) -> dict[str, Any]:
+    """What may be shown of a key: never the key or its hash."""
+    return {
+        "id": entry.id,
+        "name": entry.name,
+        "namespace": entry.namespace,
+        "role": entry.role,
+        "created": entry.created and entry.created.isoformat(),
+        "expires": entry.expires and entry.expires.isoformat(),
+    }
+
+
+def rate_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

@@ -1,0 +1,1 @@
+"""Configuration: one settings model, read from defaults, a TOML file and QRAG_* variables."""

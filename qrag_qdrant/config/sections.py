@@ -1,0 +1,335 @@
+"""The sections of the one configuration model (``config.Settings``): what each stage reads.
+
+Every field says what it does; the configuration reference (docs/reference/config.md) is generated
+from these models, so a description here is what the user reads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    SecretStr,
+    model_validator,
+)
+
+from .values import check_expansions
+
+
+class Section(BaseModel):
+    """A config section: unknown keys are errors, so a typo is never silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+#: how a chunk's dense vector is made (``embedding.pooling``)
+Pooling = Literal["auto", "chunk", "late", "anchored"]
+
+
+class RetrievalSettings(Section):
+    top_k: PositiveInt = Field(15, description="candidates each retriever returns")
+    rrf_k: NonNegativeInt = Field(2, description="Reciprocal Rank Fusion's k: a candidate scores 1/(k + rank) per list")
+    cluster_threshold: float = Field(
+        0.85, ge=0.0, le=1.0, description="cosine of a candidate to a cluster's leader at which it joins the cluster"
+    )
+    quorum: PositiveInt = Field(2, description="distinct retrievers a cluster needs to count as evidence")
+    min_similarity: float = Field(0.2, ge=-1.0, le=1.0, description="cosine floor for dense hits")
+    hnsw_ef: PositiveInt | None = Field(
+        128,
+        description="HNSW search breadth of dense retrievers; None: the engine's default (benchmarks/hnsw_recall.py)",
+    )
+    weight_rrf: float = Field(0.7, ge=0.0, description="ranking: weight of a cluster's normalised fused rank")
+    weight_support: float = Field(0.6, ge=0.0, description="ranking: weight of its support (retrievers / all)")
+    context_clusters: PositiveInt = Field(5, description="clusters the gate reads, and the fixed context sends")
+    word_budget: NonNegativeInt = Field(500, description="context words shared by the clusters; 0: whole spans")
+    context_passages: Literal["window", "chunks"] = Field(
+        "window",
+        description="what a cluster sends within its share of word_budget: the window its members agree "
+        "on most, or its member chunks whole, best first (where they overlap, the agreed text is read twice)",
+    )
+    context: Literal["adaptive", "fixed"] = Field(
+        "adaptive",
+        description="adaptive: the best cluster alone when it leads the next by adaptive_margin, else "
+        "the clusters within that margin of it, adaptive_words each; fixed: context_clusters and word_budget",
+    )
+    adaptive_margin: float = Field(
+        0.2,
+        ge=0.0,
+        description="adaptive context: the ranking-score lead over the next "
+        "cluster at which the best cluster is sent alone",
+    )
+    adaptive_words: PositiveInt = Field(150, description="adaptive context: words per cluster sent")
+    adaptive_clusters: PositiveInt = Field(3, description="adaptive context: the most clusters sent")
+    max_question_chars: PositiveInt = Field(4000, description="a longer question is refused (bad_question)")
+    min_confidence: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="the evidence gate: abstain below this confidence that the context "
+        "holds the answer; None: the gate model's own threshold, chosen on its development split; 0: no gate",
+    )
+    gate_model: Path | None = Field(
+        None,
+        description="gate weights from `qrag-qdrant gate train`; default: "
+        "the namespace's own from `gate calibrate`, else the shipped model",
+    )
+    exclude_sources: tuple[str, ...] = Field(
+        (),
+        description="sources (as ingested) no search returns and the gate "
+        "counts as outside the corpus; `gate calibrate` holds documents out so",
+    )
+    expansions: tuple[str, ...] = Field(
+        (),
+        description="query expansions every retriever also searches (a retriever's own `expansions` "
+        'overrides): "multi_query:3" (three rewrites of the question), "hyde" (a hypothetical answer); '
+        "each costs a model call per question. Off by default: neither beat plain quorum (docs/benchmarks.md)",
+    )
+    expansion_timeout: PositiveFloat = Field(
+        60.0, description="seconds to wait for the model's expansions; past it, the question is searched alone"
+    )
+    conversation: Literal["rewrite", "last"] = Field(
+        "rewrite",
+        description="a follow-up in a conversation: rewrite: the model makes it stand-alone from the earlier turns "
+        "(a model call only for a follow-up that points back); last: the question alone, as typed",
+    )
+    history_window: NonNegativeInt = Field(
+        4, description="conversation: the most recent earlier turns the rewrite reads (user and assistant each count)"
+    )
+    history_assistant_chars: PositiveInt = Field(
+        300, description="conversation: characters of each assistant turn the rewrite reads"
+    )
+    max_history_turns: PositiveInt = Field(
+        100, description="a history of more turns is refused (bad_question); send the most recent ones"
+    )
+    max_turn_chars: PositiveInt = Field(8000, description="a history turn longer than this is refused (bad_question)")
+    max_history_chars: PositiveInt = Field(
+        64000, description="a history longer than this in all is refused (bad_question)"
+    )
+
+    @model_validator(mode="after")
+    def _known_expansion_syntax(self) -> RetrievalSettings:
+        check_expansions(self.expansions)
+        return self
+
+
+class EmbeddingSettings(Section):
+    model: str = Field("sentence-transformers/all-MiniLM-L6-v2", description="the embedding model's name")
+    path: Path | None = Field(None, description="local model directory; default: the packaged offline weights")
+    batch_size: PositiveInt = Field(64, description="chunks embedded per model call while ingesting")
+    threads: PositiveInt | None = Field(None, description="onnxruntime threads; None: as many as cores")
+    allow_download: bool = Field(False, description="let fastembed fetch the model from its hub")
+    pooling: Pooling = Field(
+        "auto",
+        description="auto: a built namespace keeps the pooling it recorded; a new one gets anchored "
+        "when the model mean-pools its tokens and a retriever's chunks have anchor_size words, else chunk; "
+        "chunk: embed each chunk's text on its own; late: run the model once over windows of each document "
+        "and mean-pool the token vectors inside every chunk, for all chunkings; anchored: as late, but the "
+        "windows are the chunks of one chunking (anchor_size)",
+    )
+    anchor_size: PositiveInt = Field(
+        50,
+        description="anchored pooling: the chunk size (words) of the chunking "
+        "whose chunks are the model's windows; one of the retrievers' sizes",
+    )
+    late_window_stride: PositiveInt = Field(
+        192,
+        description="late pooling: tokens between window starts "
+        "(windows hold 254; the overlap gives tokens context on both sides)",
+    )
+
+    @property
+    def pooled_as(self) -> str:
+        """What a collection's manifest records of the pooling: ``chunk``, ``late``, ``anchored-50``."""
+        return f"anchored-{self.anchor_size}" if self.pooling == "anchored" else self.pooling
+
+    def pooling_recorded(self, pooled_as: str) -> EmbeddingSettings:
+        """These settings with the pooling a manifest recorded (``pooled_as`` read back)."""
+        pooling, _, anchor = pooled_as.partition("-")
+        return self.model_copy(update={"pooling": pooling} | ({"anchor_size": int(anchor)} if anchor else {}))
+
+
+class OllamaSettings(Section):
+    host: str = Field("http://localhost:11434", description="the Ollama server")
+    model: str = Field("mistral", description="the Ollama model that writes answers")
+    timeout: PositiveFloat = Field(120.0, description="seconds to wait for Ollama's next piece of an answer")
+    keep_alive: str = Field(
+        "5m", description="how long Ollama keeps the model loaded after a request (its keep_alive: 5m, 1h, -1 for ever)"
+    )
+
+
+class OpenAISettings(Section):
+    """The ``openai`` backend: any OpenAI-compatible server (vLLM, the llama.cpp server, LM Studio,
+    LiteLLM, TGI)."""
+
+    base_url: str | None = Field(None, description="the server's API root, e.g. http://gpu-box:8000/v1")
+    model: str | None = Field(None, description="the served model's id, as the server's /v1/models lists it")
+    api_key_env: str = Field(
+        "OPENAI_API_KEY",
+        description="the environment variable that holds the server's key (the key itself is never in a config "
+        "file or a log); unset: no key is sent",
+    )
+    timeout: PositiveFloat = Field(120.0, description="seconds one request may take, streaming included")
+    max_retries: NonNegativeInt = Field(
+        3,
+        description="retries of a request refused with 429 or 5xx, or whose connection failed, backing off "
+        "exponentially and honouring the server's Retry-After",
+    )
+    headers: dict[str, SecretStr] = Field(
+        default_factory=dict, description="extra HTTP headers every request carries (values are kept secret)"
+    )
+
+
+class LlmSettings(Section):
+    """The ``embedded`` backend: llama.cpp in-process."""
+
+    gguf: Path | None = Field(None, description="a GGUF model file (QRAG_LLM_GGUF); default: the packaged model")
+    sha256: str | None = Field(None, description="refuse llm.gguf unless its sha256 is this")
+    model: str | None = Field(
+        None,
+        description="the packaged model used without llm.gguf; default: the best "
+        "one installed (1.5B from local-llm, else 0.5B from local-llm-small)",
+    )
+    # On 2 busy cores, 2 llama.cpp threads contend and can run 50x slower than 1 (docs/benchmarks.md).
+    threads: PositiveInt = Field(1, description="llama.cpp threads: on 2 busy cores, 2 threads contend")
+    batch: PositiveInt = Field(
+        128,
+        description="prompt tokens llama.cpp reads per step: a client that leaves frees the model within one "
+        "step (128: about 2 s on one thread), and smaller steps read a prompt no slower",
+    )
+    context: PositiveInt = Field(4096, description="the model's context window in tokens")
+    max_tokens: PositiveInt = Field(256, description="the longest answer, in tokens")
+    decline_threshold: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description='answer "not in the documents" when the model gives that reply at least this '
+        "probability (from its first token), and answer otherwise; unset: whatever its likeliest first token starts",
+    )
+
+
+class GenerationSettings(Section):
+    backend: str = Field(
+        "auto",
+        description="a registered backend (embedded, ollama, openai, or a plug-in's); auto: openai when "
+        "openai.base_url is set, else ollama when ollama.host is set, else embedded when a local model is installed "
+        "or llm.gguf is set, else ollama",
+    )
+    unsupported: Literal["mark", "refuse"] = Field(
+        "mark",
+        description="an answer with an unsupported claim (not grounded, not relevant, or doubted by the judge): "
+        "shown marked, or refused",
+    )
+    min_relevance: float = Field(
+        0.3,
+        ge=0.0,
+        le=1.0,
+        description="a grounded claim is supported only when at least this share of the "
+        "question's words occur in the sentence of the cited passage that holds it (0: grounding alone)",
+    )
+    min_answer_probability: float = Field(
+        0.85,
+        ge=0.0,
+        le=1.0,
+        description="a grounded, relevant claim is supported only when the model wrote its "
+        "short answer with at least this geometric-mean token probability (backends that report log-probabilities; "
+        "0: not checked)",
+    )
+    samples: NonNegativeInt = Field(
+        0,
+        le=20,
+        description="read the prompt this many more times at generation.sample_temperature (the prompt cache "
+        "makes each a few tokens' work) and count the readings that give the (greedy) answer shown: its agreement; "
+        "0: the greedy answer alone",
+    )
+    sample_temperature: float = Field(0.8, gt=0.0, le=2.0, description="the temperature of those readings")
+    min_agreement: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="with samples: a claim is supported only when at least this share of the readings give "
+        "the same answer (0: not checked)",
+    )
+    key_terms: bool = Field(
+        True,
+        description="a claim is not supported when the question has a word no document of the namespace holds "
+        "(typos of a word in the passages, and words like 'many' or 'say', aside): the passage may answer "
+        "another question",
+    )
+    min_evidence_confidence: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="a claim is supported only when the evidence gate's confidence in the "
+        "context reaches this (0: not checked; measured, not on by default: docs/benchmarks.md)",
+    )
+    judge: bool = Field(
+        False,
+        description="also ask the model whether the cited passages support each claim that "
+        "passed the exact grounding check (one more model call per claim)",
+    )
+    answer_format: Literal["short", "quote"] = Field(
+        "short",
+        description="short: the shortest answer copied from a passage, then its [n]; quote: the sentence "
+        "that answers, quoted with its [n], then 'Answer:' and the shortest answer",
+    )
+
+
+class QdrantSettings(Section):
+    url: str | None = Field(None, description="Qdrant server URL; unset means the embedded store")
+    api_key: SecretStr | None = Field(None, description="the server's API key, its read-only key, or a JWT")
+    timeout: PositiveFloat = Field(10.0, description="seconds per call to the server")
+    retries: NonNegativeInt = Field(
+        3, description="retries of a call that failed to reach the server or that too few replicas acknowledged"
+    )
+    backoff: float = Field(0.5, ge=0.0, description="seconds before the first retry; doubles each time")
+    store: str = Field(
+        "auto",
+        description="a registered store: edge (embedded), server, or a plug-in's; auto: "
+        "server when qdrant.url is set, else edge",
+    )
+    bm25_source: str = Field(
+        "client",
+        description="who computes BM25 vectors of a NEW collection, a registered BM25 source: client "
+        "(qdrant_edge.Bm25 here), server (the server's qdrant/bm25, Qdrant >= 1.15.3) or a plug-in's; an existing "
+        "collection keeps the source it was built with",
+    )
+    # How a NEW collection holds its data (an existing one keeps its layout; `ingest --rebuild` applies it).
+    # The defaults take 1.10 KB of serving memory per chunk against 2.97 all in RAM, answer recall
+    # unchanged (docs/scaling.md, "Memory per chunk"); none/false/false: all in RAM.
+    quantization: Literal["none", "int8", "turbo4", "turbo2"] = Field(
+        "int8",
+        description="int8: the dense vectors are also kept as int8 (a quarter of their size) in RAM and "
+        "searched first; the best oversampling x limit are rescored with the float32 originals; turbo4: the same "
+        "copy at 4 bits a dimension (Qdrant's TurboQuant; a server needs Qdrant >= 1.18), 0.94 KB per chunk but "
+        "+0.7 ms a query at 200k chunks per collection; turbo2: at 2 bits, which lost HNSW recall",
+    )
+    oversampling: float = Field(2.0, ge=1.0, description="with quantization: candidates rescored per hit asked for")
+    vectors_on_disk: bool = Field(
+        True,
+        description="keep the float32 dense vectors and the BM25 index on disk "
+        "(memory-mapped) instead of in RAM; with quantization only the rescored few are "
+        "read",
+    )
+    payloads_on_disk: bool = Field(True, description="keep the chunks' payloads (their text) on disk instead of in RAM")
+    hnsw_m: PositiveInt = Field(16, description="links per point of a new collection's HNSW graph")
+    hnsw_ef_construct: PositiveInt = Field(
+        256,
+        description="candidates weighed per point while a new collection's HNSW graph is built: 256 instead of "
+        "Qdrant's 100 took dense recall@15 at 200k points from 0.976 to 1.000 for an index build twice as long",
+    )
+    # Distributed mode: how new collections are laid out, and how many replicas a read asks.
+    shard_number: PositiveInt = Field(1, description="distributed mode: shards of a new server collection")
+    replication_factor: PositiveInt = Field(1, description="distributed mode: copies of each shard")
+    write_consistency_factor: PositiveInt = Field(
+        1, description="distributed mode: replicas that must acknowledge a write"
+    )
+    read_consistency: PositiveInt | Literal["majority", "quorum", "all"] = Field(
+        1, description="distributed mode: replicas a read asks"
+    )

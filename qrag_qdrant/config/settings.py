@@ -1,0 +1,233 @@
+"""The one configuration model that flows down through every stage.
+
+Precedence, as in pydantic-settings: init arguments > environment (``QRAG_...``) >
+TOML file (``--config``, default: the package's ``config/default.toml``) > the defaults
+of the models, which equal that file.
+
+Environment names: ``QRAG_<FIELD>`` at the top level (``QRAG_STORE``, ``QRAG_NAMESPACE``),
+``QRAG_<SECTION>_<FIELD>`` inside a section (``QRAG_QDRANT_URL``, ``QRAG_RETRIEVAL_TOP_K``).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    ValidationError,
+    model_validator,
+)
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+    TomlConfigSettingsSource,
+)
+
+from ..errors import ConfigError
+from .names import NAMESPACE_MAX_LENGTH, NAMESPACE_PATTERN, RESERVED_NAMESPACE_SUFFIX, collection_name
+from .sections import (
+    EmbeddingSettings,
+    GenerationSettings,
+    LlmSettings,
+    OllamaSettings,
+    OpenAISettings,
+    QdrantSettings,
+    RetrievalSettings,
+    Section,
+)
+from .service import ServiceSettings
+from .values import check_expansions
+
+#: the shipped pipeline, found beside the package wherever it is installed or run from
+DEFAULT_CONFIG_FILE = Path(__file__).with_name("default.toml")
+DENSE_VECTOR = "dense"
+SPARSE_VECTOR = "bm25"
+
+
+class RetrieverSpec(Section):
+    """One independent retriever: a vector kind searched over one chunking of the corpus."""
+
+    kind: Literal["dense", "bm25"] = Field(description="dense embeddings or BM25 over the chunking")
+    size: PositiveInt = Field(description="chunk size in words")
+    overlap: NonNegativeInt = Field(description="words shared by consecutive chunks")
+    expansions: tuple[str, ...] | None = Field(
+        None, description="the query expansions this retriever also searches; None: retrieval.expansions"
+    )
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> RetrieverSpec:
+        if self.overlap >= self.size:
+            raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size})")
+        check_expansions(self.expansions or ())
+        return self
+
+    @property
+    def name(self) -> str:
+        """``dense-c50``; the overlap is named only when it is not the usual half of the size."""
+        suffix = "" if self.overlap == self.size // 2 else f"-o{self.overlap}"
+        return f"{self.kind}-c{self.size}{suffix}"
+
+    @property
+    def vector(self) -> str:
+        return DENSE_VECTOR if self.kind == "dense" else SPARSE_VECTOR
+
+
+class CollectionSpec(BaseModel):
+    """One chunking (size, overlap): one collection, shared by every retriever that uses it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    size: int
+    overlap: int
+    retrievers: tuple[RetrieverSpec, ...]
+
+    @property
+    def stride(self) -> int:
+        return self.size - self.overlap
+
+
+ORIGIN_RETRIEVERS = (
+    RetrieverSpec(kind="dense", size=50, overlap=25),
+    RetrieverSpec(kind="dense", size=100, overlap=50),
+    RetrieverSpec(kind="dense", size=200, overlap=100),
+    RetrieverSpec(kind="bm25", size=100, overlap=50),
+)
+#: Dense and BM25 on the origin's 50- and 100-word chunkings: two collections. Its 200-word
+#: chunking cost a third collection and took answer recall down (docs/benchmarks.md).
+DEFAULT_RETRIEVERS = (
+    *ORIGIN_RETRIEVERS[:2],
+    RetrieverSpec(kind="bm25", size=50, overlap=25),
+    ORIGIN_RETRIEVERS[3],
+)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="QRAG_",
+        env_nested_delimiter="_",
+        env_nested_max_split=1,
+        extra="forbid",
+        frozen=True,
+    )
+
+    config_file: Path | None = Field(None, exclude=True, description="TOML file the settings were read from")
+    namespace: str = Field("default", description="the team's namespace: the prefix of its collections")
+    store: Path = Field(
+        Path(".qrag"), description="the embedded store's folder (and the service's state beside a server)"
+    )
+    retrievers: tuple[RetrieverSpec, ...] = Field(
+        DEFAULT_RETRIEVERS, description="the independent retrievers; each chunking is one collection"
+    )
+    retrieval: RetrievalSettings = RetrievalSettings()
+    embedding: EmbeddingSettings = EmbeddingSettings()
+    ollama: OllamaSettings = OllamaSettings()
+    openai: OpenAISettings = OpenAISettings()
+    llm: LlmSettings = LlmSettings()
+    generation: GenerationSettings = GenerationSettings()
+    qdrant: QdrantSettings = QdrantSettings()
+    service: ServiceSettings = ServiceSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_file = init_settings.init_kwargs.get("config_file")  # type: ignore[attr-defined]
+        if toml_file is None and DEFAULT_CONFIG_FILE.is_file():
+            toml_file = DEFAULT_CONFIG_FILE
+        sources: tuple[PydanticBaseSettingsSource, ...] = (init_settings, env_settings)
+        if toml_file is not None:
+            sources += (TomlConfigSettingsSource(settings_cls, toml_file=Path(toml_file)),)
+        return sources
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Settings:
+        if not NAMESPACE_PATTERN.match(self.namespace) or len(self.namespace) > NAMESPACE_MAX_LENGTH:
+            raise ValueError(
+                f"namespace {self.namespace!r}: use 1-48 lower-case letters, digits, '_' and single '-' between them"
+            )
+        if RESERVED_NAMESPACE_SUFFIX.search(self.namespace):
+            raise ValueError(f"namespace {self.namespace!r} must not end like a collection suffix (-c<N>-o<N>)")
+        if not self.retrievers:
+            raise ValueError("retrievers: at least one retriever is needed")
+        seen: set[str] = set()
+        for spec in self.retrievers:
+            if spec.name in seen:
+                raise ValueError(f"retrievers: duplicate retriever {spec.name}")
+            seen.add(spec.name)
+        if self.embedding.pooling == "anchored" and self.anchor is None:
+            raise ValueError(
+                f"embedding.anchor_size ({self.embedding.anchor_size}) is not the chunk size of any "
+                f"retriever: anchored pooling needs one of {sorted({r.size for r in self.retrievers})}"
+            )
+        if self.retrieval.quorum > len(self.retrievers):
+            raise ValueError(
+                f"retrieval.quorum ({self.retrieval.quorum}) is greater than the number of "
+                f"retrievers ({len(self.retrievers)})"
+            )
+        return self
+
+    def expansions_of(self, retriever: RetrieverSpec) -> tuple[str, ...]:
+        """The expansions ``retriever`` searches: its own, else retrieval.expansions."""
+        return retriever.expansions if retriever.expansions is not None else self.retrieval.expansions
+
+    @property
+    def anchor(self) -> CollectionSpec | None:
+        """Anchored pooling's chunking: the first collection of ``embedding.anchor_size`` words."""
+        return next((spec for spec in self.collections if spec.size == self.embedding.anchor_size), None)
+
+    @property
+    def collections(self) -> tuple[CollectionSpec, ...]:
+        """Retrievers grouped by chunking, in first-seen order."""
+        grouped: dict[tuple[int, int], list[RetrieverSpec]] = {}
+        for spec in self.retrievers:
+            grouped.setdefault((spec.size, spec.overlap), []).append(spec)
+        return tuple(
+            CollectionSpec(
+                name=collection_name(self.namespace, size, overlap), size=size, overlap=overlap, retrievers=tuple(specs)
+            )
+            for (size, overlap), specs in grouped.items()
+        )
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Read the settings, turning every validation or TOML problem into one ConfigError."""
+    if config_file is not None and not Path(config_file).is_file():
+        raise ConfigError(f"config file not found: {config_file}")
+    overrides = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        return Settings(config_file=config_file, **overrides)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {config_file or DEFAULT_CONFIG_FILE} is not valid TOML: {exc}") from None
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc)) from None
+    except SettingsError as exc:  # an environment variable that is not the JSON a list or table needs
+        raise ConfigError(
+            f"invalid config: {exc}: a list in an environment variable is JSON, e.g. "
+            """QRAG_RETRIEVAL_EXPANSIONS='["hyde"]'"""
+        ) from None
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line per problem, each naming its field, without pydantic's URLs."""
+    problems = []
+    for error in exc.errors():
+        field = ".".join(str(part) for part in error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown key (check the spelling)"
+        problems.append(f"{field}: {message}" if field else message)
+    return "invalid config: " + "; ".join(problems)

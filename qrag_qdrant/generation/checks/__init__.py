@@ -1,0 +1,1 @@
+"""The answer's checks: citations, grounding, the supported mark, readings and planted instructions."""

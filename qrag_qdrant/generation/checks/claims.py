@@ -1,0 +1,314 @@
+"""Answer checks: every claim's citations, and whether its cited passages hold it.
+
+A claim is a line or sentence of the answer with the ``[n]`` citations in or right after it.
+A citation of a passage that was not shown is invalid. The grounding check is exact and
+needs no model: a claim is grounded when its text (the short answer, or the quote, without
+citations) occurs, after normalisation, in a passage it cites (a claim that cites nothing is
+held to the passages the rest of the answer cites). With ``generation.judge`` and a backend
+that can judge, a grounded claim is also put to the model as a yes/no question against its
+passages, and P(yes) from its top log-probabilities is its score; a claim is supported when
+it is grounded and, if judged, the judge agrees. No NLI or cross-encoder weights can be had
+offline; another judge registers as a backend with ``yes_probability``.
+
+Grounding alone cannot see whether the passage answers *this* question: a model asked about
+something the corpus lacks copies a name from a passage about something else, and the copy is
+exact. So a grounded claim is also scored for relevance: the share of the question's words
+(stems, no stopwords) found in the sentence of the cited passage that holds it. A claim is
+supported only when that share reaches ``generation.min_relevance``, and a short answer that
+only repeats the question's words is no answer.
+
+Neither check sees a wrong span of the right sentence, nor a name copied from a sentence on the
+question's topic. The model's own token probabilities do: a grounded, relevant claim is supported
+only when the model wrote its short answer with a geometric-mean token probability of at least
+``generation.min_answer_probability`` (backends that report log-probabilities), and, where
+``generation.min_evidence_confidence`` is set, when the evidence gate was that confident of the context.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+
+from ...config.settings import GenerationSettings
+from ...embedding.term_stats import terms
+from ...results import Answer, Claim, Passage
+from ..base import Judge
+from ..prompt import NOT_IN_DOCUMENTS, fence
+from .instructions import reads_as_instruction
+
+CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*\n\s*")
+#: a list item's number or letter ("8.", "b)"): not a sentence, the start of the next one
+ENUMERATOR = re.compile(r"\(?(?:\d{1,3}|[a-z])[.)]", re.IGNORECASE)
+#: the quote format's answer line, and a line's leading label
+ANSWER_LINE = re.compile(r"^\s*answer\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
+LABEL = re.compile(r"^\s*(?:answer|quote)\s*:\s*", re.IGNORECASE)
+NOT_WORD = re.compile(r"[\W_]+")
+JUDGE_SYSTEM = "You check whether quoted passages support a claim. Reply with one word: yes or no."
+#: a claim is supported when the judge's P(yes) is at least this
+SUPPORTED = 0.5
+#: why a claim is not supported (``Claim.unsupported``), as its warning says it
+UNSUPPORTED = {
+    "not found": "are not found in the passages they cite",
+    "off the question": "come from a sentence that shares too few of the question's words "
+    "(the passage may be about something else)",
+    "missing term": "answer a question with a word no document holds (they may answer another question; "
+    "generation.key_terms)",
+    "unsure": "were written with too little of the model's confidence (generation.min_answer_probability)",
+    "disputed": "are not what enough of the model's readings said (generation.min_agreement)",
+    "weak evidence": "come from evidence the gate is not confident enough of (generation.min_evidence_confidence)",
+    "doubted": "were not confirmed by the judge",
+    "instruction": "come from a sentence that reads as an instruction to the assistant, not a fact",
+}
+
+
+def citations_in(text: str) -> list[int]:
+    return [int(n) for group in CITATION.findall(text) for n in re.split(r"\s*[,;]\s*", group)]
+
+
+def sentences(text: str) -> list[str]:
+    """The text's sentences and lines; a list item's number ("8. If no cluster ...") stays with
+    the sentence it starts."""
+    found: list[str] = []
+    number = ""
+    for sentence in SENTENCE_END.split(text.strip()):
+        if ENUMERATOR.fullmatch(sentence.strip()):
+            number += sentence.strip() + " "
+        elif sentence.strip():
+            found.append(number + sentence)
+            number = ""
+    return [*found, number.strip()] if number else found
+
+
+def split_claims(answer: str, shown: Sequence[int]) -> list[Claim]:
+    """Sentences with their citations; a fragment that is only citations joins the sentence before."""
+    claims: list[Claim] = []
+    for sentence in sentences(answer):
+        if claims and not CITATION.sub("", sentence).strip(" .,;"):
+            claims[-1] = _claim(f"{claims[-1].text} {sentence}", shown)
+        else:
+            claims.append(_claim(sentence, shown))
+    return claims
+
+
+def _claim(text: str, shown: Sequence[int]) -> Claim:
+    cited = list(dict.fromkeys(citations_in(text)))
+    return Claim(text=text.strip(), citations=cited, invalid_citations=[n for n in cited if n not in shown])
+
+
+def declined(answer: str) -> bool:
+    """The model said the passages do not hold the answer (and nothing else of substance)."""
+    text = " ".join(CITATION.sub("", answer).lower().split()).strip(" .\"'")
+    return text.startswith(NOT_IN_DOCUMENTS) or (text.endswith(NOT_IN_DOCUMENTS) and len(text) < 80)
+
+
+def bare(text: str) -> str:
+    """A claim's own words: no citations, label (``Answer:``) or surrounding quotes."""
+    return LABEL.sub("", CITATION.sub("", text)).strip().strip(" .,;:\"'“”‘’").strip()
+
+
+def short_answer_of(answer: str) -> str | None:
+    """The answer alone: the quote format's ``Answer:`` line, else the first line."""
+    match = ANSWER_LINE.search(answer)
+    line = match[1] if match else next((line for line in answer.splitlines() if line.strip()), "")
+    return bare(line) or None
+
+
+def normalised(text: str) -> str:
+    """Case, accents' forms, punctuation and spacing aside: `` 19 march 1932 ``."""
+    return f" {' '.join(NOT_WORD.sub(' ', unicodedata.normalize('NFKC', text).casefold()).split())} "
+
+
+def grounding(claim: Claim, passages: Sequence[Passage], fallback: Sequence[int]) -> Passage | None:
+    """The first passage the claim cites (or, citing none, of ``fallback``) that holds its own words."""
+    words = normalised(bare(claim.text))
+    cited = [n for n in claim.citations if n not in claim.invalid_citations] if claim.citations else fallback
+    return (
+        next((p for p in passages if p.citation in cited and words in normalised(p.text)), None)
+        if words.strip()
+        else None
+    )
+
+
+def relevance(question: str, claim: str, passage: str) -> float:
+    """The share of the question's words found in the sentence of ``passage`` that holds the
+    claim's words (the whole passage when they cross a sentence boundary). 0.0 when the claim
+    adds no word to the question's (an echo, not an answer); 1.0 for a question of stopwords."""
+    claimed, asked = terms(bare(claim)), terms(question)
+    if claimed and claimed <= asked:
+        return 0.0
+    if not asked:
+        return 1.0
+    holding = holding_sentences(claim, passage) or [passage]
+    return round(max(len(asked & terms(sentence)) for sentence in holding) / len(asked), 4)
+
+
+def holding_sentences(claim: str, passage: str) -> list[str]:
+    """The sentences of ``passage`` that hold the claim's words (none when they cross a boundary)."""
+    words = normalised(bare(claim))
+    return [s for s in sentences(passage) if words in normalised(s)]
+
+
+def holding_offset(claim: str, passage: str) -> int:
+    """Where in ``passage`` the sentence that holds the claim's words starts (0: not one sentence)."""
+    holding = holding_sentences(claim, passage)
+    return max(passage.find(holding[0].strip()), 0) if holding else 0
+
+
+#: words that shape a question ("how many", "what does it say") rather than name what it is about
+QUESTION_WORDS = frozenset(
+    [
+        "many",
+        "much",
+        "often",
+        "long",
+        "far",
+        "old",
+        "kind",
+        "type",
+        "sort",
+        "name",
+        "named",
+        "called",
+        "percentage",
+        "percent",
+        "number",
+        "amount",
+        "say",
+        "says",
+        "said",
+        "get",
+        "gets",
+        "got",
+        "make",
+        "makes",
+        "made",
+        "happen",
+        "happens",
+        "happened",
+        "mean",
+        "means",
+        "use",
+        "used",
+        "need",
+        "needs",
+        "know",
+        "tell",
+        "give",
+        "given",
+        "take",
+        "takes",
+        "want",
+    ]
+)
+#: how alike two spellings must be (difflib's ratio) for a question's word to be a typo of a passage's
+NEAR_SPELLING = 0.8
+
+
+def unseen_key_words(unseen: Sequence[str], sent: Sequence[Passage]) -> list[str]:
+    """The question's words that no document of the namespace holds (``Evidence.unseen_words``),
+    less question-shaping words and typos of a word in the passages sent: the passage may answer
+    another question ("sick days" answered from a passage on vacation days)."""
+    words = [word for word in unseen if word not in QUESTION_WORDS]
+    if not words:
+        return []
+    spelled = {token for passage in sent for token in re.findall(r"\w+", passage.text.lower())}
+    return [
+        word
+        for word in words
+        if not any(difflib.SequenceMatcher(None, word, token).ratio() >= NEAR_SPELLING for token in spelled)
+    ]
+
+
+def answer_probability(answer: str, tokens: Sequence[tuple[str, float]] | None) -> float | None:
+    """How sure the model was of its short answer: the geometric mean of the probabilities of the
+    ``tokens`` (the answer's, as the backend reported them) that wrote it, at its last occurrence
+    (the quote format's ``Answer:`` line), or of every token when it is not among them. None: no
+    log-probabilities."""
+    if not tokens:
+        return None
+    short = short_answer_of(answer)
+    text = "".join(token for token, _ in tokens)
+    start = text.rfind(short) if short else -1
+    chosen = list(tokens)
+    if short and start >= 0:
+        ends = list(itertools.accumulate(len(token) for token, _ in tokens))
+        chosen = [
+            (token, logprob)
+            for (token, logprob), end in zip(tokens, ends)
+            if end > start and end - len(token) < start + len(short)
+        ]
+    return round(math.exp(sum(logprob for _, logprob in chosen) / len(chosen)), 4)
+
+
+def confident(probability: float | None, minimum: float) -> bool:
+    """A confidence (the model's in its answer, the gate's in the context) reaches ``minimum``; one
+    that was not reported is not checked."""
+    return probability is None or probability >= minimum
+
+
+def judge_prompt(claim: Claim, passages: Sequence[Passage]) -> str:
+    cited = [p for p in passages if p.citation in claim.citations] or list(passages)
+    quoted = "\n\n".join(fence(p) for p in cited)
+    return f"Passages:\n\n{quoted}\n\nClaim: {bare(claim.text)}\n\nDo the passages support the claim? Answer yes or no."
+
+
+def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | None, options: GenerationSettings) -> None:
+    """Fill ``answer.short_answer``, its claims and warnings; turn a decline or a refused answer
+    into an abstention. ``answer.answer_probability``, when the generation step could tell it,
+    must reach ``options.min_answer_probability``."""
+    text = (answer.answer or "").strip()
+    if declined(text):
+        answer.abstained, answer.abstain_reason = True, "model_declined"
+        return
+    answer.short_answer = short_answer_of(text)
+    unsure = not confident(answer.answer_probability, options.min_answer_probability)
+    disputed = answer.agreement is not None and answer.agreement.share < options.min_agreement
+    weak = not confident(answer.confidence, options.min_evidence_confidence)
+    unseen = unseen_key_words(answer.unseen_words, passages)  # the question's: the same for every claim
+    shown = [p.citation for p in passages]
+    answer.claims = split_claims(text, shown)
+    invalid = sorted({n for claim in answer.claims for n in claim.invalid_citations})
+    if invalid:
+        answer.warnings.append(f"the answer cites passages that were not shown: {', '.join(f'[{n}]' for n in invalid)}")
+    if not any(claim.citations for claim in answer.claims):
+        answer.warnings.append("the answer cites no passage: check it against the evidence")
+    valid = [n for claim in answer.claims for n in claim.citations if n not in claim.invalid_citations]
+    for claim in answer.claims:
+        holder = grounding(claim, passages, valid)
+        claim.grounded = holder is not None
+        claim.relevance = relevance(answer.searched, claim.text, holder.text) if holder is not None else None
+        claim.location = holder.location_at(holding_offset(claim.text, holder.text)) if holder is not None else None
+        claim.missing_terms = unseen if holder else []
+        claim.unsupported = (
+            "not found"
+            if claim.relevance is None
+            else "instruction"
+            if holder is not None and any(map(reads_as_instruction, holding_sentences(claim.text, holder.text)))
+            else "off the question"
+            if claim.relevance < options.min_relevance
+            else "missing term"
+            if options.key_terms and claim.missing_terms
+            else "unsure"
+            if unsure
+            else "disputed"
+            if disputed
+            else "weak evidence"
+            if weak
+            else None
+        )
+        if judge is not None and claim.unsupported is None:
+            claim.score = round(judge.yes_probability(JUDGE_SYSTEM, judge_prompt(claim, passages)), 4)
+            claim.unsupported = "doubted" if claim.score < SUPPORTED else None
+        claim.supported = claim.unsupported is None
+    counts: Counter[str | None] = Counter(c.unsupported for c in answer.claims if not c.supported)
+    answer.warnings.extend(
+        f"{counts[kind]} of {len(answer.claims)} claims {why}" for kind, why in UNSUPPORTED.items() if counts[kind]
+    )
+    if counts and options.unsupported == "refuse":
+        answer.abstained, answer.abstain_reason = True, "unsupported_answer"

@@ -1,0 +1,167 @@
+"""Finding the documents to ingest and extracting their text through the registered loaders.
+
+A file is hashed first and extracted only when the caller still needs its text, so an
+unchanged corpus is never parsed. A needed file is extracted once, into a spool (memory for
+small documents, a temporary file for large ones), so every chunking reads the same text
+without parsing the file again, and a file that cannot be used is skipped with its reason
+before any of it reaches the index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from ..errors import CorpusError
+from .loaders import LOADERS, Loader, LoaderError, loader_for
+from .locations import HEADING_SEPARATOR, Mark
+
+BLOCK_BYTES = 1 << 20
+#: documents whose text is larger than this spool to a temporary file instead of memory
+SPOOL_IN_MEMORY = 4 << 20
+#: the reason given for a file no loader reads, followed by its suffix in parentheses
+UNSUPPORTED_FORMAT = "unsupported format"
+#: between blocks of loaders that give separate paragraphs or pages (text's blocks are one stream)
+BLOCK_SEPARATOR = "\n\n"
+
+
+@dataclass
+class Document:
+    """A usable file; ``source`` is relative to the ingested root, never absolute.
+
+    ``content_hash`` is over the file's bytes, so an unchanged file is not ingested again.
+    ``marks`` say where its pages or headings change in the extracted text (none for text).
+    A document the caller did not need is never extracted and has no text (``spool`` is None).
+    """
+
+    source: str
+    path: Path
+    content_hash: str
+    marks: tuple[Mark, ...] = ()
+    spool: IO[str] | None = field(default=None, repr=False)
+
+    def blocks(self) -> Iterator[str]:
+        assert self.spool is not None, "the document was closed"
+        self.spool.seek(0)
+        while text := self.spool.read(BLOCK_BYTES):
+            yield text
+
+    def close(self) -> None:
+        if self.spool is not None:
+            self.spool.close()
+            self.spool = None
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    source: str
+    reason: str
+
+
+@dataclass
+class Corpus:
+    """The files under one root. Documents are extracted lazily, one at a time."""
+
+    root: Path
+    files: list[Path]
+    skipped: list[SkippedFile] = field(default_factory=list)
+    registered: dict[str, Loader] = field(default_factory=LOADERS.registered)
+
+    def source_of(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def documents(
+        self,
+        needs_text: Callable[[str, str], bool] = lambda source, digest: True,
+        on_read: Callable[[str], None] = lambda source: None,
+        on_skip: Callable[[SkippedFile], None] = lambda skipped: None,
+    ) -> Iterator[Document]:
+        """Usable documents; files that cannot be used are appended to ``skipped`` and handed to
+        ``on_skip``, each read one to ``on_read`` as it is read. Only files for which
+        ``needs_text(source, content_hash)`` holds are extracted; the others come without text.
+        The caller closes each document when done with it."""
+        for path in self.files:
+            source = self.source_of(path)
+            try:
+                loader = loader_for(path, self.registered)
+                if loader is None:
+                    raise LoaderError(f"{UNSUPPORTED_FORMAT} ({path.suffix or 'no suffix'})")
+                digest = content_hash(path)
+                document = extract(source, path, loader, digest) if needs_text(source, digest) else None
+            except LoaderError as exc:
+                self._skip(SkippedFile(source, str(exc)), on_skip)
+                continue
+            except OSError as exc:
+                self._skip(SkippedFile(source, f"unreadable: {exc.strerror or exc}"), on_skip)
+                continue
+            on_read(source)
+            yield document or Document(source, path, digest)
+
+    def _skip(self, skipped: SkippedFile, on_skip: Callable[[SkippedFile], None]) -> None:
+        self.skipped.append(skipped)
+        on_skip(skipped)
+
+
+def content_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while data := file.read(BLOCK_BYTES):
+            digest.update(data)
+    return digest.hexdigest()
+
+
+def extract(source: str, path: Path, loader: Loader, digest: str) -> Document:
+    """The file's text, spooled, with the marks of its pages or headings; LoaderError if unusable."""
+    separator = getattr(loader, "separator", BLOCK_SEPARATOR)
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY, mode="w+", encoding="utf-8")  # noqa: SIM115 returned to the caller
+    marks: list[Mark] = []
+    offset, blank = 0, True
+    try:
+        for block in loader.blocks(path):
+            if not block.text:
+                continue
+            if offset and separator:
+                offset += spool.write(separator)
+            heading = HEADING_SEPARATOR.join(block.headings) or None
+            if (block.page is not None or heading is not None) and (
+                not marks or (marks[-1].page, marks[-1].heading) != (block.page, heading)
+            ):
+                marks.append(Mark(offset, block.page, heading))
+            offset += spool.write(block.text)
+            blank = blank and not block.text.strip()
+        if blank:
+            raise LoaderError("empty")
+    except BaseException:
+        spool.close()
+        raise
+    return Document(source, path, digest, tuple(marks), spool)
+
+
+def visible(root: Path, folder: str, name: str) -> bool:
+    """Hidden files and folders (.git, .qrag, ...) are not documents."""
+    return not any(part.startswith(".") for part in (Path(folder) / name).relative_to(root).parts)
+
+
+def open_corpus(path: Path, exclude: Collection[str] = ()) -> Corpus:
+    """A folder (searched recursively) or a single file; an empty folder is an error.
+    ``exclude`` names sources (paths relative to the folder) to leave out."""
+    path = Path(path)
+    if not path.exists():
+        raise CorpusError(f"path does not exist: {path}")
+    if path.is_file():
+        return Corpus(root=path.parent.resolve(), files=[path.resolve()])
+    root = path.resolve()
+    files = sorted(
+        Path(folder) / name
+        for folder, _, names in os.walk(root)
+        for name in names
+        if visible(root, folder, name) and (Path(folder) / name).relative_to(root).as_posix() not in exclude
+    )
+    if not files:
+        raise CorpusError(f"no files under {path}")
+    return Corpus(root=root, files=files)

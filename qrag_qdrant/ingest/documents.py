@@ -1,0 +1,164 @@
+"""The documents of a namespace: list them, show one's chunks, remove one.
+
+A document is a source (its path as ingested) with its newest complete version in each
+collection: what a query can see of it. Its facts come from the points themselves: the content
+hash, when its version was ingested and by which key (``ingested_by``), its size (where its last
+chunk ends) and its chunks per collection.
+
+Removing a document deletes its points from every collection of the namespace, one collection
+after another, each as an ingest changes it: the collection's term counts go first, so a crash
+leaves none rather than wrong ones, and come back with the change. Running the removal again
+after a crash finishes it; the namespace then holds what a clean ingest without the document
+would.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, Field
+
+from ..config.settings import Settings
+from ..embedding.term_stats import TermLedger, TermStats
+from ..errors import DocumentNotFound, RequestError
+from ..store import Store
+from ..store.base import TERM_STATS
+
+#: the most documents one page lists
+MAX_PAGE = 1000
+
+
+class ChunkLocation(BaseModel):
+    chunk: int = Field(description="the chunk's number in the document, from 0")
+    start: int = Field(description="character offset where the chunk starts in the document's text")
+    end: int
+
+
+class DocumentInfo(BaseModel):
+    source: str = Field(description="the document's path as ingested")
+    content_hash: str = Field(description="the sha256 of the version a query sees")
+    size: int = Field(description="characters of the document's text")
+    chunks: dict[str, int] = Field(description="chunks per collection (alias)")
+    ingested_at: datetime | None = Field(None, description="when this version was ingested")
+    ingested_by: str | None = Field(None, description="the key id (or 'cli') that ingested it; None: not recorded")
+
+
+class DocumentPage(BaseModel):
+    total: int = Field(description="documents in the namespace")
+    offset: int
+    limit: int
+    documents: list[DocumentInfo] = Field(description="sorted by source")
+
+
+class DocumentDetail(DocumentInfo):
+    locations: dict[str, list[ChunkLocation]] = Field(description="each collection's chunks, in order")
+
+
+class RemovalReport(BaseModel):
+    source: str
+    removed: dict[str, int] = Field(description="points deleted per collection (alias)")
+    seconds: float
+
+
+class Documents:
+    """One namespace's documents, on its store."""
+
+    def __init__(self, settings: Settings, store: Store, on_change: Callable[[], None] | None = None):
+        """``on_change``: told after a removal changed the index (a pipeline's cached counts)."""
+        self.settings, self.store, self._on_change = settings, store, on_change
+
+    def _collections(self) -> list[str]:
+        return [spec.name for spec in self.settings.collections if self.store.manifest(spec.name) is not None]
+
+    def _current(self, sources: Iterable[str] | None) -> dict[str, dict[str, str]]:
+        """collection -> source -> hash of its newest complete version."""
+        return {name: self.store.current_versions(name, sources) for name in self._collections()}
+
+    def page(self, offset: int = 0, limit: int = 100) -> DocumentPage:
+        """Documents ``offset`` to ``offset + limit``, sorted by source (``limit`` at most 1,000)."""
+        if offset < 0 or not 1 <= limit <= MAX_PAGE:
+            raise RequestError(f"offset must be 0 or more and limit 1 to {MAX_PAGE}")
+        current = self._current(None)
+        sources = sorted(set().union(*current.values())) if current else []
+        shown = sources[offset : offset + limit]
+        documents = list(self._details(shown, current, locations=False))
+        return DocumentPage(total=len(sources), offset=offset, limit=limit, documents=documents)
+
+    def get(self, source: str) -> DocumentDetail:
+        """One document, with where each of its chunks sits, in every collection."""
+        found = self._details([source], self._current([source]), locations=True)
+        if not found:
+            raise DocumentNotFound(f"no document {source[:200]!r} in namespace {self.settings.namespace!r}")
+        return found[0]
+
+    def _details(self, sources: list[str], current: dict[str, dict[str, str]], locations: bool) -> list[DocumentDetail]:
+        """The facts of ``sources`` (those present), read from the points of their current versions
+        (``current``: collection -> source -> hash, as ``_current`` reads them)."""
+        if not sources:
+            return []
+        found: dict[str, DocumentDetail] = {}
+        for name, versions in current.items():
+            fields = ["source", "doc_hash", "chunk_index", "start", "end", "version", "ingested_by"]
+            for p in self.store.scroll_payloads(
+                name, fields, self.store.models.Filter(must=[self.store.of_sources(sources)])
+            ):
+                if versions.get(p["source"]) != p["doc_hash"]:
+                    continue  # an older or unfinished version
+                doc = found.get(p["source"]) or found.setdefault(
+                    p["source"],
+                    DocumentDetail(
+                        source=p["source"],
+                        content_hash=p["doc_hash"],
+                        size=0,
+                        chunks={},
+                        ingested_at=datetime.fromtimestamp(p["version"] / 1e9, UTC) if p.get("version") else None,
+                        ingested_by=p.get("ingested_by"),
+                        locations={},
+                    ),
+                )
+                doc.size = max(doc.size, p["end"])
+                doc.chunks[name] = doc.chunks.get(name, 0) + 1
+                if locations:
+                    doc.locations.setdefault(name, []).append(
+                        ChunkLocation(chunk=p["chunk_index"], start=p["start"], end=p["end"])
+                    )
+        for doc in found.values():
+            for chunks in doc.locations.values():
+                chunks.sort(key=lambda c: c.chunk)
+        return [found[s] for s in sources if s in found]
+
+    def remove(self, source: str) -> RemovalReport:
+        """Every point of ``source``, every version, leaves every collection of the namespace."""
+        started = time.perf_counter()
+        removed: dict[str, int] = {}
+        try:
+            for name in self._collections():
+                if points := self._remove_from(name, source):
+                    removed[name] = points
+        finally:
+            if removed and self._on_change is not None:
+                self._on_change()
+        if not removed:
+            raise DocumentNotFound(f"no document {source[:200]!r} in namespace {self.settings.namespace!r}")
+        return RemovalReport(source=source, removed=removed, seconds=round(time.perf_counter() - started, 3))
+
+    def _remove_from(self, name: str, source: str) -> int:
+        """One collection's points of ``source`` deleted, as an ingest deletes: its term counts
+        dropped first and saved again with the change. How many points went."""
+        store = self.store
+        selector = store.models.Filter(must=[store.of_sources([source])])
+        points = sum(1 for _ in store.scroll_payloads(name, ["source"], selector))
+        if points:
+            manifest = store.manifest(name)
+            ledger = TermLedger(
+                TermStats.current(store.attachment(name, TERM_STATS), manifest.indexed if manifest else 0)
+            )
+            store.attach(name, TERM_STATS, None)  # a crash from here leaves no counts rather than wrong ones
+            store.delete_sources(name, [source], ledger.removing)
+            stamp = time.time_ns()
+            store.stamp_indexed(name, stamp)  # result caches start over
+            counts = ledger.result(store.count(name), stamp, lambda: store.texts(name))
+            store.attach(name, TERM_STATS, counts.to_bytes())
+        return points

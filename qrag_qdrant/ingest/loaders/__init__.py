@@ -1,0 +1,66 @@
+"""Document loaders behind one small interface, found by file suffix or by sniffing the bytes.
+
+A loader turns one file into text blocks in reading order, each with where it came from (a
+PDF page, an HTML or Word heading path). The built-ins (text, pdf, html, docx) register
+exactly as a plug-in does: an entry point in the group ``qrag_qdrant.loaders`` naming a
+class with ``suffixes``, ``sniff`` and ``blocks`` (see pyproject.toml), through
+``plugins.Registry``. In-process code may also call ``register_loader``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Protocol
+
+from ... import plugins
+
+__all__ = ["LOADERS", "Loader", "LoaderError", "TextBlock", "loader_for", "register_loader", "require"]
+SNIFF_BYTES = 2048
+
+
+@dataclass(frozen=True)
+class TextBlock:
+    text: str
+    #: the 1-based PDF page the text is on
+    page: int | None = None
+    #: the headings above the text, outermost first, e.g. ("Onboarding", "Accounts")
+    headings: tuple[str, ...] = ()
+
+
+class LoaderError(Exception):
+    """Why this file cannot be ingested, in a few words; the rest of the folder goes on."""
+
+
+class Loader(Protocol):
+    #: lower-case suffixes this loader reads, e.g. (".pdf",)
+    suffixes: tuple[str, ...]
+
+    def sniff(self, head: bytes) -> bool:
+        """Whether the file's first bytes say it is this format (for files without a known suffix)."""
+
+    def blocks(self, path: Path) -> Iterator[TextBlock]:
+        """The document's text in reading order; a file that cannot be used raises LoaderError."""
+
+
+#: an entry point names a loader class; the registry holds one instance of it
+LOADERS: plugins.Registry[Loader] = plugins.Registry("qrag_qdrant.loaders", "loader", load=lambda cls: cls())
+register_loader = LOADERS.register
+
+
+def loader_for(path: Path, registered: dict[str, Loader]) -> Loader | None:
+    """The loader for this file: by suffix, else the first whose sniff recognises its bytes."""
+    suffix = path.suffix.lower()
+    for loader in registered.values():
+        if suffix in loader.suffixes:
+            return loader
+    with path.open("rb") as file:
+        head = file.read(SNIFF_BYTES)
+    return next((loader for loader in registered.values() if loader.sniff(head)), None)
+
+
+def require(module: str, extra: str) -> ModuleType:
+    """Import an optional library, or fail this file with the install that fixes it."""
+    return plugins.require(module, extra, error=LoaderError)

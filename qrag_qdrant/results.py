@@ -1,0 +1,240 @@
+"""The typed results of a query: what ``--json`` prints and what the Python API returns, and the
+stage timings (``timings_ms``) they carry."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Literal
+
+from pydantic import BaseModel, Field, computed_field
+
+AbstainReason = Literal["no_quorum", "low_confidence", "model_declined", "unsupported_answer"]
+
+
+class Passage(BaseModel):
+    """A contiguous piece of one source; ``start``/``end`` are character offsets into it."""
+
+    citation: int = Field(description="the [n] the prompt and the answer use")
+    source: str
+    start: int
+    end: int
+    text: str
+    pages: list[int] | None = Field(None, description="[first, last] page of a PDF source")
+    heading: str | None = Field(None, description='the heading path of an HTML or Word source, e.g. "Setup › Accounts"')
+    #: (offset in ``text``, heading path) where the heading changes: which section a sentence is in
+    heading_marks: list[tuple[int, str]] = Field(default_factory=list, exclude=True, repr=False)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def location(self) -> str:
+        """What a reader looks up: "handbook.pdf p. 12–13", "wiki.html › Setup › Accounts", "notes.txt"."""
+        if self.pages:
+            first, last = self.pages
+            return f"{self.source} p. {first}" + (f"–{last}" if last != first else "")
+        return f"{self.source} › {self.heading}" if self.heading else self.source
+
+    def location_at(self, offset: int) -> str:
+        """Where the passage's text at ``offset`` is: the heading over that point, not the passage's."""
+        heading = next((h for at, h in reversed(self.heading_marks) if at <= offset), None)
+        return f"{self.source} › {heading}" if heading and not self.pages else self.location
+
+
+class EvidenceCluster(BaseModel):
+    rank: int
+    score: float
+    support: int = Field(description="distinct retrievers that found this evidence")
+    retrievers: list[str]
+    passages: list[Passage]
+    expansions: list[str] = Field(
+        default_factory=list,
+        description="the query expansions (labels) whose searches also found this evidence; they add rank, not support",
+    )
+
+
+class QueryExpansion(BaseModel):
+    """What one query expansion (retrieval.expansions) wrote and searched, or why it did not."""
+
+    kind: str = Field(description="multi_query, hyde, or a plug-in's")
+    texts: list[str] = Field(default_factory=list, description="what the model wrote; each was searched")
+    labels: list[str] = Field(default_factory=list, description="each text's name in clusters' expansions")
+    retrievers: list[str] = Field(default_factory=list, description="the retrievers that searched the texts")
+    seconds: float | None = Field(None, description="the model's time for this expansion")
+    error: str | None = Field(None, description="why it was not used; the question was searched without it")
+
+
+class ConversationStep(BaseModel):
+    """How a question in a conversation became what was searched (retrieval.conversation)."""
+
+    how: str = Field(
+        description="first_turn: no history; stand_alone: the question names its own subject; rewritten: the "
+        "model made it stand-alone; unchanged: the model kept it; last: retrieval.conversation = last; "
+        "rewrite_failed: searched as typed (note says why)"
+    )
+    turns: int = Field(0, description="earlier turns the client sent")
+    note: str | None = Field(None, description="why a rewrite was not used")
+
+
+class Evidence(BaseModel):
+    question: str = Field(description="the question as the user asked it")
+    searched_for: str | None = Field(
+        None,
+        description="what was searched and answered: the question, or in a conversation its stand-alone rewrite",
+    )
+    conversation: ConversationStep | None = Field(None, description="how the history was used")
+    abstained: bool
+    abstain_reason: AbstainReason | None = Field(
+        None,
+        description="no_quorum: the retrievers did not agree; low_confidence: they agreed on evidence "
+        "too weak to answer from; model_declined: the model said the passages do not hold the answer; "
+        "unsupported_answer: the judge found claims their passages do not support (generation.unsupported)",
+    )
+    confidence: float | None = Field(None, description="the gate's confidence that the context holds the answer")
+    gate_threshold: float | None = Field(
+        None,
+        description="the confidence below which the gate abstains "
+        "(retrieval.min_confidence, or the gate model's own threshold)",
+    )
+    retrievers: int = Field(description="retrievers consulted; support is out of this many")
+    clusters: list[EvidenceCluster]
+    context_policy: str | None = Field(
+        None, description="how much evidence reached the model and why, e.g. 'adaptive: top cluster margin 0.41'"
+    )
+    expansions: list[QueryExpansion] = Field(
+        default_factory=list,
+        description="retrieval.expansions: what the model wrote and was searched beside the question",
+    )
+    timings_ms: dict[str, float]
+    #: the gate's inputs, kept for feedback rows (``feedback export``); not part of the JSON
+    gate_features: dict[str, float] | None = Field(None, exclude=True)
+    #: the question's words no chunk of the namespace holds, for the answer's key-term check
+    unseen_words: list[str] = Field(default_factory=list, exclude=True)
+
+    @property
+    def searched(self) -> str:
+        """The stand-alone question: what the gate, the context and the answer read."""
+        return self.searched_for or self.question
+
+    @property
+    def passages(self) -> list[Passage]:
+        return [passage for cluster in self.clusters for passage in cluster.passages]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def context_words(self) -> int:
+        """Words of evidence the model is sent."""
+        return sum(len(passage.text.split()) for passage in self.passages)
+
+
+class Claim(BaseModel):
+    """One sentence of the answer, with the passages it cites."""
+
+    text: str
+    citations: list[int]
+    invalid_citations: list[int] = Field(default_factory=list, description="cited, but no such passage was shown")
+    grounded: bool | None = Field(
+        None,
+        description="its words (the short answer or quote) occur in a passage it "
+        "cites, after normalisation: the exact check, no model call",
+    )
+    location: str | None = Field(
+        None,
+        description="where the sentence that holds the claim is: the cited passage's source with the heading over "
+        "that sentence (a passage can start in one section and hold the claim in the next), or its pages",
+    )
+    relevance: float | None = Field(
+        None,
+        description="the share of the question's words found in the sentence "
+        "of the cited passage that holds the claim (0 for a claim that only repeats "
+        "the question); None when not grounded",
+    )
+    missing_terms: list[str] = Field(
+        default_factory=list,
+        description="words of the question that no document of the namespace holds, nor the passages sent "
+        "as a near spelling: the claim may answer another question (generation.key_terms)",
+    )
+    supported: bool | None = Field(
+        None,
+        description="grounded, relevant (generation.min_relevance), written with "
+        "enough of the model's confidence (generation.min_answer_probability), from "
+        "evidence the gate is confident enough of (generation.min_evidence_confidence), "
+        "and confirmed by the judge where one is on (generation.judge); None when not "
+        "checked",
+    )
+    unsupported: (
+        Literal[
+            "not found",
+            "instruction",
+            "off the question",
+            "missing term",
+            "unsure",
+            "disputed",
+            "weak evidence",
+            "doubted",
+        ]
+        | None
+    ) = Field(None, description="why it is not supported: which of those checks it failed first")
+    score: float | None = Field(None, description="the judge's P(yes) that the cited passages support the claim")
+
+
+class TokenUsage(BaseModel):
+    """What generating the answer cost, as the backend counted it."""
+
+    prompt_tokens: int
+    cached_tokens: int = Field(0, description="prompt tokens reused from the backend's prompt cache")
+    completion_tokens: int
+    completion_seconds: float
+
+
+class AnswerAgreement(BaseModel):
+    """What the readings of the prompt said (generation.samples): the greedy answer, then the samples."""
+
+    readings: int = Field(description="answers read: the greedy one and generation.samples more")
+    agreeing: int = Field(
+        description="readings that give the shown (greedy) answer, after normalisation, itself included"
+    )
+    share: float = Field(description="agreeing / readings: generation.min_agreement applies to it")
+    answers: list[str] = Field(description="each reading's short answer, the greedy one first")
+    probabilities: list[float | None] = Field(description="how sure the model was of each (answer_probability)")
+
+
+class Answer(Evidence):
+    answer: str | None = None
+    short_answer: str | None = Field(
+        None, description="the answer alone, without citations or quote, for scripts and eval"
+    )
+    complete: bool = Field(True, description="false when the answer stream was cut off")
+    error: str | None = None
+    decline_probability: float | None = Field(
+        None, description='the model\'s probability of answering "not in the documents" (backends that report it)'
+    )
+    answer_probability: float | None = Field(
+        None,
+        description="how sure the model was of its short answer: the geometric mean of the probabilities of "
+        "the tokens that wrote it (backends that report log-probabilities)",
+    )
+    agreement: AnswerAgreement | None = Field(None, description="the readings' agreement (generation.samples > 0)")
+    claims: list[Claim] = Field(default_factory=list)
+    usage: TokenUsage | None = Field(None, description="the backend's token counts (backends that report them)")
+    model: str | None = Field(None, description="the model that wrote the answer, as its backend names it")
+    model_server: str | None = Field(
+        None, description='where that model ran: a server\'s URL (without credentials), or "in-process"'
+    )
+    warnings: list[str] = Field(default_factory=list, description="what was changed or found, in one line each")
+
+    @classmethod
+    def from_evidence(cls, evidence: Evidence, **fields: object) -> Answer:
+        """The answer to ``evidence``, every field kept: a dump would drop the ones excluded
+        from the JSON (``gate_features``, which feedback rows need)."""
+        return cls(**{name: getattr(evidence, name) for name in Evidence.model_fields}, **fields)
+
+
+@contextmanager
+def timed(timings: dict[str, float], stage: str) -> Iterator[None]:
+    """Sets ``timings[stage]`` to the block's wall time (ms, 3 decimals), even when it raises."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[stage] = round((time.perf_counter() - started) * 1000, 3)

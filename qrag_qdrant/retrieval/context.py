@@ -1,0 +1,248 @@
+"""From ranked clusters to numbered passages: overlapping chunks of a source are merged,
+so the model never reads the same text twice, and each cluster can be held to a word
+budget centred where its members agree most, widened to whole sentences.
+
+``adaptive_plan`` decides how much of that evidence the model needs: the best cluster alone
+when it clearly leads, more only when the evidence is spread over several."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ingest.chunking import word_bounds
+from ..ingest.locations import Mark, headings_within, locate
+from ..results import EvidenceCluster, Passage
+from .fusion import Candidate
+from .ranking import ScoredCluster
+
+#: where a sentence starts: after . ! or ? (and a closing quote or bracket) and white space
+SENTENCE_START = re.compile(r"(?<=[.!?])[\"')\]’”]*\s+")
+#: how far a window may grow to reach a sentence boundary, as a share of its words
+SENTENCE_SLACK = 0.2
+
+
+def to_sentences(text: str, start: int, end: int, words: int, bounds: np.ndarray | None = None) -> tuple[int, int]:
+    """``text[start:end]`` widened to begin and end on sentence boundaries, each side by at
+    most ``SENTENCE_SLACK`` of ``words`` (at least 5 words); a side with no boundary that
+    near keeps its word boundary. ``bounds``: ``word_bounds(text)``, if the caller has them."""
+    slack = max(5, round(words * SENTENCE_SLACK))
+    bounds = word_bounds(text) if bounds is None else bounds
+    word_starts, word_ends = bounds[:, 0], bounds[:, 1]
+    boundaries = np.array([0, *[m.end() for m in SENTENCE_START.finditer(text)], len(text)])
+    # the words text[a:b] holds, whole or in part: those ending after a and starting before b
+    before = boundaries[
+        (boundaries <= start)
+        & (np.searchsorted(word_starts, start) - np.searchsorted(word_ends, boundaries, side="right") <= slack)
+    ]
+    after = boundaries[
+        (boundaries >= end)
+        & (np.searchsorted(word_starts, boundaries) - np.searchsorted(word_ends, end, side="right") <= slack)
+    ]
+    new_start = int(before.max()) if len(before) else start
+    new_end = len(text[: int(after.min())].rstrip()) if len(after) else end
+    return new_start, max(new_end, end)
+
+
+NO_MARKS: frozenset[Mark] = frozenset()
+
+
+@dataclass(frozen=True)
+class Span:
+    source: str
+    start: int
+    end: int
+    text: str
+    #: where the source's pages or headings change, as far as the chunks behind the span know
+    marks: frozenset[Mark] = NO_MARKS
+
+
+def merge_spans(spans: Iterable[Span]) -> list[Span]:
+    """Union of overlapping spans per source, text stitched exactly (``text == source[start:end]``).
+
+    Spans that only touch (one ends where the next starts) stay apart. Sources keep their
+    first-seen order; within a source, spans are in reading order.
+    """
+    by_source: dict[str, list[Span]] = {}
+    for span in spans:
+        by_source.setdefault(span.source, []).append(span)
+    merged: list[Span] = []
+    for source_spans in by_source.values():
+        ordered = sorted(source_spans, key=lambda s: (s.start, -s.end))
+        group = [ordered[0]]  # the spans that overlap, each reaching further than those before it
+        marks = ordered[0].marks
+        for span in ordered[1:]:
+            if span.start < group[-1].end:
+                marks |= span.marks
+                if span.end > group[-1].end:
+                    group.append(span)
+                continue
+            merged.append(_stitched(group, marks))
+            group, marks = [span], span.marks
+        merged.append(_stitched(group, marks))
+    return merged
+
+
+def _stitched(group: list[Span], marks: frozenset[Mark]) -> Span:
+    """One span over ``group`` (sorted, overlapping, each ending later), its text stitched once."""
+    first = group[0]
+    if len(group) == 1 and marks == first.marks:
+        return first
+    pieces = [first.text, *(span.text[previous.end - span.start :] for previous, span in itertools.pairwise(group))]
+    return Span(first.source, first.start, group[-1].end, "".join(pieces), marks)
+
+
+def unsent_parts(span: Span, sent: list[tuple[int, int]]) -> list[Span]:
+    """The parts of ``span`` outside the ``sent`` intervals of its source, whitespace trimmed."""
+    parts, cursor = [], span.start
+    for start, end in [*sorted(sent), (span.end, span.end)]:
+        if end <= cursor:
+            continue
+        if start > cursor:
+            text = span.text[cursor - span.start : min(start, span.end) - span.start]
+            if text.strip():
+                lead = len(text) - len(text.lstrip())
+                parts.append(
+                    Span(span.source, cursor + lead, cursor + lead + len(text.strip()), text.strip(), span.marks)
+                )
+        cursor = max(cursor, end)
+        if cursor >= span.end:
+            break
+    return parts
+
+
+def candidate_span(candidate: Candidate) -> Span:
+    payload = candidate.hit.payload
+    marks = frozenset(Mark(*mark) for mark in payload.marks) if payload.marks else NO_MARKS
+    return Span(payload.source, payload.start, payload.end, payload.text, marks)
+
+
+def agreement_window(spans: Sequence[Span], members: Sequence[Candidate], words: int) -> Span:
+    """The ``words``-word window, over all the spans, that the members cover most strongly,
+    widened to whole sentences (``to_sentences``).
+
+    Each word weighs the fused RRF of the member chunks that contain it, so the window
+    settles where the best-ranked chunks of several retrievers overlap.
+    """
+    best: tuple[float, Span] | None = None
+    for span in spans:
+        words_here = word_bounds(span.text)
+        bounds = words_here + span.start
+        own = [m for m in members if m.source == span.source]
+        starts, ends = np.array([m.span[0] for m in own]), np.array([m.span[1] for m in own])
+        covered = (bounds[:, :1] >= starts[None, :]) & (bounds[:, :1] < ends[None, :])
+        weight = covered.astype(float) @ np.array([m.rrf for m in own])
+        width = min(words, len(bounds))
+        sums = np.convolve(weight, np.ones(width), mode="valid")
+        first = int(np.argmax(sums))
+        if best is None or sums[first] > best[0]:
+            start, end = to_sentences(
+                span.text, int(words_here[first, 0]), int(words_here[first + width - 1, 1]), width, words_here
+            )
+            best = (
+                float(sums[first]),
+                Span(span.source, span.start + start, span.start + end, span.text[start:end], span.marks),
+            )
+    assert best is not None
+    return best[1]
+
+
+def member_chunks(members: Sequence[Candidate], words: int, sent: set[tuple[str, int, int]]) -> list[Span]:
+    """The cluster's member chunks whole, best fused first, as many as fit in ``words``;
+    a chunk an earlier cluster sent is not sent again."""
+    chosen, used = [], 0
+    for member in sorted(members, key=lambda m: -m.rrf):
+        span = candidate_span(member)
+        size = len(span.text.split())
+        if (span.source, span.start, span.end) not in sent and used + size <= words:
+            chosen.append(span)
+            used += size
+    return chosen
+
+
+def build_context(
+    ranked: Sequence[ScoredCluster], limit: int, word_budget: int = 0, mode: str = "window"
+) -> list[EvidenceCluster]:
+    """The best ``limit`` clusters that still add text, passages numbered [1], [2], ... across them.
+
+    Text an earlier cluster already sent is cut from later ones, so no text is sent twice; a
+    cluster with nothing new (leader clustering can leave a window beside its cluster) is skipped.
+
+    With a ``word_budget``, each cluster sends one passage, its agreement window, and the
+    budget is shared in proportion to 1/rank: the cluster at rank r of ``limit`` gets
+    ``remaining * (1/r) / sum(1/j for j in r..limit)`` words, so what one cluster leaves
+    unused goes to the ones after it. The best-agreed evidence gets the most room. With
+    ``mode="chunks"`` a cluster sends its member chunks whole within its share instead
+    (its agreement window when none fits), and only a chunk already sent is left out.
+    """
+    clusters: list[EvidenceCluster] = []
+    sent: dict[str, list[tuple[int, int]]] = {}
+    chunks_sent: set[tuple[str, int, int]] = set()
+    citation, remaining = 0, word_budget
+    for scored in ranked:
+        if len(clusters) == limit:
+            break
+        members = scored.cluster.members
+        spans = [
+            part
+            for span in merge_spans(candidate_span(member) for member in members)
+            for part in unsent_parts(span, sent.get(span.source, []))
+        ]
+        if not spans:
+            continue
+        if word_budget:
+            rank = len(clusters) + 1
+            share = round(remaining / rank / sum(1 / j for j in range(rank, limit + 1)))
+            if share < 1:
+                break
+            chunks = member_chunks(members, share, chunks_sent) if mode == "chunks" else []
+            spans = chunks or [agreement_window(spans, members, share)]
+            chunks_sent.update((span.source, span.start, span.end) for span in chunks)
+            remaining -= sum(len(span.text.split()) for span in spans)
+        passages = []
+        for span in spans:
+            citation += 1
+            sent.setdefault(span.source, []).append((span.start, span.end))
+            pages, heading = locate(span.marks, span.start, span.end)
+            passages.append(
+                Passage(
+                    citation=citation,
+                    source=span.source,
+                    start=span.start,
+                    end=span.end,
+                    text=span.text,
+                    pages=pages,
+                    heading=heading,
+                    heading_marks=headings_within(span.marks, span.start, span.end),
+                )
+            )
+        ranks = scored.cluster.best_ranks  # support and retrievers, computed once
+        clusters.append(
+            EvidenceCluster(
+                rank=len(clusters) + 1,
+                score=round(scored.score, 6),
+                support=len(ranks),
+                retrievers=list(ranks),
+                passages=passages,
+                expansions=scored.cluster.expansions,
+            )
+        )
+    return clusters
+
+
+def adaptive_plan(ranked: Sequence[ScoredCluster], margin: float, most: int) -> tuple[int, str]:
+    """How many of the best clusters the model needs, and why, from their ranking scores: the
+    best alone when it leads the next by at least ``margin``; else every cluster within
+    ``margin`` of the best, at most ``most``. Quorum's best evidence comes first, so a clear
+    lead means the rest would only distract a small model and lengthen its prompt."""
+    if len(ranked) < 2:
+        return 1, "adaptive: one cluster reached quorum"
+    lead = ranked[0].score - ranked[1].score
+    if lead >= margin:
+        return 1, f"adaptive: top cluster margin {lead:.2f}"
+    close = sum(ranked[0].score - scored.score < margin for scored in ranked[:most])
+    return close, f"adaptive: evidence spread, {close} clusters within {margin:g} of the top (margin {lead:.2f})"

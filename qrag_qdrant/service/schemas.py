@@ -1,0 +1,73 @@
+"""The bodies the service's routes read, apart from the routes: the service's state and several
+routes share them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class HistoryTurn(BaseModel):
+    """One earlier message of the conversation; an assistant turn is what the client says was
+    answered (unverified: it is only read to make the question stand-alone)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class QueryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    history: list[HistoryTurn] = Field(
+        default_factory=list,
+        description="the conversation's earlier turns, oldest first: a follow-up is searched as a stand-alone "
+        "question made from them (retrieval.conversation; bounded by retrieval.max_history_*)",
+    )
+    generate: bool = Field(True, description="answer with the generation backend; false: the evidence only")
+    stream: bool = Field(False, description="Server-Sent Events: evidence, then answer tokens, then done")
+
+
+class IngestPathRequest(BaseModel):
+    """An admin's ingest of a folder on the server's own disk."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="a folder or file on the server")
+    prune: bool = Field(False, description="remove the chunks of files that are gone from the folder")
+    rebuild: bool = Field(False, description="build fresh collections, then switch to them at once")
+
+
+class FeedbackRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query_id: str = Field(max_length=64)
+    rating: Literal["up", "down"]
+    comment: str | None = Field(None, max_length=2000)
+
+
+#: POST /v1/ingest reads its body itself (files, or a path as JSON); this documents both
+INGEST_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["files"],
+                    "properties": {
+                        "files": {
+                            "type": "array",
+                            "items": {"type": "string", "format": "binary"},
+                            "description": "documents; each file name (may hold folders) becomes its source",
+                        }
+                    },
+                }
+            },
+            "application/json": {"schema": IngestPathRequest.model_json_schema()},
+        },
+    }
+}
