@@ -28,11 +28,12 @@ if TYPE_CHECKING:
 
 INSTALL_HINT = install_hint("mcp")
 INSTRUCTIONS = (
-    "Search a team's own documents with quorum retrieval: several independent retrievers (dense search over "
-    "three chunk sizes and BM25) must agree before a passage counts as evidence. Use search_evidence to get the "
-    "agreed passages with their sources, locations, support and a confidence; use ask for a short cited answer "
-    "written from them. An abstention is an answer: it means the documents do not hold reliable evidence for "
-    "the question, so do not guess or retry with the same words."
+    "Search a team's own documents with quorum retrieval: several independent retrievers (dense and BM25 "
+    "search, each over more than one chunking of the documents) must agree before a passage counts as evidence. "
+    "Use search_evidence to get the agreed passages with their sources, locations, support and a confidence; use "
+    "ask for a short cited answer written from them, marked supported or not; list_documents and "
+    "list_collections say what the namespace holds. An abstention is an answer: it means the documents do not "
+    "hold reliable evidence for the question, so do not guess or retry with the same words."
 )
 
 

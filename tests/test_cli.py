@@ -242,7 +242,7 @@ def test_the_query_output_names_weak_evidence_when_asked_to_check_it(ingested):
 def test_the_processes_the_cli_starts_run_blas_on_one_thread(monkeypatch):
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    from qrag_qdrant import cli
+    from qrag_qdrant.cli import app as cli
     from qrag_qdrant.cli.threads import one_blas_thread
 
     with threadpool_limits(limits=2, user_api="blas"):  # restored when the test ends

@@ -131,36 +131,6 @@ def test_word_budget_is_shared_by_one_over_rank():
     assert [len(c.passages[0].text.split()) for c in build_context(short, limit=3, word_budget=22)] == [3, 11, 8]
 
 
-def test_chunks_mode_sends_whole_member_chunks_best_first_within_the_share():
-    members = [
-        candidate("a", source="s.txt", start=0, end=43, text=SOURCE[0:43], rrf=0.05),  # 9 words
-        candidate("b", source="s.txt", start=20, end=64, text=SOURCE[20:64], rrf=0.04),  # 9 words
-        candidate("c", source="s.txt", start=0, end=87, text=SOURCE[0:87], rrf=0.06),
-    ]  # 19 words
-    ranked = [ScoredCluster(Cluster(members), 0.9)]
-    clusters = build_context(ranked, limit=1, word_budget=19, mode="chunks")
-    # c, the best, fills the share alone: it is sent; a and b no longer fit
-    assert [p.text for p in clusters[0].passages] == [SOURCE[0:87]]
-    clusters = build_context(ranked, limit=1, word_budget=18, mode="chunks")
-    # c does not fit 18 words: a and b are sent whole, overlapping ("jumps over the lazy") read twice
-    assert [(p.citation, p.start, p.end) for p in clusters[0].passages] == [(1, 0, 43), (2, 20, 64)]
-    # no member fits: the cluster's agreement window, as in window mode
-    assert [p.text for p in build_context(ranked, limit=1, word_budget=4, mode="chunks")[0].passages] == [
-        p.text for p in build_context(ranked, limit=1, word_budget=4)[0].passages
-    ]
-
-
-def test_chunks_mode_sends_a_chunk_once_across_clusters_but_overlaps_whole():
-    shared = candidate("a", source="s.txt", start=0, end=43, text=SOURCE[0:43], rrf=0.05)
-    overlapping = candidate("b", source="s.txt", start=20, end=64, text=SOURCE[20:64], rrf=0.04)
-    ranked = [ScoredCluster(Cluster([shared]), 0.9), ScoredCluster(Cluster([shared, overlapping]), 0.8)]
-    clusters = build_context(ranked, limit=2, word_budget=40, mode="chunks")
-    # the second cluster does not send a again, and sends b whole, though a already sent its start
-    assert [[(p.start, p.end) for p in c.passages] for c in clusters] == [[(0, 43)], [(20, 64)]]
-    window = build_context(ranked, limit=2, word_budget=40)
-    assert [[(p.start, p.end) for p in c.passages] for c in window] == [[(0, 43)], [(44, 64)]]
-
-
 PROSE = (
     "The river rises in the hills. It flows east for 320 kilometres past three towns. "
     "The largest town is Newcastle, founded in 1804. Its port ships coal."

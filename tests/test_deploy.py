@@ -4,6 +4,7 @@ nodes join the first, and the cluster config loads."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,25 @@ def test_compose_file_parses_and_its_qdrant_is_pinned_secured_and_checked(path):
         assert "readyz" in " ".join(service["healthcheck"]["test"])
         assert any(volume.endswith(":/qdrant/storage") for volume in service["volumes"])
         assert service["restart"] == "unless-stopped"
+
+
+#: an image tag that names one release or build: a version or build number, never latest or a bare variant
+PINNED_TAG = re.compile(r"^v?\d+(\.\d+)*$|^[a-z-]+-b\d+$")
+
+
+@pytest.mark.parametrize("path", COMPOSE_FILES, ids=lambda p: str(p.relative_to(DEPLOY)))
+def test_every_image_is_pinned_to_a_release_or_built_here(path):
+    for name, service in compose(path)["services"].items():
+        image = service["image"]
+        if "build" in service:  # built from this repository
+            continue
+        repository, _, tag = image.rpartition(":")
+        assert repository and PINNED_TAG.match(tag), f"{name}: {image} is not pinned to a release"
+
+
+def test_the_pin_check_refuses_floating_tags():
+    assert not any(PINNED_TAG.match(tag) for tag in ("latest", "server", "main", "server-cuda"))
+    assert all(PINNED_TAG.match(tag) for tag in ("v1.16.0", "0.13.0", "server-b6500"))
 
 
 @pytest.mark.parametrize("path", COMPOSE_FILES, ids=lambda p: str(p.relative_to(DEPLOY)))

@@ -107,7 +107,7 @@ def test_the_default_quantized_on_disk_layout_gives_the_in_ram_layouts_evidence(
 
 
 @pytest.mark.parametrize("kind", ["edge", "client-local"])
-@pytest.mark.parametrize("quantization", ["turbo4", "turbo2"])
+@pytest.mark.parametrize("quantization", ["turbo4"])
 def test_each_quantization_and_graph_is_the_one_the_engine_builds(kind, quantization, tmp_path, corpus, embedder):
     found, layouts = evidence(kind, tmp_path, corpus, embedder, {"quantization": quantization, **SPARSE_GRAPH})
     assert set(layouts) == {(quantization, True, True, 8, 64)}
@@ -133,8 +133,8 @@ def old_client(store, monkeypatch):
         ),
         (
             old_client,
-            "turbo2",
-            "qdrant.quantization = 'turbo2' needs qdrant-client >= 1.18 (pip install -U qdrant-client); "
+            "turbo4",
+            "qdrant.quantization = 'turbo4' needs qdrant-client >= 1.18 (pip install -U qdrant-client); "
             "or set qdrant.quantization = 'int8'",
         ),
     ],

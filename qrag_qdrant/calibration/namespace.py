@@ -35,8 +35,6 @@ from ..store.base import CALIBRATED_GATE
 from .fitting import (
     SystemRows,
     abstain_rates,
-    cross_validated_scores,
-    fit_model,
     gate_confidences,
     pick_threshold,
     risk_curve,
@@ -210,7 +208,6 @@ def calibrate(
     hold_out: float = 0.25,
     seed: int = 0,
     target_abstain: float = 0.05,
-    fit_weights: bool = False,
     advance: Callable[[], None] = lambda: None,
     blend: float | None = None,
 ) -> CalibrationResult:
@@ -239,9 +236,8 @@ def calibrate(
         coordinator.close()
     data = SystemRows.of(rows)
     shipped = base.systems["quorum"]
-    fitted = _fitted(shipped, data, target_abstain, fit_weights, seed)
-    # refitted weights score on another scale than the shipped threshold: nothing to blend with
-    weight = 1.0 if fit_weights else blend_weight(base, writer_name) if blend is None else blend
+    fitted = _fitted(shipped, data, target_abstain)
+    weight = blend_weight(base, writer_name) if blend is None else blend
     gate = replace(fitted, threshold=blended(shipped.threshold, fitted.threshold, weight))
     info = {
         **base.info,
@@ -254,7 +250,7 @@ def calibrate(
             "hold_out": hold_out,
             "seed": seed,
             "target_answerable_abstain": target_abstain,
-            "weights": "refitted" if fit_weights else "shipped",
+            "weights": "shipped",
             "synthetic_threshold": fitted.threshold,
             "shipped_threshold": shipped.threshold,
             "blend": weight,
@@ -285,23 +281,11 @@ def blended(shipped: float, calibrated: float, weight: float) -> float:
     return round(sigmoid((1 - weight) * logit(shipped) + weight * logit(calibrated)), 4)
 
 
-def _fitted(gate: LogisticGate, rows: SystemRows, target_abstain: float, fit_weights: bool, seed: int) -> LogisticGate:
+def _fitted(gate: LogisticGate, rows: SystemRows, target_abstain: float) -> LogisticGate:
+    """The shipped weights with the threshold these rows give (refitting the weights on a few hundred
+    synthetic questions measured worse than the shipped weights: docs/design.md)."""
     if not (rows.categories == "answerable").any():
         raise QragError("no calibration question came from an indexed document: use more --passages")
-    if fit_weights:
-        known = set(gate.features)
-        rows = replace(rows, features=[f for f in rows.features if f in known])
-        pipeline = fit_model(rows, "logistic", seed)
-        threshold = pick_threshold(cross_validated_scores(rows, "logistic", seed), rows, target_abstain)
-        scaler, regression = pipeline[0], pipeline[-1]
-        return LogisticGate(
-            tuple(rows.features),
-            scaler.mean_,
-            scaler.scale_,
-            regression.coef_[0],
-            float(regression.intercept_[0]),
-            round(threshold, 4),
-        )
     return replace(gate, threshold=round(pick_threshold(gate_confidences(gate, rows), rows, target_abstain), 4))
 
 

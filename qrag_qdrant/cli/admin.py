@@ -138,15 +138,6 @@ TargetAbstainOption = Annotated[
         help="the threshold abstains on at most this share of in-corpus questions",
     ),
 ]
-FitWeightsOption = Annotated[
-    bool,
-    typer.Option(
-        "--fit-weights",
-        help="refit the weights too, not only the "
-        "threshold (needs the eval extra; measured worse than the "
-        "shipped weights with 200 questions)",
-    ),
-]
 BlendOption = Annotated[
     float | None,
     typer.Option(
@@ -171,7 +162,6 @@ def gate_calibrate(
     hold_out: HoldOutOption = 0.25,
     questions: QuestionsOption = QuestionWriter.auto,
     target_abstain: TargetAbstainOption = 0.05,
-    fit_weights: FitWeightsOption = False,
     blend: BlendOption = None,
     seed: SeedOption = 0,
     remove: RemoveOption = False,
@@ -219,7 +209,6 @@ def gate_calibrate(
                 hold_out,
                 seed,
                 target_abstain,
-                fit_weights,
                 advance=lambda: bar.advance(task),
                 blend=blend,
             )

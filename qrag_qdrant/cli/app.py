@@ -257,7 +257,8 @@ def serve(
 @app.command("mcp")
 @friendly_errors
 def mcp_stdio(config: ConfigOption = None, store: StoreOption = None, namespace: NamespaceOption = None) -> None:
-    """Serve the namespace to a local agent over MCP (stdio): the tools search_evidence, ask and list_collections.
+    """Serve the namespace to a local agent over MCP (stdio): the tools search_evidence, ask, list_documents and
+    list_collections.
     Agents on other machines use the service's /v1/mcp/ with a team key instead."""
     from ..mcp import LocalNamespace, build_server
 

@@ -49,11 +49,6 @@ class RetrievalSettings(Section):
     weight_support: float = Field(0.6, ge=0.0, description="ranking: weight of its support (retrievers / all)")
     context_clusters: PositiveInt = Field(5, description="clusters the gate reads, and the fixed context sends")
     word_budget: NonNegativeInt = Field(500, description="context words shared by the clusters; 0: whole spans")
-    context_passages: Literal["window", "chunks"] = Field(
-        "window",
-        description="what a cluster sends within its share of word_budget: the window its members agree "
-        "on most, or its member chunks whole, best first (where they overlap, the agreed text is read twice)",
-    )
     context: Literal["adaptive", "fixed"] = Field(
         "adaptive",
         description="adaptive: the best cluster alone when it leads the next by adaptive_margin, else "
@@ -303,12 +298,12 @@ class QdrantSettings(Section):
     # How a NEW collection holds its data (an existing one keeps its layout; `ingest --rebuild` applies it).
     # The defaults take 1.10 KB of serving memory per chunk against 2.97 all in RAM, answer recall
     # unchanged (docs/scaling.md, "Memory per chunk"); none/false/false: all in RAM.
-    quantization: Literal["none", "int8", "turbo4", "turbo2"] = Field(
+    quantization: Literal["none", "int8", "turbo4"] = Field(
         "int8",
         description="int8: the dense vectors are also kept as int8 (a quarter of their size) in RAM and "
         "searched first; the best oversampling x limit are rescored with the float32 originals; turbo4: the same "
         "copy at 4 bits a dimension (Qdrant's TurboQuant; a server needs Qdrant >= 1.18), 0.94 KB per chunk but "
-        "+0.7 ms a query at 200k chunks per collection; turbo2: at 2 bits, which lost HNSW recall",
+        "+0.7 ms a query at 200k chunks per collection",
     )
     oversampling: float = Field(2.0, ge=1.0, description="with quantization: candidates rescored per hit asked for")
     vectors_on_disk: bool = Field(

@@ -151,22 +151,7 @@ def agreement_window(spans: Sequence[Span], members: Sequence[Candidate], words:
     return best[1]
 
 
-def member_chunks(members: Sequence[Candidate], words: int, sent: set[tuple[str, int, int]]) -> list[Span]:
-    """The cluster's member chunks whole, best fused first, as many as fit in ``words``;
-    a chunk an earlier cluster sent is not sent again."""
-    chosen, used = [], 0
-    for member in sorted(members, key=lambda m: -m.rrf):
-        span = candidate_span(member)
-        size = len(span.text.split())
-        if (span.source, span.start, span.end) not in sent and used + size <= words:
-            chosen.append(span)
-            used += size
-    return chosen
-
-
-def build_context(
-    ranked: Sequence[ScoredCluster], limit: int, word_budget: int = 0, mode: str = "window"
-) -> list[EvidenceCluster]:
+def build_context(ranked: Sequence[ScoredCluster], limit: int, word_budget: int = 0) -> list[EvidenceCluster]:
     """The best ``limit`` clusters that still add text, passages numbered [1], [2], ... across them.
 
     Text an earlier cluster already sent is cut from later ones, so no text is sent twice; a
@@ -175,13 +160,10 @@ def build_context(
     With a ``word_budget``, each cluster sends one passage, its agreement window, and the
     budget is shared in proportion to 1/rank: the cluster at rank r of ``limit`` gets
     ``remaining * (1/r) / sum(1/j for j in r..limit)`` words, so what one cluster leaves
-    unused goes to the ones after it. The best-agreed evidence gets the most room. With
-    ``mode="chunks"`` a cluster sends its member chunks whole within its share instead
-    (its agreement window when none fits), and only a chunk already sent is left out.
+    unused goes to the ones after it. The best-agreed evidence gets the most room.
     """
     clusters: list[EvidenceCluster] = []
     sent: dict[str, list[tuple[int, int]]] = {}
-    chunks_sent: set[tuple[str, int, int]] = set()
     citation, remaining = 0, word_budget
     for scored in ranked:
         if len(clusters) == limit:
@@ -199,9 +181,7 @@ def build_context(
             share = round(remaining / rank / sum(1 / j for j in range(rank, limit + 1)))
             if share < 1:
                 break
-            chunks = member_chunks(members, share, chunks_sent) if mode == "chunks" else []
-            spans = chunks or [agreement_window(spans, members, share)]
-            chunks_sent.update((span.source, span.start, span.end) for span in chunks)
+            spans = [agreement_window(spans, members, share)]
             remaining -= sum(len(span.text.split()) for span in spans)
         passages = []
         for span in spans:

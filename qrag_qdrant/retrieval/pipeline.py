@@ -366,7 +366,7 @@ class Coordinator:
         if on_ranked is not None:
             on_ranked(ranked)
         with timed(timings, "context"):
-            evidence = build_context(ranked, options.context_clusters, options.word_budget, options.context_passages)
+            evidence = build_context(ranked, options.context_clusters, options.word_budget)
         with timed(timings, "gate"):
             features, confidence = self.assess(vectors, lists, ranked, formed, evidence, options)
         threshold = self.min_confidence(options)
@@ -375,7 +375,7 @@ class Coordinator:
         if options.context == "adaptive" and ranked:
             with timed(timings, "adaptive_context"):
                 keep, policy = adaptive_plan(ranked, options.adaptive_margin, options.adaptive_clusters)
-                evidence = build_context(ranked, keep, keep * options.adaptive_words, options.context_passages)
+                evidence = build_context(ranked, keep, keep * options.adaptive_words)
         return Evidence(
             question=vectors.question,
             searched_for=vectors.question,

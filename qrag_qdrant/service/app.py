@@ -25,6 +25,7 @@ from ..generation.scheduler import GenerationScheduler
 from ..ingest.ingestor import IngestReport
 from ..ingest.progress import IngestProgress
 from ..results import Answer
+from ..version import __version__
 from .audit import AuditLog, AuditTrail
 from .auth.guard import BodyGuard, McpGate, RateLimits
 from .auth.keys import KeyFile, Principal
@@ -142,6 +143,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
 
     app = FastAPI(
         title="qrag-qdrant",
+        version=__version__,
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,

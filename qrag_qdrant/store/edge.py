@@ -41,7 +41,7 @@ SCROLL_PAGE = 1000
 #: below this many KB of vectors in a segment Qdrant scans it instead of searching its graph (its default)
 FULL_SCAN_KB = 10_000
 #: ``qdrant.quantization``'s TurboQuant settings by the engine's name for their bits a dimension
-TURBO_BITS = {"turbo4": "Bits4", "turbo2": "Bits2"}
+TURBO_BITS = {"turbo4": "Bits4"}
 
 
 class EdgeStore(Store):

@@ -38,7 +38,7 @@ ADMIN_ONLY = {"create_collection", "drop_collection", "switch_aliases"}
 T = TypeVar("T")
 #: ``qdrant.quantization``'s TurboQuant settings by the client's name for their bits a dimension
 #: (looked up when used: qdrant-client has TurboQuant from 1.18, and older ones serve the rest)
-TURBO_BITS = {"turbo4": "BITS4", "turbo2": "BITS2"}
+TURBO_BITS = {"turbo4": "BITS4"}
 CLIENT_TURBO_SINCE = "1.18"
 
 

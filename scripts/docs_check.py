@@ -1,0 +1,235 @@
+"""The docs' examples checked against the code, without running them:
+
+- every TOML block loads with ``load_settings``;
+- every ``qrag-qdrant ...`` command line parses against the CLI (click's own parser; nothing runs);
+- every config key (``retrieval.min_confidence``) and ``QRAG_*`` variable named in the docs exists;
+- every ``/v1/...`` path, ``/healthz``, ``/readyz`` and ``/metrics`` named in the docs is a route of the service.
+
+    python scripts/docs_check.py          # prints each problem with its file and line; exit 1 if any
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import shlex
+import sys
+import tempfile
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import typer
+from pydantic import BaseModel
+from starlette.routing import Mount
+
+REPO = Path(__file__).resolve().parent.parent
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+#: a command line inside a shell block: after a prompt, an environment assignment or a venv's bin folder
+COMMAND = re.compile(r"^(?:\$ )?(?:[A-Z_]+=\S+ )*(?:\.venv/bin/|venv/bin/)?(qrag-qdrant(?: .*)?)$")
+PYPROJECT = re.compile(r"^\[+(project|tool|build-system)\b", re.MULTILINE)
+#: `section.key` in backticks, where section is a section of the settings
+CONFIG_KEY = re.compile(r"`([a-z_]+(?:\.[a-z_]+)+)(?: = [^`]*)?`")
+ENV_VAR = re.compile(r"\bQRAG_[A-Z0-9_]+\b")
+HTTP_PATH = re.compile(r"(?<![\w/.:])(/v1/[\w/{}.-]*|/healthz|/readyz|/metrics)(?![\w/])")
+#: variables that are not settings: eval's data folder, the model cache, the compose file's model server key
+NOT_SETTINGS = {"QRAG_DATA", "QRAG_CACHE_DIR", "QRAG_MODEL_SERVER_KEY"}
+#: the tests' own variables (QRAG_TEST_QDRANT_URL, ...)
+TEST_VARIABLE = "QRAG_TEST_"
+#: `name.suffix` in backticks that is a file, not a key
+FILE_SUFFIXES = {"env", "toml", "json", "jsonl", "yml", "yaml", "md", "py", "txt", "example", "npz"}
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}"
+
+
+def doc_files() -> list[Path]:
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def blocks(text: str) -> Iterator[tuple[str, str, int]]:
+    """(language, body, line of the body's first line) of every fenced block."""
+    for match in FENCE.finditer(text):
+        yield match[1], match[2], text.count("\n", 0, match.start(2)) + 1
+
+
+def command_lines(body: str) -> Iterator[tuple[str, int]]:
+    """Each ``qrag-qdrant`` command of a shell block, with its line offset; chains split at && ; |."""
+    for offset, raw in enumerate(body.splitlines()):
+        for part in re.split(r"\s*(?:&&|;|\|\|?)\s*", raw.strip()):
+            found = COMMAND.match(part.strip())
+            if found:
+                yield found[1], offset
+
+
+def parse_error(root: click.Command, line: str) -> str | None:
+    """Why click refuses this command line, or None when it parses."""
+    try:
+        words = shlex.split(line, comments=True)[1:]
+    except ValueError as exc:
+        return f"not a shell line: {exc}"
+    context: click.Context | None = None
+    command, name = root, "qrag-qdrant"
+    try:
+        while True:
+            context = command.make_context(name, list(words), parent=context, resilient_parsing=False)
+            if not isinstance(command, click.Group):
+                return None
+            rest = [*context._protected_args, *context.args]
+            if not rest:
+                return None
+            name, found, words = command.resolve_command(context, rest)
+            if found is None:
+                return f"no command {name!r}"
+            command = found
+    except click.exceptions.Exit:  # --help, --version
+        return None
+    except click.BadParameter as exc:
+        if isinstance(exc.param.type if exc.param else None, click.Path) and "does not exist" in str(exc):
+            return None  # a path of the reader's own
+        return exc.format_message()
+    except click.UsageError as exc:
+        return exc.format_message()
+
+
+def section_fields(model: type[BaseModel], path: list[str]) -> bool:
+    """Whether ``path`` names a field of the settings model (nested sections followed; a dict-valued
+    field such as ``service.quotas`` takes any key below it)."""
+    field = model.model_fields.get(path[0])
+    if field is None:
+        return False
+    if len(path) == 1:
+        return True
+    annotation = field.annotation
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return section_fields(annotation, path[1:])
+    return getattr(annotation, "__origin__", None) is dict
+
+
+def names_code(path: list[str]) -> bool:
+    """Whether ``a.b.c`` is a file name or a name in the package (``generation.register_backend``)."""
+    if path[-1] in FILE_SUFFIXES:
+        return True
+    try:
+        module = importlib.import_module("qrag_qdrant." + ".".join(path[:-1]))
+    except ImportError:
+        return False
+    return hasattr(module, path[-1])
+
+
+def env_names(model: type[BaseModel], prefix: str = "QRAG_") -> set[str]:
+    names = set()
+    for name, field in model.model_fields.items():
+        variable = f"{prefix}{name.upper()}"
+        names.add(variable)
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            names |= env_names(annotation, f"{variable}_")
+    return names
+
+
+def route_patterns() -> list[re.Pattern[str]]:
+    """The service's paths as its OpenAPI document lists them, ``{name}`` matching any segment, and
+    its mounts (MCP, the page's files), which serve everything below them."""
+    from qrag_qdrant.config.settings import load_settings
+    from qrag_qdrant.service.app import create_app
+    from qrag_qdrant.service.auth.keys import KeyFile
+
+    with tempfile.TemporaryDirectory() as folder:
+        settings = load_settings(store=Path(folder) / "store")
+        app = create_app(settings, keys=KeyFile(Path(folder) / "keys.json"), embedder=object())  # type: ignore[arg-type]
+        paths = list(app.openapi()["paths"])
+        mounts = [route.path for route in app.routes if isinstance(route, Mount)]
+    patterns = [re.compile("^" + re.sub(r"\\\{[^}]*\\\}", "[^/]+", re.escape(path)) + "/?$") for path in paths]
+    return patterns + [re.compile(f"^{re.escape(mount)}(/.*)?$") for mount in mounts]
+
+
+def check_text(name: str, text: str, cli: click.Command, routes: list[re.Pattern[str]]) -> list[Problem]:
+    from qrag_qdrant.config.settings import Settings, load_settings
+    from qrag_qdrant.errors import ConfigError
+
+    problems = []
+    sections = {
+        name
+        for name, f in Settings.model_fields.items()
+        if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)
+    }
+    for language, body, first in blocks(text):
+        if language == "toml" and PYPROJECT.search(body):  # a package's pyproject.toml: TOML, not a config
+            try:
+                tomllib.loads(body)
+            except tomllib.TOMLDecodeError as exc:
+                problems.append(Problem(name, first, f"not TOML: {exc}"))
+        elif language == "toml":
+            with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as out:
+                out.write(body)
+            try:
+                load_settings(Path(out.name))
+            except ConfigError as exc:
+                problems.append(Problem(name, first, f"TOML block does not load: {exc}"))
+            finally:
+                Path(out.name).unlink()
+        elif language in ("bash", "console", "shell", "sh", ""):
+            for line, offset in command_lines(body):
+                if (why := parse_error(cli, line)) is not None:
+                    problems.append(Problem(name, first + offset, f"{line!r}: {why}"))
+    known_env = env_names(Settings) | NOT_SETTINGS
+    for number, line in enumerate(text.splitlines(), 1):
+        for key in CONFIG_KEY.findall(line):
+            path = key.split(".")
+            if path[0] in sections and not section_fields(Settings, path) and not names_code(path):
+                problems.append(Problem(name, number, f"no config key {key}"))
+        for variable in ENV_VAR.findall(line):
+            if variable.startswith(TEST_VARIABLE) or variable in known_env:
+                continue
+            if not any(variable.startswith(f"{v}_") for v in dict_env(Settings)):
+                problems.append(Problem(name, number, f"no setting reads {variable}"))
+        for path in HTTP_PATH.findall(line):
+            if path != "/v1/" and not any(route.match(path.rstrip(".")) for route in routes):
+                problems.append(Problem(name, number, f"the service has no route {path}"))
+    return problems
+
+
+def dict_env(model: type[BaseModel], prefix: str = "QRAG_") -> set[str]:
+    """Variables of dict-valued settings, under which any key may follow."""
+    found = set()
+    for name, field in model.model_fields.items():
+        variable = f"{prefix}{name.upper()}"
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            found |= dict_env(annotation, f"{variable}_")
+        elif getattr(annotation, "__origin__", None) is dict:
+            found.add(variable)
+    return found
+
+
+def check(files: list[Path] | None = None) -> list[Problem]:
+    from qrag_qdrant.cli.app import app
+
+    cli = typer.main.get_command(app)
+    routes = route_patterns()
+    problems = []
+    for path in files or doc_files():
+        problems += check_text(path.relative_to(REPO).as_posix(), path.read_text(), cli, routes)
+    return problems
+
+
+def main() -> int:
+    problems = check()
+    for problem in problems:
+        print(problem)
+    print(f"{len(problems)} problems in the docs' examples", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
