@@ -1,4 +1,4 @@
-"""Which rule should decide "supported": the greedy answer's token probability (today's default),
+"""Which rule should decide "supported": the greedy answer's token probability (the default),
 the agreement of readings (``generation.samples``), the question's rare words the passages lack
 (``generation.key_terms``), or a logistic combination. Chosen on the tuning runs, reported on the
 test runs, all from one kind of run:
@@ -37,7 +37,7 @@ from qrag_qdrant.eval.metrics import holds_answer, paired_test
 from qrag_qdrant.generation.checks.agreement import DECLINED, normalize_answer, same_answer
 from qrag_qdrant.generation.checks.claims import QUESTION_WORDS
 
-TODAY = 0.85  # generation.min_answer_probability, today's default
+TODAY = 0.85  # generation.min_answer_probability's default
 PRECISION = 0.90  # the issue's target precision; choose() asks at least this of a rule on the tuning answers
 MAX_UNANSWERABLE = 0.10  # the issue's target: unanswerable questions shown as supported
 KS = (1, 2, 3, 4, 5)
@@ -256,9 +256,9 @@ def by_score(score: Callable[[Row], float], cut: float) -> Callable[[Row], Shown
 
 def choose(tune: list[Row], rules: dict[str, Callable[[Row], Shown]]) -> tuple[str, dict[str, Any]]:
     """The rule fixed before the test runs: the most recall on the tuning answers among the rules
-    at least as precise as today's there (and PRECISION), that show at most MAX_UNANSWERABLE of
+    at least as precise as the default there (and PRECISION), that show at most MAX_UNANSWERABLE of
     the tuning unanswerable questions as supported; ties: the one listed first (fewer readings).
-    When none does, today's rule stays."""
+    When none does, the default stays."""
     measured = {name: measure(tune, rule) for name, rule in rules.items()}
     floor = max(PRECISION, measured[TODAY_RULE]["precision"] or 0.0)
     meeting = [
@@ -313,7 +313,7 @@ def main() -> None:
     report: dict[str, Any] = {"chosen_on_tune": best, "tune": tuned}
     shown = (TODAY_RULE, "today + key terms", "today + unseen words", best, *args.also)
     report["test"] = {name: measure(test, rules[name]) for name in shown}
-    # the answers: holds gold, today's greedy against the majority of the chosen k
+    # the answers: holds gold, the greedy answer against the majority of the chosen k
     k = int(best.split("k=")[1].split()[0]) if "k=" in best else 5
     pairs = [
         (float(today(r).correct), float(by_agreement(k, 0.0)(r).correct)) for r in test if r.category == "answerable"

@@ -6,7 +6,7 @@ Reads an ``eval --generate --answers-out`` file made with ``generation.samples =
 ``agreement_report.py``), asks each multi-cluster question again through ``QuorumRAG.retrieve``
 and answers every cluster of its evidence alone through ``QuorumRAG.answer`` (greedy), and
 reports, on the answerable questions that reached the model, the supported mark's precision and
-recall for: today's rule, agreement of readings (k = 5, share >= 0.67), and cluster votes (the
+recall for: the default rule, agreement of readings (k = 5, share >= 0.67), and cluster votes (the
 answer is what at least ``--votes`` single clusters also give).
 
     python benchmarks/cluster_votes.py --data $DATA --store $S --namespace eval-squad-dev test.jsonl

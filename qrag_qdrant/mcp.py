@@ -22,7 +22,7 @@ from .plugins import install_hint
 if TYPE_CHECKING:
     from mcp.server.mcpserver import Context, MCPServer
 
-    from .api import CollectionInfo
+    from .api import CollectionInfo, QuorumRAG
     from .ingest.documents import DocumentPage
     from .results import Answer, Evidence
 
@@ -139,7 +139,7 @@ def build_server(resolve: Resolver) -> "MCPServer":
 class LocalNamespace:
     """A ``QuorumRAG`` as the tools' namespace (``qrag-qdrant mcp`` over stdio)."""
 
-    def __init__(self, rag: Any):
+    def __init__(self, rag: "QuorumRAG"):
         self.rag = rag
 
     def retrieve(self, question: str, history: "Iterable[Any]" = ()) -> "Evidence":

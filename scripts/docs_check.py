@@ -19,8 +19,8 @@ import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import click
 import typer
 from pydantic import BaseModel
 from starlette.routing import Mount
@@ -71,34 +71,33 @@ def command_lines(body: str) -> Iterator[tuple[str, int]]:
                 yield found[1], offset
 
 
-def parse_error(root: click.Command, line: str) -> str | None:
-    """Why click refuses this command line, or None when it parses."""
+def parse_error(root: Any, line: str) -> str | None:
+    """Why the CLI's own parser refuses this command line, or None when it parses. Typer carries
+    its own copy of click, so its commands and errors are matched by what they do, not by class."""
     try:
         words = shlex.split(line, comments=True)[1:]
     except ValueError as exc:
         return f"not a shell line: {exc}"
-    context: click.Context | None = None
+    context: Any = None
     command, name = root, "qrag-qdrant"
     try:
         while True:
             context = command.make_context(name, list(words), parent=context, resilient_parsing=False)
-            if not isinstance(command, click.Group):
+            rest = [*getattr(context, "_protected_args", []), *context.args]
+            if not hasattr(command, "resolve_command") or not rest:
                 return None
-            rest = [*context._protected_args, *context.args]
-            if not rest:
-                return None
-            name, found, words = command.resolve_command(context, rest)
-            if found is None:
+            name, command, words = command.resolve_command(context, rest)
+            if command is None:
                 return f"no command {name!r}"
-            command = found
-    except click.exceptions.Exit:  # --help, --version
+    except typer.Exit:  # --help, --version
         return None
-    except click.BadParameter as exc:
-        if isinstance(exc.param.type if exc.param else None, click.Path) and "does not exist" in str(exc):
+    except Exception as exc:
+        if not hasattr(exc, "format_message"):
+            raise
+        param = getattr(exc, "param", None)
+        if type(getattr(param, "type", None)).__name__ == "Path" and "does not exist" in str(exc):
             return None  # a path of the reader's own
-        return exc.format_message()
-    except click.UsageError as exc:
-        return exc.format_message()
+        return str(exc.format_message())
 
 
 def section_fields(model: type[BaseModel], path: list[str]) -> bool:
@@ -153,49 +152,73 @@ def route_patterns() -> list[re.Pattern[str]]:
     return patterns + [re.compile(f"^{re.escape(mount)}(/.*)?$") for mount in mounts]
 
 
-def check_text(name: str, text: str, cli: click.Command, routes: list[re.Pattern[str]]) -> list[Problem]:
-    from qrag_qdrant.config.settings import Settings, load_settings
+def check_blocks(name: str, text: str, cli: Any) -> list[Problem]:
+    """TOML blocks load as configs (a package's pyproject.toml as TOML); command lines parse."""
+    problems = []
+    for language, body, first in blocks(text):
+        if language == "toml":
+            if (why := toml_error(body)) is not None:
+                problems.append(Problem(name, first, why))
+        elif language in ("bash", "console", "shell", "sh", ""):
+            problems += [
+                Problem(name, first + offset, f"{line!r}: {why}")
+                for line, offset in command_lines(body)
+                if (why := parse_error(cli, line)) is not None
+            ]
+    return problems
+
+
+def toml_error(body: str) -> str | None:
+    from qrag_qdrant.config.settings import load_settings
     from qrag_qdrant.errors import ConfigError
 
-    problems = []
+    if PYPROJECT.search(body):  # a package's pyproject.toml: TOML, not a config
+        try:
+            tomllib.loads(body)
+        except tomllib.TOMLDecodeError as exc:
+            return f"not TOML: {exc}"
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        config = Path(folder) / "example.toml"
+        config.write_text(body)
+        try:
+            load_settings(config)
+        except ConfigError as exc:
+            return f"TOML block does not load: {exc}"
+    return None
+
+
+def check_names(name: str, text: str, routes: list[re.Pattern[str]]) -> list[Problem]:
+    """Config keys, QRAG_* variables and service paths named anywhere in the text exist."""
+    from qrag_qdrant.config.settings import Settings
+
     sections = {
-        name
-        for name, f in Settings.model_fields.items()
+        key
+        for key, f in Settings.model_fields.items()
         if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)
     }
-    for language, body, first in blocks(text):
-        if language == "toml" and PYPROJECT.search(body):  # a package's pyproject.toml: TOML, not a config
-            try:
-                tomllib.loads(body)
-            except tomllib.TOMLDecodeError as exc:
-                problems.append(Problem(name, first, f"not TOML: {exc}"))
-        elif language == "toml":
-            with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as out:
-                out.write(body)
-            try:
-                load_settings(Path(out.name))
-            except ConfigError as exc:
-                problems.append(Problem(name, first, f"TOML block does not load: {exc}"))
-            finally:
-                Path(out.name).unlink()
-        elif language in ("bash", "console", "shell", "sh", ""):
-            for line, offset in command_lines(body):
-                if (why := parse_error(cli, line)) is not None:
-                    problems.append(Problem(name, first + offset, f"{line!r}: {why}"))
-    known_env = env_names(Settings) | NOT_SETTINGS
+    known_env, open_env = env_names(Settings) | NOT_SETTINGS, dict_env(Settings)
+    problems = []
     for number, line in enumerate(text.splitlines(), 1):
-        for key in CONFIG_KEY.findall(line):
-            path = key.split(".")
-            if path[0] in sections and not section_fields(Settings, path) and not names_code(path):
-                problems.append(Problem(name, number, f"no config key {key}"))
-        for variable in ENV_VAR.findall(line):
-            if variable.startswith(TEST_VARIABLE) or variable in known_env:
-                continue
-            if not any(variable.startswith(f"{v}_") for v in dict_env(Settings)):
-                problems.append(Problem(name, number, f"no setting reads {variable}"))
-        for path in HTTP_PATH.findall(line):
-            if path != "/v1/" and not any(route.match(path.rstrip(".")) for route in routes):
-                problems.append(Problem(name, number, f"the service has no route {path}"))
+        problems += [
+            Problem(name, number, f"no config key {key}")
+            for key in CONFIG_KEY.findall(line)
+            if key.split(".")[0] in sections
+            and not section_fields(Settings, key.split("."))
+            and not names_code(key.split("."))
+        ]
+        problems += [
+            Problem(name, number, f"no setting reads {variable}")
+            for variable in ENV_VAR.findall(line)
+            if not variable.startswith(TEST_VARIABLE)
+            and variable not in known_env
+            and not any(variable.startswith(f"{v}_") for v in open_env)
+        ]
+        problems += [
+            Problem(name, number, f"the service has no route {path}")
+            for path in HTTP_PATH.findall(line)
+            if path != "/v1/" and not any(route.match(path.rstrip(".")) for route in routes)
+        ]
     return problems
 
 
@@ -219,7 +242,8 @@ def check(files: list[Path] | None = None) -> list[Problem]:
     routes = route_patterns()
     problems = []
     for path in files or doc_files():
-        problems += check_text(path.relative_to(REPO).as_posix(), path.read_text(), cli, routes)
+        name, text = path.relative_to(REPO).as_posix(), path.read_text()
+        problems += check_blocks(name, text, cli) + check_names(name, text, routes)
     return problems
 
 

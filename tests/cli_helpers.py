@@ -12,6 +12,9 @@ from typer.testing import CliRunner
 
 from qrag_qdrant.cli.app import app
 
+#: a question the sample corpus answers (the honeybees' waggle dance)
+QUESTION = "How does a honeybee forager tell her sisters the direction and distance of flowers?"
+
 
 def run(*args: str, env: dict[str, str] | None = None):
     return CliRunner().invoke(app, list(args), env=env)

@@ -9,11 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import Settings, load_settings
 from qrag_qdrant.embedding import DenseEmbedder
+from qrag_qdrant.service.auth.keys import KeyFile
 
 from .backends import BACKENDS, RagOpener, qdrant_server_url
+from .cli_helpers import run
 from .sample_corpus import DOCUMENTS
+from .service_helpers import TEAM_B_DOC
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -65,7 +69,7 @@ def corpus(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def repo_config() -> Iterator[Path]:
-    yield REPO / "qrag_qdrant" / "configs" / "default.toml"
+    yield REPO / "qrag_qdrant" / "config" / "default.toml"
 
 
 @pytest.fixture(params=BACKENDS)
@@ -83,3 +87,52 @@ def open_rag(
     opener = RagOpener(backend, tmp_path, request, embedder)
     yield opener
     opener.close()
+
+
+@pytest.fixture
+def teams(tmp_path, embedder):
+    """Team a holds the sample corpus, team b one document of its own; each has a key.
+    Returns a function that starts the service over them with extra settings."""
+    store, key_file = tmp_path / "store", tmp_path / "keys.toml"
+    team_a, team_b = tmp_path / "a", tmp_path / "b"
+    for folder, documents in ((team_a, DOCUMENTS), (team_b, {"gears.txt": TEAM_B_DOC})):
+        for name, text in documents.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text)
+    for namespace, folder in (("team-a", team_a), ("team-b", team_b)):
+        settings = load_settings(store=store, namespace=namespace)
+        with QuorumRAG(settings, embedder=embedder) as rag:
+            rag.ingest(folder)
+    keys = KeyFile.load(key_file)
+    auth = {
+        team: {"Authorization": f"Bearer {keys.add(f'team-{namespace}', role)}"}
+        for team, namespace, role in (("a", "a", "read-write"), ("b", "b", "read"), ("a-admin", "a", "admin"))
+    }
+
+    pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
+    from fastapi.testclient import TestClient
+
+    from qrag_qdrant.service.app import create_app
+
+    def start(**overrides) -> TestClient:
+        service = {"keys": key_file, "max_body_bytes": 200_000, **overrides.pop("service", {})}
+        settings = load_settings(store=store, service=service, **overrides)
+        return TestClient(create_app(settings, embedder=embedder), raise_server_exceptions=False)
+
+    return start, auth
+
+
+@pytest.fixture
+def service(teams):
+    """The service over both teams with the default settings: (client, the teams' headers)."""
+    start, auth = teams
+    with start() as client:
+        yield client, auth
+
+
+@pytest.fixture
+def ingested(corpus: Path) -> Path:
+    """The sample corpus, ingested through the CLI into the test's own store."""
+    result = run("ingest", str(corpus))
+    assert result.exit_code == 0, result.stderr
+    return corpus

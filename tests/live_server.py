@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .test_service import free_port
+from .service_helpers import free_port
 
 
 @contextmanager

@@ -15,7 +15,7 @@ from typing import Any
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.generation.backends.embedded import PACKAGED_MODELS, packaged_gguf
 
-from .test_service import free_port
+from .service_helpers import free_port
 
 #: the key the server is started with, and the model id it serves
 SERVER_KEY = "sk-test-server-key"

@@ -70,7 +70,7 @@ def test_sick_days_from_the_vacation_passage_are_not_shown_as_supported(zentrix)
     vacation = zentrix(VACATION, ["27 days ", "[1]"])
     assert vacation.claims[0].missing_terms == [] and vacation.claims[0].supported
     unchecked = zentrix(SICK, ["27 days ", "[1]"], key_terms=False)
-    assert unchecked.claims[0].supported  # without the check, as before: a clean, cited, wrong answer
+    assert unchecked.claims[0].supported  # without the check: a clean, cited, wrong answer
     assert sick.claims[0].relevance == unchecked.claims[0].relevance  # the same answer, the same other checks
 
 

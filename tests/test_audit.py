@@ -11,7 +11,7 @@ import pytest
 
 from .cli_helpers import assert_clean_error, run
 from .ollama_standin import ollama_standin
-from .test_service import BEES, teams  # noqa: F401 - fixtures
+from .service_helpers import BEES
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from .cli_helpers import run
+from .conversation_cases import FIRST, FOLLOW_UP, STAND_ALONE
 from .ollama_standin import ollama_standin
-from .test_conversation import FIRST, FOLLOW_UP, STAND_ALONE
 
 if sys.platform == "win32":
     pytest.skip("pseudo-terminals are POSIX", allow_module_level=True)

@@ -11,18 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from .cli_helpers import assert_clean_error, namespace_held_elsewhere, run
+from .cli_helpers import QUESTION, assert_clean_error, namespace_held_elsewhere, run
 from .ollama_standin import ollama_standin
 from .sample_corpus import DOCUMENTS
-
-QUESTION = "How does a honeybee forager tell her sisters the direction and distance of flowers?"
-
-
-@pytest.fixture
-def ingested(corpus: Path) -> Path:
-    result = run("ingest", str(corpus))
-    assert result.exit_code == 0, result.stderr
-    return corpus
 
 
 def test_ingest_summary_then_unchanged_reingest(corpus):

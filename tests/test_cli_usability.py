@@ -13,9 +13,8 @@ from qrag_qdrant import __version__
 from qrag_qdrant.cli.render import LineIngestProgress
 from qrag_qdrant.ingest.corpus import SkippedFile
 
-from .cli_helpers import run
+from .cli_helpers import QUESTION, run
 from .ollama_standin import ollama_standin
-from .test_cli import QUESTION, ingested  # noqa: F401 (a fixture)
 
 
 @pytest.mark.parametrize("command", [[], ["query"], ["ingest"], ["key", "add"], ["gate", "calibrate"], ["serve"]])

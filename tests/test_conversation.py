@@ -13,13 +13,8 @@ from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.errors import QuestionError
 from qrag_qdrant.retrieval.conversation import REWRITE_SYSTEM, Conversation, fenced, needs_history
 
+from .conversation_cases import FIRST, FOLLOW_UP, HISTORY, STAND_ALONE
 from .ollama_standin import ollama_standin
-from .test_service import teams  # noqa: F401 - fixtures
-
-FIRST = "Which is the largest active volcano on Earth?"
-FOLLOW_UP = "What did it grow over?"
-STAND_ALONE = "What did Mauna Loa, the largest active volcano on Earth, grow over?"
-HISTORY = [{"role": "user", "content": FIRST}, {"role": "assistant", "content": "Mauna Loa in Hawaii [1]."}]
 
 
 class ScriptedRewriter:
@@ -145,7 +140,7 @@ def test_a_malformed_or_oversized_history_is_one_question_error(history, fragmen
 
 def test_the_pipeline_searches_and_answers_the_stand_alone_question(corpus, tmp_path, embedder):
     """A follow-up's evidence is the stand-alone question's, and the model is asked that question;
-    a first turn, and a follow-up that names its subject, are retrieved exactly as before."""
+    a first turn, and a follow-up that names its subject, are retrieved exactly as a plain query is."""
     with ollama_standin(tokens=["a hot spot ", "[1]"], rewrites={FOLLOW_UP: STAND_ALONE}) as ollama:
         settings = load_settings(
             store=tmp_path / "store", ollama={"host": ollama.host}, generation={"backend": "ollama", "judge": False}

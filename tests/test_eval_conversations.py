@@ -8,9 +8,9 @@ import json
 from qrag_qdrant.retrieval.conversation import REWRITE_SYSTEM
 
 from .cli_helpers import run
+from .conversation_cases import FIRST, FOLLOW_UP, STAND_ALONE
 from .ollama_standin import ollama_standin
 from .sample_corpus import DOCUMENTS
-from .test_conversation import FIRST, FOLLOW_UP, STAND_ALONE
 
 CHESS_FOLLOW_UP = "When did they gain those moves?"
 

@@ -15,7 +15,7 @@ import pytest
 from .cli_helpers import run
 from .live_server import live_server
 from .ollama_standin import ollama_standin
-from .test_service import BEES, teams  # noqa: F401 - fixtures
+from .service_helpers import BEES
 
 pytest.importorskip("mcp", reason="the service extra brings the mcp SDK")
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
@@ -175,7 +175,7 @@ def test_an_agent_that_leaves_mid_ask_stops_the_model(teams, tmp_path, embedder)
 
 
 def test_the_tools_take_the_conversation_as_history(teams, tmp_path, embedder):
-    from .test_conversation import FOLLOW_UP, HISTORY, STAND_ALONE
+    from .conversation_cases import FOLLOW_UP, HISTORY, STAND_ALONE
 
     _, auth = teams
     with contextlib.ExitStack() as stack:

@@ -18,7 +18,7 @@ from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.service.auth.oidc import OidcSignIn, ProviderKeys
 
 from .oidc_provider import SigningKey, oidc_provider
-from .test_service import BEES, free_port, sources, teams  # noqa: F401 - fixtures
+from .service_helpers import BEES, free_port, sources
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 

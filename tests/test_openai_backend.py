@@ -12,10 +12,9 @@ import pytest
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.generation import embedded_available
 
-from .cli_helpers import assert_clean_error, run
+from .cli_helpers import QUESTION, assert_clean_error, run
 from .model_server import SERVED_MODEL, SERVER_KEY, model_server, refusing_proxy
-from .test_cli import QUESTION, ingested  # noqa: F401 (a fixture)
-from .test_service import BEES, events, free_port, teams  # noqa: F401 (a fixture)
+from .service_helpers import BEES, events, free_port
 
 pytestmark = pytest.mark.skipif(
     not embedded_available(load_settings()),

@@ -12,8 +12,8 @@ from qrag_qdrant.config.settings import load_settings
 
 from .live_server import live_server
 from .ollama_standin import ollama_standin
+from .service_helpers import BEES
 from .test_embedded import needs_model
-from .test_service import BEES, service, teams  # noqa: F401 - fixtures
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 openai = pytest.importorskip("openai", reason="the test extra brings the openai SDK")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,57 +24,11 @@ from qrag_qdrant.retrieval.gate import QUORUM_FEATURES
 from .cli_helpers import assert_clean_error, run
 from .ollama_standin import ollama_standin
 from .sample_corpus import DOCUMENTS
+from .service_helpers import BEES, events, finished, free_port, sources
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
-from fastapi.testclient import TestClient
 
-from qrag_qdrant.service.app import create_app
 from qrag_qdrant.service.auth.keys import KeyFile, Principal
-
-BEES = "How do honeybee foragers tell their sisters where the flowers are?"
-TEAM_B_DOC = (
-    "The Antikythera mechanism is an ancient Greek hand-powered orrery, recovered from a shipwreck "
-    "in 1901, that modelled the motions of the Sun and Moon with bronze gears. "
-) * 3
-
-
-@pytest.fixture
-def teams(tmp_path, embedder):
-    """Team a holds the sample corpus, team b one document of its own; each has a key.
-    Returns a function that starts the service over them with extra settings."""
-    store, key_file = tmp_path / "store", tmp_path / "keys.toml"
-    team_a, team_b = tmp_path / "a", tmp_path / "b"
-    for folder, documents in ((team_a, DOCUMENTS), (team_b, {"gears.txt": TEAM_B_DOC})):
-        for name, text in documents.items():
-            (folder / name).parent.mkdir(parents=True, exist_ok=True)
-            (folder / name).write_text(text)
-    for namespace, folder in (("team-a", team_a), ("team-b", team_b)):
-        settings = load_settings(store=store, namespace=namespace)
-        with QuorumRAG(settings, embedder=embedder) as rag:
-            rag.ingest(folder)
-    keys = KeyFile.load(key_file)
-    auth = {
-        team: {"Authorization": f"Bearer {keys.add(f'team-{namespace}', role)}"}
-        for team, namespace, role in (("a", "a", "read-write"), ("b", "b", "read"), ("a-admin", "a", "admin"))
-    }
-
-    def start(**overrides) -> TestClient:
-        service = {"keys": key_file, "max_body_bytes": 200_000, **overrides.pop("service", {})}
-        settings = load_settings(store=store, service=service, **overrides)
-        return TestClient(create_app(settings, embedder=embedder), raise_server_exceptions=False)
-
-    return start, auth
-
-
-@pytest.fixture
-def service(teams):
-    start, auth = teams
-    with start() as client:
-        yield client, auth
-
-
-def sources(evidence: dict) -> set[str]:
-    return {p["source"] for cluster in evidence["clusters"] for p in cluster["passages"]}
 
 
 def test_each_team_sees_only_its_own_namespace(service):
@@ -114,15 +67,6 @@ def test_the_key_file_holds_hashes_not_keys(tmp_path):
     assert key not in (tmp_path / "keys.toml").read_text()
     assert KeyFile.load(tmp_path / "keys.toml").principal(key).namespace == "team-a"
     assert KeyFile.load(tmp_path / "keys.toml").principal(key + "x") is None
-
-
-def events(response) -> list[tuple[str, dict]]:
-    """Server-Sent Events as (event, data) pairs."""
-    parsed = []
-    for block in response.text.strip().split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in block.splitlines())
-        parsed.append((fields["event"], json.loads(fields["data"])))
-    return parsed
 
 
 def test_streams_evidence_then_tokens_then_the_checked_answer(teams):
@@ -210,12 +154,6 @@ def test_a_client_that_leaves_mid_stream_does_not_break_the_service(teams):
         hold.set()  # the abandoned answer finishes in the background
         after = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"])
         assert after.status_code == 200 and not after.json()["abstained"]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_sigterm_lets_the_answer_in_flight_finish(tmp_path, corpus, embedder):
@@ -352,13 +290,6 @@ def test_feedback_is_kept_per_namespace_and_exported_as_gate_rows(service, tmp_p
 
 
 OWLS = "Barn owls hunt at night and find mice in total darkness by sound alone. " * 4
-
-
-def finished(client, job: dict, headers: dict) -> dict:
-    """The job once it has ended: polled until its state says so, however long the box takes."""
-    while job["state"] in ("queued", "running"):
-        job = client.get(f"/v1/jobs/{job['id']}", headers=headers).json()
-    return job
 
 
 def test_uploaded_files_are_ingested_by_a_job_the_team_can_follow(service):

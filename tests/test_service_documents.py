@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from .sample_corpus import DOCUMENTS
-from .test_service import BEES, service, teams  # noqa: F401 - fixtures
+from .service_helpers import BEES
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 
@@ -75,7 +75,7 @@ def test_hostile_document_requests_get_a_4xx(service, method, path, params, stat
 def test_an_upload_under_the_same_name_replaces_the_document_and_names_the_key(service, tmp_path):
     from qrag_qdrant.service.auth.keys import KeyFile
 
-    from .test_service import finished
+    from .service_helpers import finished
 
     client, auth = service
     for text in ("Barn owls hunt mice by sound alone.\n", "Barn owls swallow mice whole and cough up pellets.\n"):

@@ -18,8 +18,8 @@ import pytest
 from qrag_qdrant.generation import BackendDefaults, register_backend
 
 from .cli_helpers import assert_clean_error, run
+from .service_helpers import BEES, finished
 from .test_generation import closed_port
-from .test_service import BEES, finished, service, teams  # noqa: F401 - fixtures
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 from qrag_qdrant.service.auth.guard import RateLimits
@@ -510,7 +510,7 @@ def test_teams_wait_their_turn_for_the_model_and_a_full_queue_is_a_503(teams):
     """One model, many teams: while team a's answer holds it, team b's streamed question waits,
     told its place; with the queue full, a third answer is refused at once with Retry-After."""
     from .ollama_standin import ollama_standin
-    from .test_service import events
+    from .service_helpers import events
 
     start, auth = teams
     gears = "What did the Antikythera mechanism model?"

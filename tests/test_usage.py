@@ -16,7 +16,7 @@ from qrag_qdrant.service.routes.query import OVER_QUOTA
 from .cli_helpers import run
 from .live_server import live_server
 from .ollama_standin import ollama_standin
-from .test_service import BEES, teams  # noqa: F401 - fixtures
+from .service_helpers import BEES
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 

@@ -19,11 +19,11 @@ import pytest
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
 
+from .conversation_cases import FIRST, FOLLOW_UP, STAND_ALONE
 from .live_server import live_server
 from .oidc_provider import oidc_provider
 from .ollama_standin import ollama_standin
-from .test_conversation import FIRST, FOLLOW_UP, STAND_ALONE
-from .test_service import BEES, free_port
+from .service_helpers import BEES, free_port
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 uvicorn = pytest.importorskip("uvicorn", reason="the service extra brings uvicorn")

@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # imported where they are used (ingest, tables): a query star
     from rich.progress import Progress
     from rich.table import Table
 
-    from ..ingest.ingestor import IngestProgress, IngestReport
+    from ..ingest.ingestor import IngestReport
+    from ..ingest.progress import IngestProgress
 
 F = TypeVar("F", bound=Callable[..., Any])
 

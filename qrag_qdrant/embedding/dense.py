@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config.settings import EmbeddingSettings
+from ..config.sections import EmbeddingSettings
 from ..errors import EmbeddingError
 from ..plugins import install_hint
 from . import pooling
@@ -184,7 +184,8 @@ class DenseEmbedder:
 
     def _run_model(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """The model's token vectors for a batch of windows."""
-        return fastembed_onnx(self._model).model.run(None, inputs)[0]
+        vectors: np.ndarray = fastembed_onnx(self._model).model.run(None, inputs)[0]
+        return vectors
 
 
 # fastembed has no public API for a model's token vectors or its pooling. What late pooling

@@ -35,11 +35,12 @@ class MeanPooledOnnx:
 
     def encode(self, text: str) -> np.ndarray:
         ids = np.asarray([self._tokenizer.encode(text).ids], dtype=np.int64)
-        hidden = self._session.run(
+        hidden: np.ndarray = self._session.run(
             None, {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
         )[0]
         vector = hidden[0].astype(np.float64).mean(axis=0)
-        return (vector / max(float(np.linalg.norm(vector)), 1e-12)).astype(np.float32)
+        unit: np.ndarray = (vector / max(float(np.linalg.norm(vector)), 1e-12)).astype(np.float32)
+        return unit
 
 
 def optimized_session(model: Path, threads: int) -> Any:
@@ -58,7 +59,7 @@ def optimized_session(model: Path, threads: int) -> Any:
             return onnxruntime.InferenceSession(str(saved), options, providers=["CPUExecutionProvider"])
         except Exception:
             pass
-    # extended, not all: the layout optimisations of "all" are tied to this machine's CPU
+    # extended, not all: the layout optimisations of "all" are tied to the CPU that made the file
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     saved.parent.mkdir(parents=True, exist_ok=True)
     staging = saved.with_name(f".{saved.name}.{os.getpid()}")

@@ -20,7 +20,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..calibration.fitting import CATEGORIES
-from ..config.settings import GenerationSettings, Settings
+from ..config.sections import GenerationSettings
+from ..config.settings import Settings
 from ..generation import GenerationBackend
 from ..generation.answer import answer_from
 from ..generation.checks.claims import CITATION, confident

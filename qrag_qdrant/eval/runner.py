@@ -32,7 +32,8 @@ from typing import Any
 
 from ..api import QuorumRAG
 from ..calibration.fitting import CATEGORIES
-from ..config.settings import CollectionSpec, RetrievalSettings, Settings
+from ..config.sections import RetrievalSettings
+from ..config.settings import CollectionSpec, Settings
 from ..config.values import parse_expansion
 from ..errors import ConfigError
 from ..results import Passage, QueryExpansion, timed

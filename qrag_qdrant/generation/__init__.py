@@ -14,7 +14,8 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable
 
-from ..config.settings import OllamaSettings, Settings
+from ..config.sections import OllamaSettings
+from ..config.settings import Settings
 from ..plugins import Registry
 from .base import BackendDefaults, GenerationBackend, GenerationResult, Judge, Usage
 from .prompt import NOT_IN_DOCUMENTS, SYSTEM_PROMPTS, build_messages
@@ -47,11 +48,13 @@ def embedded_available(settings: Settings) -> bool:
     if settings.llm.gguf is not None:
         return True
     model = PACKAGED_MODELS.get(packaged_model_name(settings.llm))
-    return model is not None and importlib.util.find_spec("xllamacpp") is not None and model.part_path(1) is not None
+    installed = importlib.util.find_spec("xllamacpp") is not None
+    return model is not None and installed and model.part_path(1) is not None
 
 
 def pointed_at_ollama(settings: Settings) -> bool:
-    return settings.ollama.host != OllamaSettings.model_fields["host"].default
+    default: str = OllamaSettings.model_fields["host"].default
+    return settings.ollama.host != default
 
 
 def open_backend(settings: Settings) -> GenerationBackend:

@@ -59,7 +59,8 @@ def link_matrix(candidates: Sequence[Candidate], threshold: float) -> np.ndarray
     spans = np.array([c.span for c in candidates])
     starts, ends = spans[:, 0], spans[:, 1]
     overlapping = (starts[:, None] < ends[None, :]) & (starts[None, :] < ends[:, None])
-    return similar | ((source_ids[:, None] == source_ids[None, :]) & overlapping)
+    same: np.ndarray = similar | ((source_ids[:, None] == source_ids[None, :]) & overlapping)
+    return same
 
 
 def greedy_clusters(candidates: Sequence[Candidate], threshold: float) -> list[Cluster]:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..config.settings import RetrievalSettings
+from ..config.sections import RetrievalSettings
 from ..embedding.term_stats import terms, word_terms
 from ..errors import QuestionError
 from ..results import ConversationStep

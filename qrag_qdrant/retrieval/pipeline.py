@@ -12,7 +12,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-from ..config.settings import CollectionSpec, RetrievalSettings, RetrieverSpec, Settings
+from ..config.sections import RetrievalSettings
+from ..config.settings import CollectionSpec, RetrieverSpec, Settings
 from ..embedding import Bm25Embedder, DenseEmbedder, model_dim
 from ..embedding.term_stats import TermStats, unseen_words
 from ..errors import NothingIngestedError

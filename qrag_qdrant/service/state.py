@@ -97,7 +97,8 @@ class ServiceState:
 
 
 def service(request: Request) -> ServiceState:
-    return request.app.state.service
+    state: ServiceState = request.app.state.service
+    return state
 
 
 bearer = HTTPBearer(auto_error=False, description="a team's key from `qrag-qdrant key add`")
@@ -105,7 +106,7 @@ bearer = HTTPBearer(auto_error=False, description="a team's key from `qrag-qdran
 
 def caller(request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Principal:
     """The team behind the request's bearer key (checked before the body was read)."""
-    principal = getattr(request.state, "principal", None)
+    principal: Principal | None = getattr(request.state, "principal", None)
     if principal is None:
         raise ServiceError(401, "unauthorized", UNAUTHORIZED)
     return principal

@@ -25,7 +25,8 @@ from typing import Any
 import qdrant_edge as edge
 
 from ..config.names import collection_pattern, namespace_of
-from ..config.settings import DENSE_VECTOR, SPARSE_VECTOR, QdrantSettings, Settings
+from ..config.sections import QdrantSettings
+from ..config.settings import DENSE_VECTOR, SPARSE_VECTOR, Settings
 from ..embedding import Bm25Document, SparseVec
 from ..errors import StoreError, StoreInUseError
 from .base import ATTACHMENTS, QDRANT_RRF_K, CollectionManifest, Store

@@ -31,7 +31,7 @@ def write_atomically(path: Path, data: str | bytes, mode: int = PRIVATE_FILE_MOD
 
 def read_ahead(path: Path) -> None:
     """Asks the kernel to read a file into its page cache, in the background; where the platform
-    has no ``posix_fadvise``, nothing happens (the reads then go to the disk as before)."""
+    has no ``posix_fadvise``, nothing happens (the reads then go to the disk)."""
     if not hasattr(os, "posix_fadvise"):
         return
     try:

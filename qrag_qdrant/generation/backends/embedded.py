@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...config.settings import LlmSettings, Settings
+from ...config.sections import LlmSettings
+from ...config.settings import Settings
 from ...embedding.packaged import cache_dir, package_file, sha256_of
 from ...errors import GenerationError
 from ...plugins import install_hint
@@ -183,7 +184,8 @@ def _server(path: Path, settings: LlmSettings) -> LoadedModel:
             except Exception as exc:  # the binding raises bare errors for a file llama.cpp cannot load
                 raise GenerationError(f"llama.cpp cannot load {path}: {exc} (a truncated or damaged GGUF?)") from None
             _SERVERS[key] = LoadedModel(server, server.listening_address, api_key)
-        return _SERVERS[key]
+        loaded: LoadedModel = _SERVERS[key]
+        return loaded
 
 
 class EmbeddedGenerator:

@@ -8,7 +8,8 @@ from typing import Any
 
 import httpx
 
-from ...config.settings import OllamaSettings, Settings
+from ...config.sections import OllamaSettings
+from ...config.settings import Settings
 from ...errors import GenerationError, redacted
 from ...plugins import install_hint
 from ...results import Passage

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from ...config.settings import GenerationSettings
+from ...config.sections import GenerationSettings
 from ...results import Answer, AnswerAgreement, Passage, TokenUsage
 from ..base import GenerationResult
 from .claims import answer_probability, declined, short_answer_of

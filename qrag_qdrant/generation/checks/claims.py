@@ -34,7 +34,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 
-from ...config.settings import GenerationSettings
+from ...config.sections import GenerationSettings
 from ...embedding.term_stats import terms
 from ...results import Answer, Claim, Passage
 from ..base import Judge

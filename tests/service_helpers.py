@@ -1,0 +1,39 @@
+"""What the service's tests share: a question team a's documents answer, a free port, and readers of
+the service's replies (sources, Server-Sent Events, a finished job)."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+BEES = "How do honeybee foragers tell their sisters where the flowers are?"
+TEAM_B_DOC = (
+    "The Antikythera mechanism is an ancient Greek hand-powered orrery, recovered from a shipwreck "
+    "in 1901, that modelled the motions of the Sun and Moon with bronze gears. "
+) * 3
+
+
+def sources(evidence: dict) -> set[str]:
+    return {p["source"] for cluster in evidence["clusters"] for p in cluster["passages"]}
+
+
+def events(response) -> list[tuple[str, dict]]:
+    """Server-Sent Events as (event, data) pairs."""
+    parsed = []
+    for block in response.text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines())
+        parsed.append((fields["event"], json.loads(fields["data"])))
+    return parsed
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def finished(client, job: dict, headers: dict) -> dict:
+    """The job once it has ended: polled until its state says so, however long the box takes."""
+    while job["state"] in ("queued", "running"):
+        job = client.get(f"/v1/jobs/{job['id']}", headers=headers).json()
+    return job
