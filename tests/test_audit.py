@@ -115,6 +115,23 @@ def test_the_log_rotates_and_the_audit_command_reads_it_whole(teams, tmp_path):
     assert_clean_error(run("audit", "--config", str(config), "--since", "yesterday"), 1, "--since 'yesterday'")
 
 
+def test_the_audit_view_shows_markup_in_a_path_as_written(teams, tmp_path):
+    """Unauthenticated paths land in the log as the client wrote them: ``/v1/[/]`` once made the
+    view exit with a markup error, and ``[bold red]`` restyled it."""
+    start, _ = teams
+    log, config = tmp_path / "audit.jsonl", tmp_path / "audit.toml"
+    config.write_text(f'[service]\naudit_log = "{log}"\n')
+    hostile = ["/v1/%5B/%5D", "/v1/%5Bbold%20red%5Dalarm%5B/bold%20red%5D", "/v1/%5Blink=http://evil.example%5Dx"]
+    with start(service={"audit_log": log}) as client:
+        for path in hostile:
+            assert client.get(path).status_code == 401
+    shown = run("audit", "--config", str(config))
+    assert shown.exit_code == 0, shown.stderr
+    flat = "".join(shown.stdout.split())  # the table may wrap a cell
+    for written in ("/v1/[/]", "/v1/[boldred]alarm[/boldred]", "/v1/[link=http://evil.example]x"):
+        assert written in flat
+
+
 def test_key_changes_are_audited_without_the_key(tmp_path):
     log, keys = tmp_path / "audit.jsonl", tmp_path / "keys.toml"
     config = tmp_path / "q.toml"

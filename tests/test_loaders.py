@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from qrag_qdrant import QuorumRAG, loaders
+from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.errors import NothingIngestedError
+from qrag_qdrant.ingest import loaders
 from qrag_qdrant.ingest.corpus import open_corpus
 from qrag_qdrant.ingest.loaders import LoaderError, TextBlock, register_loader
 from qrag_qdrant.ingest.loaders.pdf import PdfLoader

@@ -15,9 +15,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from qrag_qdrant import QuorumRAG, loaders
+from qrag_qdrant import QuorumRAG
 from qrag_qdrant.calibration.fitting import SystemRows
 from qrag_qdrant.config.settings import load_settings
+from qrag_qdrant.ingest import loaders
 from qrag_qdrant.ingest.loaders import TextBlock
 from qrag_qdrant.retrieval.gate import QUORUM_FEATURES
 
@@ -330,27 +331,64 @@ def test_an_upload_name_outside_the_job_folder_is_refused(service, name):
     assert response.status_code == 422 and response.json()["code"] == "invalid_request", response.text
 
 
-def test_a_server_path_needs_an_admin_key(service, tmp_path):
-    client, auth = service
-    folder = tmp_path / "server-docs"
-    folder.mkdir()
+def test_a_server_path_needs_an_admin_key_and_a_folder_the_namespace_may_ingest_from(teams, tmp_path):
+    start, auth = teams
+    roots = tmp_path / "roots"
+    folder = roots / "team-a" / "server-docs"
+    folder.mkdir(parents=True)
     (folder / "owls.txt").write_text(OWLS)
     body = {"path": str(folder)}
-    refused = client.post("/v1/ingest", json=body, headers=auth["a"])
-    assert refused.status_code == 403 and "admin" in refused.json()["message"]
-    job = finished(client, client.post("/v1/ingest", json=body, headers=auth["a-admin"]).json(), auth["a-admin"])
-    assert job["state"] == "done" and job["report"]["documents"] == 1 and job["source"] == str(folder)
-    # the team's other keys follow the same job, but read no path on the server anywhere in it
-    seen = client.get(f"/v1/jobs/{job['id']}", headers=auth["a"])
-    assert seen.status_code == 200 and seen.json()["state"] == "done" and str(tmp_path) not in seen.text
-    assert seen.json()["source"] == "(a folder on the server)" and seen.json()["report"]["documents"] == 1
-    assert folder.joinpath("owls.txt").exists()  # a server folder is never removed
-    missing = client.post("/v1/ingest", json={"path": str(tmp_path / "nope")}, headers=auth["a-admin"])
-    assert missing.status_code == 400 and missing.json()["code"] == "bad_corpus"
-    unknown = client.post("/v1/ingest", json={"path": str(folder), "colour": "red"}, headers=auth["a-admin"])
-    assert unknown.status_code == 422 and unknown.json()["code"] == "invalid_request"
-    neither = client.post("/v1/ingest", content=b"path", headers={**auth["a"], "Content-Type": "text/plain"})
-    assert neither.status_code == 415 and neither.json()["code"] == "unsupported_media_type"
+    with start(service={"ingest_roots": {"team-a": [str(roots / "team-a")]}}) as client:
+        refused = client.post("/v1/ingest", json=body, headers=auth["a"])
+        assert refused.status_code == 403 and "admin" in refused.json()["message"]
+        job = finished(client, client.post("/v1/ingest", json=body, headers=auth["a-admin"]).json(), auth["a-admin"])
+        assert job["state"] == "done" and job["report"]["documents"] == 1 and job["source"] == str(folder)
+        # the team's other keys follow the same job, but read no path on the server anywhere in it
+        seen = client.get(f"/v1/jobs/{job['id']}", headers=auth["a"])
+        assert seen.status_code == 200 and seen.json()["state"] == "done" and str(tmp_path) not in seen.text
+        assert seen.json()["source"] == "(a folder on the server)" and seen.json()["report"]["documents"] == 1
+        assert folder.joinpath("owls.txt").exists()  # a server folder is never removed
+        missing = client.post("/v1/ingest", json={"path": str(folder / "nope")}, headers=auth["a-admin"])
+        assert missing.status_code == 400 and missing.json()["code"] == "bad_corpus"
+        unknown = client.post("/v1/ingest", json={"path": str(folder), "colour": "red"}, headers=auth["a-admin"])
+        assert unknown.status_code == 422 and unknown.json()["code"] == "invalid_request"
+        neither = client.post("/v1/ingest", content=b"path", headers={**auth["a"], "Content-Type": "text/plain"})
+        assert neither.status_code == 415 and neither.json()["code"] == "unsupported_media_type"
+
+
+def test_an_admin_key_ingests_nothing_outside_its_namespaces_roots(teams, tmp_path):
+    """The probe's cross-team leak: team a's admin key asked for team b's source folder."""
+    start, auth = teams
+    roots = tmp_path / "roots"
+    (roots / "team-a").mkdir(parents=True)
+    team_b_docs = roots / "team-b"
+    team_b_docs.mkdir()
+    (team_b_docs / "canary.txt").write_text("The canary of team b sings the word zymurgy-4417 at dawn. " * 5)
+    (roots / "team-a" / "link").symlink_to(team_b_docs)  # a link inside team a's root, to team b's folder
+    outside = [
+        str(team_b_docs),
+        str(roots / "team-a" / ".." / "team-b"),
+        str(roots / "team-a" / "link"),
+        "/etc",
+        "relative/path",
+    ]
+    with start() as client:  # no roots at all: server paths are off
+        off = client.post("/v1/ingest", json={"path": str(roots / "team-a")}, headers=auth["a-admin"])
+        assert off.status_code == 403 and "service.ingest_roots" in off.json()["message"]
+    roots_setting = {"team-a": [str(roots / "team-a")], "team-b": [str(team_b_docs)]}
+    with start(service={"ingest_roots": roots_setting}) as client:
+        for path in outside:
+            refused = client.post("/v1/ingest", json={"path": path}, headers=auth["a-admin"])
+            assert refused.status_code == 403, (path, refused.text)
+            assert str(tmp_path) not in refused.text
+        # nothing of team b's reached team a's namespace
+        found = client.post(
+            "/v1/query", json={"question": "What does the canary sing?", "generate": False}, headers=auth["a"]
+        ).json()
+        assert "zymurgy" not in json.dumps(found)
+    with start(service={"ingest_roots": {"*": [str(roots)]}}) as client:  # a root for every namespace
+        accepted = client.post("/v1/ingest", json={"path": str(roots / "team-a")}, headers=auth["a-admin"])
+        assert accepted.status_code == 202
 
 
 def test_a_job_that_finds_nothing_readable_fails_with_the_reason(service):

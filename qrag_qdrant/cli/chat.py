@@ -55,7 +55,7 @@ class Chat:
         try:
             evidence = self.rag.retrieve(question, self.turns)
         except QuestionError as exc:
-            out.print(f"[red]error:[/red] {exc}")
+            out.print(f"error: {exc}", markup=False, style="red")
             return
         if evidence.searched != evidence.question:
             out.print(f"searched for: {evidence.searched}", markup=False, style="dim")

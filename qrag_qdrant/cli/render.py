@@ -92,10 +92,12 @@ def plural(count: int, noun: str) -> str:
 
 
 def print_table(table: Table) -> None:
-    """On a terminal, fitted to its width; in a log or a pipe, whole, with nothing wrapped."""
+    """On a terminal, fitted to its width; in a log or a pipe, whole, with nothing wrapped. Cells are
+    shown as written, never read as markup: they hold what clients sent (a request's path, a
+    document's name), and ``[bold red]`` or ``[/]`` in one must neither restyle the view nor break it."""
     from rich.console import Console
 
-    (out if out.is_terminal else Console(highlight=False, width=240)).print(table)
+    (out if out.is_terminal else Console(highlight=False, width=240)).print(table, markup=False)
 
 
 def print_json(value: Any) -> None:

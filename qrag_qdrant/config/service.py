@@ -115,6 +115,12 @@ class ServiceSettings(Section):
         description="the key file: each team's key (hashed), namespace and role; `qrag-qdrant key add` writes it",
     )
     oidc: OidcSettings = Field(default_factory=OidcSettings, description="sign-in through an OpenID Connect provider")
+    ingest_roots: dict[str, list[Path]] = Field(
+        default_factory=dict,
+        description='folders on the server an admin key may ingest from, per namespace ("*": every namespace): '
+        '[service.ingest_roots] team-a = ["/srv/docs/team-a"]; a path is resolved (links, "..") before it is '
+        "checked; none: uploads are the only way in",
+    )
     max_body_bytes: PositiveInt = Field(1 << 20, description="a larger request body is refused with 413")
     max_upload_bytes: PositiveInt = Field(256 << 20, description="the same for the files of one POST /v1/ingest")
     cache_entries: NonNegativeInt = Field(
@@ -185,6 +191,15 @@ class ServiceSettings(Section):
             if rate is not None:
                 parse_rate(rate)
         return self
+
+    def ingest_root_of(self, namespace: str, path: Path) -> Path | None:
+        """The configured root that holds ``path`` for ``namespace`` (both resolved: links and ".."
+        followed), or None when no root does."""
+        resolved = path.resolve()
+        for root in [*self.ingest_roots.get(namespace, []), *self.ingest_roots.get("*", [])]:
+            if resolved.is_relative_to(root.resolve()):
+                return root
+        return None
 
     def rates(self) -> dict[str, tuple[int, float] | None]:
         """Each kind of request's (burst, refill per second), or None: unlimited."""

@@ -1,5 +1,6 @@
 """The bodies the service's routes read, apart from the routes: the service's state and several
-routes share them."""
+routes share them. Strict: a field takes its own JSON type only (``"generate": "yes"`` is a 422,
+not an answer), and an unknown field is refused."""
 
 from __future__ import annotations
 
@@ -12,14 +13,14 @@ class HistoryTurn(BaseModel):
     """One earlier message of the conversation; an assistant turn is what the client says was
     answered (unverified: it is only read to make the question stand-alone)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     role: Literal["user", "assistant"]
     content: str
 
 
 class QueryRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     question: str
     history: list[HistoryTurn] = Field(
@@ -34,7 +35,7 @@ class QueryRequest(BaseModel):
 class IngestPathRequest(BaseModel):
     """An admin's ingest of a folder on the server's own disk."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     path: str = Field(description="a folder or file on the server")
     prune: bool = Field(False, description="remove the chunks of files that are gone from the folder")
@@ -42,7 +43,7 @@ class IngestPathRequest(BaseModel):
 
 
 class FeedbackRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     query_id: str = Field(max_length=64)
     rating: Literal["up", "down"]

@@ -14,7 +14,6 @@ replace the old ones in one atomic step (the embedded form of Qdrant's alias swi
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import shutil
 import threading
@@ -22,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import filelock
 import qdrant_edge as edge
 
 from ..config.names import collection_pattern, namespace_of
@@ -59,9 +59,16 @@ class EdgeStore(Store):
         #: how new collections hold their vectors and payloads, and how quantized ones are searched
         self.layout = layout or QdrantSettings()
         self._shards: dict[str, edge.EdgeShard] = {}
+        # one process holds a namespace: a lock file per namespace (flock on POSIX, msvcrt on Windows)
+        self._lock = filelock.FileLock(self.root / f"{LOCK}-{namespace}", timeout=0, thread_local=False)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            self._lock = open(self.root / f"{LOCK}-{namespace}", "a+")  # noqa: SIM115 held until close()
+            self._lock.acquire()
+        except filelock.Timeout:
+            raise StoreInUseError(
+                f"store is in use by another process: namespace {namespace!r} of {self.root} "
+                "(wait for it to finish, or use another --store or --namespace)"
+            ) from None
         except OSError as exc:
             hint = (
                 " (Qdrant Edge writes its log even to answer queries: copy the store to a writable folder)"
@@ -69,14 +76,6 @@ class EdgeStore(Store):
                 else ""
             )
             raise StoreError(f"cannot open store {self.root}: {exc.strerror or exc}{hint}") from None
-        try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._lock.close()
-            raise StoreInUseError(
-                f"store is in use by another process: namespace {namespace!r} of {self.root} "
-                "(wait for it to finish, or use another --store or --namespace)"
-            ) from None
         self._written: set[str] = set()  # collections this process wrote: only they need a flush
         self._versions: dict[str, dict[str, str | None]] = {}
         self._complete: set[str] = set()  # collections whose version cache holds every source
@@ -374,9 +373,8 @@ class EdgeStore(Store):
             shard.close()
         self._shards.clear()
         self._written.clear()
-        if not self._lock.closed:
-            fcntl.flock(self._lock, fcntl.LOCK_UN)
-            self._lock.close()
+        if self._lock.is_locked:
+            self._lock.release()
 
 
 def _quantization(kind: str) -> Any:

@@ -1,10 +1,12 @@
 """What a client may spend: bodies bounded as they stream, and requests per key.
 
-``BodyGuard`` runs before any route. On ``/v1/`` it checks the bearer key, or the identity
-provider's token (``oidc``), before a byte of the body is read (401, or 403 for a token that maps to
-no namespace), refuses a declared ``Content-Length`` over the route's limit (413), and
-counts the bytes of every body as they arrive, so a chunked body, or one whose length was not
-declared, is cut off at the limit with a 413 too. It is plain ASGI: Starlette's
+``BodyGuard`` runs before any route. On ``/v1/`` it refuses ambiguous headers (two
+``Authorization`` headers, ``Content-Length`` beside chunked encoding), checks the bearer key, or the
+identity provider's token (``oidc``), before a byte of the body is read (401, or 403 for a token that
+maps to no namespace), refuses a declared ``Content-Length`` over the route's limit (413), and counts
+the bytes of every body as they arrive, so a chunked body, or one whose length was not declared, is
+cut off at the limit with a 413 too. A body must arrive on time (408), and a JSON body may not name
+a key twice (400). It is plain ASGI: Starlette's
 ``@app.middleware`` wraps every request in extra tasks and streams, which a warm query pays.
 
 ``RateLimits`` is a token bucket per key and kind of request (query, ingest, feedback): a bucket
@@ -16,6 +18,7 @@ and moving windows, not a token bucket, and its storage layer is more than one p
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import threading
 import time
@@ -39,39 +42,48 @@ class BodyGuard:
         keys: Callable[[], KeyFile],
         limit_of: Callable[[str], int],
         oidc: OidcSignIn | None = None,
+        body_timeout: float = 10.0,
+        body_min_rate: int = 16384,
     ):
         self.app, self.keys, self.limit_of, self.oidc = app, keys, limit_of, oidc
+        self.body_timeout, self.body_min_rate = body_timeout, body_min_rate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
             await self.app(scope, receive, send)
             return
-        headers = dict(scope["headers"])
+        path = scope["path"]
         try:
+            headers = checked_headers(scope["headers"])
             principal = await self.caller(scope, headers)
         except SignInRefused as refused:
             code = REFUSAL_CODES[refused.status]
-            scope.setdefault("state", {}).setdefault("audit", {})["reason"] = refused.logged
-            await error_response(refused.status, code, refused.reason, path=scope["path"])(scope, receive, send)
+            audit = scope.setdefault("state", {}).setdefault("audit", {})
+            audit.update({"reason": refused.logged, **refused.who})
+            await error_response(refused.status, code, refused.reason, path=path)(scope, receive, send)
+            return
+        except ServiceError as bad:
+            await error_response(bad.status_code, bad.code, bad.detail, path=path)(scope, receive, send)
             return
         scope.setdefault("state", {})["principal"] = principal  # request.state.principal
-        limit = self.limit_of(scope["path"])
+        limit = self.limit_of(path)
         length = headers.get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > limit):
-            await error_response(413, "body_too_large", too_large(limit), path=scope["path"])(scope, receive, send)
+            await error_response(413, "body_too_large", too_large(limit), path=path)(scope, receive, send)
             return
-        received = 0
-
-        async def counted() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > limit:
-                    raise ServiceError(413, "body_too_large", too_large(limit))
-            return message
-
-        await self.app(scope, counted, send)
+        body = BodyReader(receive, limit, self.body_timeout, self.body_min_rate)
+        if headers.get(b"content-type", b"").split(b";")[0].strip() == b"application/json":
+            try:  # read whole (it is bounded), so it is checked once for what a parser would let pass
+                whole = await body.whole()
+                refuse_duplicate_keys(whole)
+            except ServiceError as bad:
+                await error_response(bad.status_code, bad.code, bad.detail, path=path, headers=bad.headers)(
+                    scope, receive, send
+                )
+                return
+            await self.app(scope, body.replay(whole), send)
+            return
+        await self.app(scope, body.receive, send)
 
     async def caller(self, scope: Scope, headers: dict[bytes, bytes]) -> Principal:
         """Who sent the request: a team key, else (with ``service.oidc``) a token the identity
@@ -85,10 +97,98 @@ class BodyGuard:
                 scope.setdefault("state", {})["signed_in"] = signed_in
                 principal = signed_in.principal
             return principal
-        principal = self.keys().principal(token) if token is not None else None
+        keys = self.keys()
+        principal = keys.principal(token) if token is not None else None
         if principal is None:
-            raise SignInRefused(401, UNAUTHORIZED, "no valid key or token")
+            entry = keys.entry_of(token) if token is not None else None  # a revoked or expired key is named
+            raise SignInRefused(401, UNAUTHORIZED, "no valid key or token", {"key": entry.id} if entry else {})
         return principal
+
+
+def checked_headers(raw: list[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
+    """The request's headers by name, once they are unambiguous: one ``Authorization`` (with two,
+    which one decides would depend on the reader), and never a ``Content-Length`` beside a chunked
+    ``Transfer-Encoding`` (the body's end would depend on the reader: request smuggling)."""
+    names = [name.lower() for name, _ in raw]
+    if names.count(b"authorization") > 1:
+        raise ServiceError(400, "bad_request", "send one Authorization header")
+    if names.count(b"content-length") > 1:
+        raise ServiceError(400, "bad_request", "send one Content-Length header")
+    headers = dict(raw)
+    if b"content-length" in headers and b"chunked" in headers.get(b"transfer-encoding", b"").lower():
+        raise ServiceError(400, "bad_request", "send Content-Length or chunked Transfer-Encoding, not both")
+    return headers
+
+
+class BodyReader:
+    """A request's body as it arrives: at most ``limit`` bytes (413), and on time (408). A body has
+    ``timeout`` seconds, and one more for every ``min_rate`` bytes it brings, so a large upload on a
+    slow line goes through while a client that sends a byte now and then cannot hold a connection
+    (Apache's mod_reqtimeout works the same way)."""
+
+    def __init__(self, receive: Receive, limit: int, timeout: float, min_rate: int):
+        self._receive, self.limit, self.min_rate = receive, limit, min_rate
+        self.received = 0
+        self.deadline = time.monotonic() + timeout
+
+    async def receive(self) -> Message:
+        left = self.deadline + self.received / self.min_rate - time.monotonic()
+        try:
+            message = await asyncio.wait_for(self._receive(), timeout=max(left, 0.0))
+        except TimeoutError:
+            raise ServiceError(
+                408,
+                "body_timeout",
+                "the request body did not arrive in time (service.body_timeout, service.body_min_rate)",
+                headers={"Connection": "close"},
+            ) from None
+        if message["type"] == "http.request":
+            self.received += len(message.get("body", b""))
+            if self.received > self.limit:
+                raise ServiceError(413, "body_too_large", too_large(self.limit))
+        return message
+
+    async def whole(self) -> bytes:
+        """The whole body (a client that leaves meanwhile ends the request)."""
+        parts = []
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                raise ServiceError(400, "client_gone", "the client went away before its body arrived")
+            parts.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                return b"".join(parts)
+
+    def replay(self, body: bytes) -> Receive:
+        """A receive that gives the app the body read already, then what the client sends next (a
+        disconnect, which streams and the MCP tools watch for)."""
+        given = False
+
+        async def receive() -> Message:
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await self._receive()
+
+        return receive
+
+
+def refuse_duplicate_keys(body: bytes) -> None:
+    """A 400 for a JSON object that names a key twice (parsers keep the first or the last, so two
+    readers of one request could disagree); a body that is no JSON is left to the route's 422."""
+
+    def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
+        names = [name for name, _ in items]
+        if len(set(names)) != len(names):
+            twice = sorted({name for name in names if names.count(name) > 1})
+            raise ServiceError(400, "bad_request", f"the JSON body names {', '.join(map(repr, twice))} twice")
+        return dict(items)
+
+    try:
+        json.loads(body, object_pairs_hook=pairs)
+    except ValueError:
+        return
 
 
 def too_large(limit: int) -> str:

@@ -14,7 +14,6 @@ when they differ. Writes replace the file whole, under a lock, so a reader never
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import hmac
 import os
@@ -65,13 +64,15 @@ class KeyEntry:
     name: str | None = None
     created: datetime | None = None
     expires: datetime | None = None
+    #: when ``key revoke`` ended it: kept, so a refused request with it is still attributed to it
+    revoked: datetime | None = None
 
     @property
     def id(self) -> str:
         return self.sha256[:ID_DIGITS]
 
     def expired(self, now: datetime) -> bool:
-        return self.expires is not None and now >= self.expires
+        return self.revoked is not None or (self.expires is not None and now >= self.expires)
 
     def toml(self) -> str:
         lines = [
@@ -85,6 +86,7 @@ class KeyEntry:
                     ("sha256", self.sha256),
                     ("created", self.created and self.created.isoformat(timespec="seconds")),
                     ("expires", self.expires and self.expires.isoformat(timespec="seconds")),
+                    ("revoked", self.revoked and self.revoked.isoformat(timespec="seconds")),
                 )
                 if value is not None
             ),
@@ -114,7 +116,7 @@ def _entry(raw: dict[str, object]) -> KeyEntry:
         str(raw["namespace"]),
         role,
         name,
-        *(_when(raw.get(part)) for part in ("created", "expires")),
+        *(_when(raw.get(part)) for part in ("created", "expires", "revoked")),
     )
 
 
@@ -159,8 +161,15 @@ class KeyFile:
         return {entry.sha256: entry for entry in entries}
 
     def entries(self) -> list[KeyEntry]:
+        """The keys that still work or have expired: revoked ones are kept for the audit log only."""
         self.refresh()
-        return list(self._entries.values())
+        return [entry for entry in self._entries.values() if entry.revoked is None]
+
+    def entry_of(self, key: str) -> KeyEntry | None:
+        """The file's entry for ``key``, revoked and expired ones included (to name it in a refusal)."""
+        self.refresh()
+        wanted = digest(key)
+        return next((entry for known, entry in self._entries.items() if hmac.compare_digest(known, wanted)), None)
 
     def principal(self, key: str, now: datetime | None = None) -> Principal | None:
         """Who ``key`` belongs to, if it is in the file and has not expired."""
@@ -185,11 +194,13 @@ class KeyFile:
         return key
 
     def revoke(self, which: str) -> KeyEntry:
-        """Remove the key whose id or name is ``which``; the service refuses it from its next request."""
+        """End the key whose id or name is ``which``: the service refuses it from its next request,
+        and the audit log still names it when it is tried."""
         with self._writing() as entries:
             entry = self._find(entries, which)
-            entries.remove(entry)
-        return entry
+            revoked = replace(entry, revoked=datetime.now(UTC).replace(microsecond=0))
+            entries[entries.index(entry)] = revoked
+        return revoked
 
     def rotate(self, which: str) -> tuple[str, KeyEntry]:
         """A new key in place of ``which``: same namespace, role, name and lifetime; the old one stops working."""
@@ -203,7 +214,7 @@ class KeyFile:
 
     @staticmethod
     def _find(entries: list[KeyEntry], which: str) -> KeyEntry:
-        found = [e for e in entries if e.name == which or e.id == which]
+        found = [e for e in entries if (e.name == which or e.id == which) and e.revoked is None]
         if not found:
             raise ConfigError(f"no key with the id or name {which!r}; see: qrag-qdrant key list")
         if len(found) > 1:
@@ -216,6 +227,8 @@ class KeyFile:
         that other writers (another ``key add``) wait for."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # the lock is the key file's folder itself: a lock file of its own would be left beside the keys
+        import fcntl  # POSIX only, and only key changes need it: the CLI's other commands start anywhere
+
         lock = os.open(self.path.parent, os.O_RDONLY)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX)

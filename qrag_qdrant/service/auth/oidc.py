@@ -47,9 +47,11 @@ class SignInRefused(Exception):
     namespace) or 503 (the provider cannot be reached); ``reason`` is safe to show the caller,
     ``logged`` what the audit log keeps (the reason, unless given)."""
 
-    def __init__(self, status: int, reason: str, logged: str | None = None):
+    def __init__(self, status: int, reason: str, logged: str | None = None, who: dict[str, str] | None = None):
         super().__init__(reason)
         self.status, self.reason, self.logged = status, reason, logged or reason
+        #: what the audit log may name of the caller: the key's id, the token's subject
+        self.who = who or {}
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,11 @@ class ProviderKeys:
     def key(self, kid: str | None) -> jwt.PyJWK:
         """The key ``kid`` names (or the only key, for a token without ``kid``); an unknown one reads
         the set again when the last read is older than ``jwks_refresh_seconds``."""
-        with self._lock:
-            if self._keys is None or self.clock() - self._read_at > self.settings.jwks_cache_seconds:
+        with self._lock:  # concurrent sign-ins wait for one read, and share its result
+            since = self.clock() - self._read_at
+            if self._keys is None and since < self.settings.jwks_refresh_seconds:
+                raise SignInRefused(503, "the identity provider could not be read a moment ago; try again shortly")
+            if self._keys is None or since > self.settings.jwks_cache_seconds:
                 self._read()
             found = self._find(kid)
             if found is None and self.clock() - self._read_at >= self.settings.jwks_refresh_seconds:
@@ -173,7 +178,14 @@ class OidcSignIn:
         value: Any = claims
         for part in self.settings.claim.split("."):
             value = value.get(part) if isinstance(value, dict) else None
-        values = [value] if isinstance(value, str) else [v for v in value or () if isinstance(v, str)]
+        # a string or a list of strings; any other shape (an object of flags, a number) grants nothing
+        values = (
+            [value]
+            if isinstance(value, str)
+            else [v for v in value if isinstance(v, str)]
+            if isinstance(value, list)
+            else []
+        )
         roles: dict[str, Role] = {}
         for granted, role in (self.grants[v] for v in values if v in self.grants):
             if granted not in roles or ROLE_ORDER[role] > ROLE_ORDER[roles[granted]]:
@@ -182,10 +194,12 @@ class OidcSignIn:
             roles = {namespace: roles[namespace]} if namespace in roles else {}
         if not roles:
             where = f"the namespace {namespace!r}" if namespace else "any namespace"
-            raise SignInRefused(403, f"the token's {self.settings.claim} claim gives no access to {where}")
+            refusal = f"the token's {self.settings.claim} claim gives no access to {where}"
+            raise SignInRefused(403, refusal, who={"subject": f"oidc:{claims['sub']}"})
         if len(roles) > 1:
             names = ", ".join(sorted(roles))
-            raise SignInRefused(403, f"the token gives access to {names}: name one in the X-Qrag-Namespace header")
+            refusal = f"the token gives access to {names}: name one in the X-Qrag-Namespace header"
+            raise SignInRefused(403, refusal, who={"subject": f"oidc:{claims['sub']}"})
         ((granted, role),) = roles.items()
         return Principal(granted, role, f"oidc:{claims['sub']}")
 

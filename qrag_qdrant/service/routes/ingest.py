@@ -12,9 +12,10 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
+from ..auth.keys import Principal
 from ..errors import ServiceError
 from ..schemas import INGEST_BODY, IngestPathRequest
-from ..state import Caller, IngestCaller, State
+from ..state import Caller, IngestCaller, ServiceState, State
 
 ingests = APIRouter(prefix="/v1")
 
@@ -54,15 +55,10 @@ async def ingest(request: Request, state: State, principal: IngestCaller) -> JSO
             body = IngestPathRequest.model_validate_json(await request.body())
         except ValidationError as exc:
             raise RequestValidationError(exc.errors()) from None
-        if not principal.can_read_server_paths:
-            raise ServiceError(
-                403, "forbidden", "ingesting a path on the server needs an admin key; upload the files instead"
-            )
-        if not Path(body.path).exists():
-            raise ServiceError(400, "bad_corpus", f"path does not exist on the server: {body.path}")
+        path = server_path(state, principal, body.path)
         job = state.jobs.submit(
             principal.namespace,
-            Path(body.path),
+            path,
             body.path,
             options={"prune": body.prune, "rebuild": body.rebuild, "ingested_by": principal.key_id},
         )
@@ -74,6 +70,32 @@ async def ingest(request: Request, state: State, principal: IngestCaller) -> JSO
     return JSONResponse(
         job.view(principal.can_read_server_paths), status_code=202, headers={"Location": f"/v1/jobs/{job.id}"}
     )
+
+
+def server_path(state: ServiceState, principal: Principal, asked: str) -> Path:
+    """The server folder an admin key asked to ingest, resolved, once it is inside one of the
+    namespace's ``service.ingest_roots``; 403 otherwise (the same for a path that does not exist
+    outside them, so a key learns nothing of the server's disk)."""
+    if not principal.can_read_server_paths:
+        raise ServiceError(
+            403, "forbidden", "ingesting a path on the server needs an admin key; upload the files instead"
+        )
+    settings = state.settings.service
+    if not (settings.ingest_roots.get(principal.namespace) or settings.ingest_roots.get("*")):
+        raise ServiceError(
+            403,
+            "forbidden",
+            "this service takes no server paths for this namespace (service.ingest_roots); upload the files",
+        )
+    path = Path(asked)
+    if not path.is_absolute() or settings.ingest_root_of(principal.namespace, path) is None:
+        raise ServiceError(
+            403, "forbidden", "the path is not inside a folder this namespace may ingest from (service.ingest_roots)"
+        )
+    resolved = path.resolve()
+    if not resolved.exists():
+        raise ServiceError(400, "bad_corpus", f"path does not exist on the server: {asked}")
+    return resolved
 
 
 @ingests.get("/jobs/{job_id}")

@@ -25,7 +25,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from ...api import QuorumRAG
 from ...results import Answer, Evidence
@@ -71,8 +71,8 @@ class ChatRequest(BaseModel):
 
     model: str
     messages: list[ChatMessage]
-    stream: bool = False
-    n: int | None = Field(None, description="1 only")
+    stream: StrictBool = False
+    n: StrictInt | None = Field(None, description="1 only")
     tools: list[Any] | None = Field(None, description="not supported")
     functions: list[Any] | None = Field(None, description="not supported")
 
