@@ -223,6 +223,11 @@ class Answer(Evidence):
     )
     warnings: list[str] = Field(default_factory=list, description="what was changed or found, in one line each")
 
+    @property
+    def reached_model(self) -> bool:
+        """Whether the model took this answer up (its client may have left while it waited)."""
+        return "generation" in self.timings_ms
+
     @classmethod
     def from_evidence(cls, evidence: Evidence, **fields: object) -> Answer:
         """The answer to ``evidence``, every field kept: a dump would drop the ones excluded

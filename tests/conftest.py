@@ -115,7 +115,8 @@ def teams(tmp_path, embedder):
     from qrag_qdrant.service.app import create_app
 
     def start(**overrides) -> TestClient:
-        service = {"keys": key_file, "max_body_bytes": 200_000, **overrides.pop("service", {})}
+        # lookups unmetered here: a test polls a job as fast as it can (the bucket has a test of its own)
+        service = {"keys": key_file, "max_body_bytes": 200_000, "rate_lookup": None, **overrides.pop("service", {})}
         settings = load_settings(store=store, service=service, **overrides)
         return TestClient(create_app(settings, embedder=embedder), raise_server_exceptions=False)
 

@@ -21,6 +21,8 @@ def events(response) -> list[tuple[str, dict]]:
     """Server-Sent Events as (event, data) pairs."""
     parsed = []
     for block in response.text.strip().split("\n\n"):
+        if all(line.startswith(":") for line in block.splitlines()):  # a keep-alive comment
+            continue
         fields = dict(line.split(": ", 1) for line in block.splitlines())
         parsed.append((fields["event"], json.loads(fields["data"])))
     return parsed
@@ -37,3 +39,14 @@ def finished(client, job: dict, headers: dict) -> dict:
     while job["state"] in ("queued", "running"):
         job = client.get(f"/v1/jobs/{job['id']}", headers=headers).json()
     return job
+
+
+def metric_value(exposition: str, name: str, **labels: str) -> float | None:
+    """A sample of ``/metrics`` read with prometheus_client's own parser (None when it is not there)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return float(sample.value)
+    return None

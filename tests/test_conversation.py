@@ -15,6 +15,7 @@ from qrag_qdrant.retrieval.conversation import REWRITE_SYSTEM, Conversation, fen
 
 from .conversation_cases import FIRST, FOLLOW_UP, HISTORY, STAND_ALONE
 from .ollama_standin import ollama_standin
+from .service_helpers import events
 
 
 class ScriptedRewriter:
@@ -168,13 +169,6 @@ def test_the_pipeline_searches_and_answers_the_stand_alone_question(corpus, tmp_
     assert first.clusters == plain.clusters and first.conversation is None  # no history: the plain path
     assert after.clusters == alone.clusters and after.conversation.how == "stand_alone"
     assert sum(r["messages"][0]["content"] == REWRITE_SYSTEM for r in ollama.requests) == 2
-
-
-def events(response) -> list[tuple[str, dict]]:
-    blocks = [b for b in response.text.split("\n\n") if b.strip()]
-    return [
-        (b.split("\n")[0].removeprefix("event: "), json.loads(b.split("\n")[1].removeprefix("data: "))) for b in blocks
-    ]
 
 
 @pytest.fixture

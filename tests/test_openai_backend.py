@@ -14,7 +14,7 @@ from qrag_qdrant.generation import embedded_available
 
 from .cli_helpers import QUESTION, assert_clean_error, run
 from .model_server import SERVED_MODEL, SERVER_KEY, model_server, refusing_proxy
-from .service_helpers import BEES, events, free_port
+from .service_helpers import BEES, events, free_port, metric_value
 
 pytestmark = pytest.mark.skipif(
     not embedded_available(load_settings()),
@@ -82,9 +82,11 @@ def test_the_service_streams_and_counts_an_answer_from_the_server(server, teams,
     tokens = [data["text"] for name, data in received if name == "token"]
     done = received[-1][1]
     assert tokens and "".join(tokens) == done["answer"] and done["model"] == SERVED_MODEL
-    labels = f'model="{SERVED_MODEL}",server="{server.url}"'
-    assert f"qrag_generation_answers_total{{{labels}}} 1" in metrics
-    assert f"qrag_generation_completion_tokens_total{{{labels}}} {done['usage']['completion_tokens']}" in metrics
+    labels = {"model": SERVED_MODEL, "server": server.url}
+    assert metric_value(metrics, "qrag_answers_total", **labels, outcome="answered") == 1
+    completion = metric_value(metrics, "qrag_tokens_total", **labels, kind="completion")
+    assert completion == done["usage"]["completion_tokens"]
+    assert metric_value(metrics, "qrag_generation_seconds_count") == 1
     assert reply.choices[0].message.content == done["answer"]  # the cached answer, through the OpenAI endpoint
     assert reply.model_extra["qrag"]["model"] == SERVED_MODEL
 

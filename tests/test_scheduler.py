@@ -63,7 +63,7 @@ def test_a_full_queue_refuses_at_once_with_a_retry_time():
             with scheduler.turn("team-c"):
                 pass
         with pytest.raises(QueueFull):
-            scheduler.check_room()
+            scheduler.check_room("team-c")
     assert full.value.retry_after == 20 and scheduler.stats.refused == 2
     assert model.join() == ["b1", "a1"]  # team a had the model: team b goes first
 
@@ -106,3 +106,27 @@ def test_a_waiting_request_is_told_its_place_as_it_moves_up():
     assert model.join() == ["b1"] and positions == [2, 1]
     for holder in holders:
         holder.join(60)
+
+
+def test_one_team_holds_at_most_its_share_so_another_teams_answer_gets_in():
+    """The probe: team a held every place of a queue of 7, and team b got 503 model_busy."""
+    scheduler = GenerationScheduler(capacity=7, seconds_per_answer=10, share=0.5)
+    model = Model(scheduler)
+    with scheduler.turn("team-a"):  # team a's first answer holds the model
+        for n in range(1, 3):
+            model.ask("team-a", f"a{n}")  # two more wait: team a holds 3 places, its share
+        with pytest.raises(QueueFull, match="its share of the queue") as refused:
+            scheduler.check_room("team-a")  # the rest of its burst is refused
+        with pytest.raises(QueueFull):
+            with scheduler.turn("team-a"):
+                pass
+        scheduler.check_room("team-b")  # while team b, under its share, is admitted
+        model.ask("team-b", "b1")
+        assert scheduler.stats.waiting == 3
+    assert refused.value.retry_after == 30
+    assert model.join() == ["b1", "a1", "a2"]
+
+
+def test_a_share_of_one_caps_only_the_queue_and_a_small_queue_keeps_a_place_per_team():
+    assert GenerationScheduler(capacity=64, share=1.0).per_namespace == 64
+    assert GenerationScheduler(capacity=1, share=0.5).per_namespace == 1

@@ -25,7 +25,7 @@ from qrag_qdrant.retrieval.gate import QUORUM_FEATURES
 from .cli_helpers import assert_clean_error, run
 from .ollama_standin import ollama_standin
 from .sample_corpus import DOCUMENTS
-from .service_helpers import BEES, events, finished, free_port, sources
+from .service_helpers import BEES, events, finished, free_port, metric_value, sources
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 
@@ -215,8 +215,8 @@ def test_sigterm_lets_the_answer_in_flight_finish(tmp_path, corpus, embedder):
 
 
 def metric(client, name: str) -> int:
-    line = next(row for row in client.get("/metrics").text.splitlines() if row.startswith(f"qrag_cache_{name}_total "))
-    return int(line.split()[1])
+    result = {"hits": "hit", "misses": "miss", "stale": "stale"}[name]
+    return int(metric_value(client.get("/metrics").text, "qrag_cache_lookups_total", result=result) or 0)
 
 
 def test_a_repeated_question_is_answered_from_the_cache_until_the_index_changes(service, tmp_path):

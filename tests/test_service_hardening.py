@@ -18,7 +18,7 @@ import pytest
 from qrag_qdrant.generation import BackendDefaults, register_backend
 
 from .cli_helpers import assert_clean_error, run
-from .service_helpers import BEES, finished
+from .service_helpers import BEES, finished, metric_value
 from .test_generation import closed_port
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
@@ -28,10 +28,14 @@ from qrag_qdrant.service.auth.keys import KeyFile
 MB = 1 << 20
 
 
-def call_asgi(app, path: str, headers: dict[str, str], chunks, disconnect_when: threading.Event | None = None):
+def call_asgi(
+    app, path: str, headers: dict[str, str], chunks, disconnect_when: threading.Event | None = None, spec: str = "2.3"
+):
     """One HTTP request straight to the ASGI app: the body as ``chunks`` (bytes, pulled one at a time
     and counted), no Content-Length. Returns (status, body, chunks pulled). After the body,
-    ``receive`` answers ``http.disconnect`` once ``disconnect_when`` is set (else when the response ends)."""
+    ``receive`` answers ``http.disconnect`` once ``disconnect_when`` is set (else when the response ends).
+    ``spec``: the ASGI HTTP spec the server claims (uvicorn: 2.4, where a response learns that its
+    client left only from a failed write, unless it listens for the disconnect itself)."""
     pulled, sent, body = 0, [], []
     source = iter(chunks)
     upcoming = next(source, None)
@@ -58,7 +62,7 @@ def call_asgi(app, path: str, headers: dict[str, str], chunks, disconnect_when: 
 
     scope = {
         "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "asgi": {"version": "3.0", "spec_version": spec},
         "http_version": "1.1",
         "method": "POST",
         "scheme": "http",
@@ -539,7 +543,7 @@ def test_teams_wait_their_turn_for_the_model_and_a_full_queue_is_a_503(teams):
             first.join(60)
             second.join(60)
     assert full.status_code == 503 and full.json()["code"] == "model_busy" and int(full.headers["Retry-After"]) >= 1
-    assert "qrag_generation_queue_waiting 1" in metrics and "qrag_generation_queue_refused_total 1" in metrics
+    assert metric_value(metrics, "qrag_queue_waiting") == 1 and metric_value(metrics, "qrag_queue_refused_total") == 1
     received = events(replies["b"])
     names = [name for name, _ in received]
     assert names[:2] == ["evidence", "queued"] and received[1][1] == {"position": 1}

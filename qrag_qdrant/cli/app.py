@@ -10,25 +10,29 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import json
 import os
+import re
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from ..config.settings import load_settings
 from ..errors import ConfigError
 from ..plugins import install_hint
 from ..results import Answer
 from ..service.auth.keys import KeyFile
+from ..store.files import SERVE_RECORD
 from ..version import __version__
 from .admin import feedback_app, gate_app, key_app
 from .chat import chat
 from .documents import documents_app
 from .eval import evaluate
-from .logs import configure_logging
+from .logs import LogFormat, configure_logging, uvicorn_log_config
 from .operator import audit, usage
 from .options import ConfigOption, JsonOption, NamespaceOption, StoreOption, open_rag
 from .render import (
@@ -46,7 +50,42 @@ from .render import (
 )
 from .threads import one_blas_thread
 
+#: the global options, which a user may also type after the command (``qrag-qdrant query -v ...``)
+GLOBAL_FLAGS = re.compile(r"^-v+$|^--verbose$")
+GLOBAL_OPTIONS = ("--log-format",)
+
+
+def global_options_first(argv: list[str]) -> list[str]:
+    """``argv`` with the global options moved before the command, wherever they were typed (up to
+    a ``--``, after which everything is an argument)."""
+    moved, rest, index = [], [], 0
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            rest += argv[index:]
+            break
+        if GLOBAL_FLAGS.match(word):
+            moved.append(word)
+        elif word in GLOBAL_OPTIONS and index + 1 < len(argv):
+            moved += [word, argv[index + 1]]
+            index += 1
+        elif word.startswith(tuple(f"{option}=" for option in GLOBAL_OPTIONS)):
+            moved.append(word)
+        else:
+            rest.append(word)
+        index += 1
+    return moved + rest
+
+
+class GlobalOptionsAnywhere(TyperGroup):
+    """The command group, with ``-v``/``--log-format`` taken wherever they are typed."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, global_options_first(args))
+
+
 app = typer.Typer(
+    cls=GlobalOptionsAnywhere,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -75,15 +114,26 @@ def _print_version(wanted: bool) -> None:
 
 @app.callback()
 def options(
+    ctx: typer.Context,
     verbose: Annotated[
-        int, typer.Option("-v", "--verbose", count=True, help="log each stage's work to stderr (-vv: in detail)")
+        int,
+        typer.Option(
+            "-v",
+            "--verbose",
+            count=True,
+            help="log each stage's work to stderr (-vv: in detail); before or after the command",
+        ),
     ] = 0,
+    log_format: Annotated[
+        LogFormat, typer.Option("--log-format", help="text, or json: one object a line, for log shippers")
+    ] = "text",
     version: Annotated[
         bool, typer.Option("--version", callback=_print_version, is_eager=True, help="print the version and exit")
     ] = False,
 ) -> None:
     """Quorum RAG on Qdrant: answers only from evidence several retrievers agree on."""
-    configure_logging(verbose)
+    configure_logging(verbose, log_format)
+    ctx.obj = {"log_format": log_format}
 
 
 @app.command()
@@ -229,6 +279,7 @@ def token(
 @app.command()
 @friendly_errors
 def serve(
+    ctx: typer.Context,
     host: Annotated[str | None, typer.Option("--host", help="address to listen on (service.host)")] = None,
     port: Annotated[int | None, typer.Option("--port", help="port (service.port)")] = None,
     config: ConfigOption = None,
@@ -251,7 +302,14 @@ def serve(
         err.print("warning: no keys yet: add one with `qrag-qdrant key add --namespace NAME`", markup=False)
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     err.print(f"serving on {url}/ (the web page; API docs at {url}/docs); Ctrl-C stops", markup=False)
-    uvicorn.run(create_app(settings, keys), host=host, port=port, **server_options(settings))
+    log_config = uvicorn_log_config((ctx.obj or {}).get("log_format", "text"))
+    record = Path(settings.store) / SERVE_RECORD  # a command refused the store names this service
+    Path(settings.store).mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps({"url": url, "pid": os.getpid()}))
+    try:
+        uvicorn.run(create_app(settings, keys), host=host, port=port, **server_options(settings), log_config=log_config)
+    finally:
+        record.unlink(missing_ok=True)
 
 
 @app.command("mcp")
@@ -275,7 +333,8 @@ PRIVATE_UMASK = 0o077
 
 def main() -> None:
     os.umask(PRIVATE_UMASK)
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `qrag-qdrant ... | head` ends quietly, like other tools
+    if hasattr(signal, "SIGPIPE"):  # POSIX: `qrag-qdrant ... | head` ends quietly, like other tools
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     one_blas_thread()
     try:
         app()

@@ -136,15 +136,42 @@ class ServiceSettings(Section):
     )
     rate_ingest: str | None = Field("20/minute", description="ingest jobs per key, the same way")
     rate_feedback: str | None = Field("30/minute", description="feedback ratings per key, the same way")
+    rate_lookup: str | None = Field(
+        "600/minute", description="lookups per key (a document, the collections, a job's progress), the same way"
+    )
     queue_capacity: PositiveInt = Field(
         64,
         description="answers that may wait for the model at once, all teams together (taken in turn, team by "
         "team); past that, 503 with Retry-After",
     )
+    queue_share: float = Field(
+        0.5,
+        gt=0.0,
+        le=1.0,
+        description="the share of queue_capacity one namespace may hold (at least one place): a team's burst is "
+        "refused past it, so another team's answer still finds room; 1: no cap",
+    )
     header_timeout: PositiveFloat = Field(
         10.0,
         description="seconds a request has to send its headers, after its connection opens or the previous "
         "response ends; a slower connection is closed",
+    )
+    body_timeout: PositiveFloat = Field(
+        10.0,
+        description="seconds a request body has to arrive, plus one for every body_min_rate bytes it brings; a "
+        "slower body gets 408 and its connection is closed",
+    )
+    body_min_rate: PositiveInt = Field(
+        16384, description="bytes per second a long body must keep up to extend its deadline (see body_timeout)"
+    )
+    jobs_kept: PositiveInt = Field(
+        1000, description="finished ingest jobs whose records are kept, the newest (a running job is always kept)"
+    )
+    jobs_kept_days: PositiveFloat = Field(7.0, description="finished ingest jobs older than this are forgotten")
+    stream_ping_seconds: PositiveFloat = Field(
+        15.0,
+        description="a streamed answer sends a comment line this often while it has nothing else to send (it "
+        "waits for the model), so proxies that cut idle connections keep it open",
     )
     max_connections: PositiveInt = Field(
         1000, description="connections the service holds at once; past that it answers 503"
@@ -174,6 +201,9 @@ class ServiceSettings(Section):
         default_factory=dict,
         description='caps per namespace, or per key as "key:<id>": [service.quotas.team-a] answers_per_day = 500',
     )
+    metrics: bool = Field(
+        True, description="serve /metrics (Prometheus): latency histograms, answers, refusals, the queue, the process"
+    )
     metrics_per_namespace: bool = Field(
         False,
         description="/metrics also gives today's usage per namespace (at most 100, the busiest): it then names "
@@ -187,7 +217,7 @@ class ServiceSettings(Section):
 
     @model_validator(mode="after")
     def _rates_parse(self) -> ServiceSettings:
-        for rate in (self.rate_query, self.rate_ingest, self.rate_feedback):
+        for rate in (self.rate_query, self.rate_ingest, self.rate_feedback, self.rate_lookup):
             if rate is not None:
                 parse_rate(rate)
         return self
@@ -209,5 +239,6 @@ class ServiceSettings(Section):
                 ("query", self.rate_query),
                 ("ingest", self.rate_ingest),
                 ("feedback", self.rate_feedback),
+                ("lookup", self.rate_lookup),
             )
         }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 
@@ -89,8 +90,12 @@ def generate_answer(
                     f"the context was trimmed to fit the model's window: passages "
                     f"{', '.join(f'[{p.citation}]' for p in dropped)} were not sent"
                 )
+            log.debug("prompt: %d passages to %s at %s", len(sent), opened.model_name, opened.server)
             tokens = opened.stream(result.searched, sent, reported)
+            started = time.perf_counter()
             for text in unescaped(tokens):
+                if text and not parts:  # the prompt is read: the time to the first token
+                    result.timings_ms["first_token"] = round((time.perf_counter() - started) * 1000, 3)
                 parts.append(text)
                 if on_token and text:
                     on_token(text)
@@ -98,6 +103,9 @@ def generate_answer(
                     tokens.close()  # stops the model
                     raise GenerationError(CLIENT_GONE)
         except GenerationError as exc:
+            log.warning(
+                "generation failed: %s", exc, exc_info=not isinstance(exc, LeftQueue) and str(exc) != CLIENT_GONE
+            )
             result.error, result.complete = str(exc), False
     log.info("generation: %.0f ms, %s", result.timings_ms["generation"], result.error or "answered")
     if opened is not None:

@@ -2,13 +2,16 @@
 across namespaces, that drops a request whose client has gone before it reaches the model.
 
 One team's burst must not starve another: the model takes the namespaces in turn (round robin), one
-request of each, first come within a namespace; the team it served last waits behind the others. A
-full queue refuses at once (``QueueFull``: the service's 503 with ``Retry-After``), and a request
-that is waiting reports its place as it moves.
+request of each, first come within a namespace; the team it served last waits behind the others.
+Nor may one team fill the queue: a namespace holds at most ``share`` of its places, so a burst is
+refused past that while another team's request still gets in. A full queue, or a namespace at its
+share, refuses at once (``QueueFull``: the service's 503 with ``Retry-After``), and a request that is
+waiting reports its place as it moves.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -22,8 +25,14 @@ from ..errors import GenerationError
 class QueueFull(GenerationError):
     """The model's queue is full: try again later."""
 
-    def __init__(self, waiting: int, retry_after: int):
-        super().__init__(f"the model is busy: {waiting} answers are waiting; try again in {retry_after} s")
+    def __init__(self, waiting: int, retry_after: int, held: int | None = None):
+        why = (
+            f"this namespace already has {held} answers waiting or being written, its share of the queue "
+            "(service.queue_share)"
+            if held is not None
+            else f"{waiting} answers are waiting"
+        )
+        super().__init__(f"the model is busy: {why}; try again in {retry_after} s")
         self.retry_after = retry_after
 
 
@@ -54,14 +63,18 @@ class GenerationScheduler:
     """``slots`` requests hold the model at once (1: a single llama.cpp slot); at most ``capacity``
     wait. ``turn`` blocks until it is the caller's, fairly across namespaces."""
 
-    def __init__(self, capacity: int = 64, slots: int = 1, seconds_per_answer: float = 15.0):
+    def __init__(self, capacity: int = 64, slots: int = 1, seconds_per_answer: float = 15.0, share: float = 1.0):
         self.capacity, self.slots, self.seconds_per_answer = capacity, slots, seconds_per_answer
+        #: the places one namespace may hold, waiting or at the model (at least one)
+        self.per_namespace = max(1, math.floor(capacity * share))
         self._lock = threading.Condition()
         self._queues: dict[str, deque[Ticket]] = {}
         #: when each namespace last got the model (a count of grants): the longest waiting goes first
         self._last_turn: dict[str, int] = {}
         self._turns = 0
         self._running = 0
+        #: requests at the model, per namespace
+        self._running_of: dict[str, int] = {}
         self.stats = QueueStats()
 
     @contextmanager
@@ -76,6 +89,8 @@ class GenerationScheduler:
         when the queue is full, and ``LeftQueue`` when ``cancelled`` is set while it waits."""
         ticket = Ticket(namespace, cancelled or threading.Event())
         with self._lock:
+            if (held := self._held(namespace)) >= self.per_namespace:
+                raise self._refused(held)
             if self._running < self.slots and not self.stats.waiting:
                 self._grant(ticket)
             elif self.stats.waiting >= self.capacity:
@@ -95,13 +110,20 @@ class GenerationScheduler:
         try:
             yield waited
         finally:
-            self._release()
+            self._release(namespace)
 
-    def check_room(self) -> None:
-        """``QueueFull`` now if a new request would find the queue full (before a response starts)."""
+    def check_room(self, namespace: str) -> None:
+        """``QueueFull`` now if a new request of ``namespace`` would find the queue full, or its
+        namespace at its share (before a response starts)."""
         with self._lock:
+            if (held := self._held(namespace)) >= self.per_namespace:
+                raise self._refused(held)
             if self.stats.waiting >= self.capacity and self._running >= self.slots:
                 raise self._refused()
+
+    def _held(self, namespace: str) -> int:
+        """The places ``namespace`` holds: its waiting requests and the ones at the model (lock held)."""
+        return len(self._queues.get(namespace, ())) + self._running_of.get(namespace, 0)
 
     def position(self, ticket: Ticket) -> int:
         """The ticket's place in the order the model will take the queue (1: next)."""
@@ -147,12 +169,15 @@ class GenerationScheduler:
                 self._lock.notify_all()
                 return
         if ticket.granted.is_set():
-            self._release()
+            self._release(ticket.namespace)
 
-    def _release(self) -> None:
+    def _release(self, namespace: str) -> None:
         """The model is free: hand it to the next namespace in turn, skipping requests whose client left."""
         with self._lock:
             self._running -= 1
+            self._running_of[namespace] -= 1
+            if not self._running_of[namespace]:
+                del self._running_of[namespace]
             while self._running < self.slots and self._queues:
                 namespace = self._rotation()[0]
                 ticket = self._queues[namespace].popleft()
@@ -168,12 +193,14 @@ class GenerationScheduler:
     def _grant(self, ticket: Ticket) -> None:
         """The model is the ticket's (lock held); its namespace goes to the end of the rotation."""
         self._running += 1
+        self._running_of[ticket.namespace] = self._running_of.get(ticket.namespace, 0) + 1
         self._turns += 1
         self._last_turn[ticket.namespace] = self._turns
         ticket.granted.set()
 
-    def _refused(self) -> QueueFull:
-        """A full queue's refusal, counted (lock held); it says when to try again."""
+    def _refused(self, held: int | None = None) -> QueueFull:
+        """A full queue's refusal (``held``: a namespace at its share), counted (lock held); it says
+        when to try again."""
         self.stats.refused += 1
         waiting = self.stats.waiting
-        return QueueFull(waiting, max(1, round(waiting * self.seconds_per_answer / self.slots)))
+        return QueueFull(waiting, max(1, round(max(waiting, held or 0) * self.seconds_per_answer / self.slots)), held)

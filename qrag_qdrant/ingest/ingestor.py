@@ -222,6 +222,7 @@ class Ingestor:
         group: list[tuple[Document, list[CollectionWriter], str]] = []
         for document in documents:
             stale = [w for w in writers if not w.is_current(document)]
+            log.debug("ingest: %s: %s", document.source, f"new to {len(stale)} collections" if stale else "unchanged")
             if pooling == "chunk" or not stale:
                 yield from self._pooled(group)
                 group = []

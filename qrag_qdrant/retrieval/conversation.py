@@ -18,6 +18,7 @@ is only ever searched in the caller's own namespace.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -31,6 +32,8 @@ from ..errors import QuestionError
 from ..results import ConversationStep
 from .expansion import REFUSAL, Completer, one_line
 from .question import checked_question
+
+log = logging.getLogger(__name__)
 
 Role = Literal["user", "assistant"]
 ROLES: tuple[Role, ...] = ("user", "assistant")
@@ -227,11 +230,14 @@ class Conversation:
         try:
             rewrite = self._rewrite(question, turns)
         except Exception as exc:  # no model, a failing server, an unusable reply: search as typed
+            log.warning("conversation: the rewrite failed; the question is searched as typed", exc_info=True)
             return Asked(question, question, "rewrite_failed", count, one_line(exc), time.perf_counter() - started)
         seconds = time.perf_counter() - started
         rewrite = with_every_word(rewrite, question)
         if same_question(rewrite, question):
+            log.debug("conversation: %r kept as typed (%.2f s)", question, seconds)
             return Asked(question, question, "unchanged", count, seconds=seconds)
+        log.debug("conversation: %r searched as %r (%.2f s)", question, rewrite, seconds)
         return Asked(question, rewrite, "rewritten", count, seconds=seconds)
 
     def _rewrite(self, question: str, turns: Sequence[Turn]) -> str:

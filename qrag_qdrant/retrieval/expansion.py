@@ -21,6 +21,7 @@ prompt); the coordinator is handed one and never imports the generation stage.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -35,6 +36,8 @@ from ..config.values import parse_expansion
 from ..errors import ConfigError, QragError
 from ..plugins import Registry
 from ..results import QueryExpansion
+
+log = logging.getLogger(__name__)
 
 #: an expansion longer than this many characters is cut there (a runaway reply)
 MAX_EXPANSION_CHARS = 1500
@@ -184,6 +187,7 @@ class Expander:
             if not isinstance(completer, Completer):
                 raise ExpansionFailed(f"the generation backend {type(completer).__name__} cannot complete a prompt")
         except Exception as exc:  # no model installed, no server configured: search on without it
+            log.warning("expansions: no model to write them; the question is searched alone", exc_info=True)
             return PendingExpansions(self.plans, [], cancelled, 0.0, self.timeout, one_line(exc))
         futures = [self._pool.submit(self._ask, completer, plan, question, cancelled) for plan in self.plans]
         return PendingExpansions(self.plans, futures, cancelled, time.monotonic() + self.timeout, self.timeout)
@@ -237,6 +241,7 @@ class PendingExpansions:
                 )
                 continue
             except Exception as exc:  # a missing model, a broken server, a garbage reply: search on without it
+                log.warning("expansion %s failed; searched without it", plan.kind.name, exc_info=True)
                 reports.append(QueryExpansion(kind=plan.kind.name, error=one_line(exc)))
                 continue
             labels = [plan.kind.label(index, len(found)) for index in range(len(found))]

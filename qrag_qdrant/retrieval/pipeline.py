@@ -372,11 +372,23 @@ class Coordinator:
             features, confidence = self.assess(vectors, lists, ranked, formed, evidence, options)
         threshold = self.min_confidence(options)
         reason = decide(len(ranked), confidence, threshold)
+        log.debug(
+            "lists %s; %d clusters formed, %d at quorum (supports %s); gate confidence %.3f against %.3f",
+            {ranked_list.retriever: len(ranked_list.hits) for ranked_list in lists},
+            formed,
+            len(ranked),
+            [len(scored.cluster.best_ranks) for scored in ranked[:5]],
+            confidence,
+            threshold,
+        )
         policy = f"fixed: {options.context_clusters} clusters, {options.word_budget} words" if ranked else None
         if options.context == "adaptive" and ranked:
             with timed(timings, "adaptive_context"):
                 keep, policy = adaptive_plan(ranked, options.adaptive_margin, options.adaptive_clusters)
                 evidence = build_context(ranked, keep, keep * options.adaptive_words)
+        log.debug(
+            "context: %d passages from %s (%s)", sum(len(c.passages) for c in evidence), policy, reason or "answer"
+        )
         return Evidence(
             question=vectors.question,
             searched_for=vectors.question,

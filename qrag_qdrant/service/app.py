@@ -26,7 +26,7 @@ from ..ingest.ingestor import IngestReport
 from ..ingest.progress import IngestProgress
 from ..results import Answer
 from ..version import __version__
-from .audit import AuditLog, AuditTrail
+from .audit import AuditLog, AuditTrail, answer_fields
 from .auth.guard import BodyGuard, McpGate, RateLimits
 from .auth.keys import KeyFile, Principal
 from .auth.oidc import OidcSignIn, origin
@@ -34,6 +34,7 @@ from .cache import ResultCache
 from .errors import error_of, install_handlers, one_line
 from .feedback import FeedbackFile
 from .jobs import IngestJobs, JobRecords
+from .metrics import ServiceMetrics
 from .namespaces import Namespaces, ServiceNamespace
 from .routes.documents import documents
 from .routes.health import health
@@ -43,7 +44,7 @@ from .routes.page import page_router
 from .routes.query import queries
 from .state import ServiceState
 from .uploads import UploadArea
-from .usage import UsageLedger
+from .usage import QuotaExceeded, UsageLedger
 
 #: the web page and its script and style, shipped in the package
 WEB = resources.files(__package__) / "static"
@@ -111,9 +112,11 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
             lambda namespace, path, progress, options: counted_ingest(state, namespace, path, progress, options),
             job_error,
             JobRecords(Path(settings.store) / ".jobs"),
+            settings.service.jobs_kept,
+            settings.service.jobs_kept_days,
         ),
         feedback=FeedbackFile(settings.store),
-        scheduler=GenerationScheduler(settings.service.queue_capacity),
+        scheduler=GenerationScheduler(settings.service.queue_capacity, share=settings.service.queue_share),
     )
 
     service = settings.service
@@ -122,6 +125,10 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
             service.audit_log, service.audit_max_bytes, service.audit_backups, service.audit_questions
         )
     state.usage = usage = UsageLedger(service.usage_db, service.quotas)
+    if service.metrics:
+        state.metrics = ServiceMetrics(
+            lambda: state.scheduler.stats, state.cache.counters, usage if service.metrics_per_namespace else None
+        )
     mcp = mcp_app(state)
 
     @asynccontextmanager
@@ -131,7 +138,10 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         model = embedder or DenseEmbedder(settings.embedding)
         model.embed(["warm up"])  # load the models for documents and questions now, so /readyz means it
         model.query_embed("warm up")
-        state.namespaces = app.state.namespaces = Namespaces(settings, model, state.generation.record, state.scheduler)
+        retrieved = state.metrics.observe_retrieval if state.metrics is not None else None
+        state.namespaces = app.state.namespaces = Namespaces(
+            settings, model, state.answered, state.scheduler, retrieved
+        )
         async with mcp.router.lifespan_context(mcp) if mcp is not None else nullcontext():
             yield
         state.jobs.close(settings.service.drain_seconds)  # jobs in flight finish (or stop) before the store closes
@@ -158,11 +168,16 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
             settings.service.max_upload_bytes if path == "/v1/ingest" else settings.service.max_body_bytes
         ),
         oidc=OidcSignIn(oidc) if oidc.issuer else None,
+        body_timeout=settings.service.body_timeout,
+        body_min_rate=settings.service.body_min_rate,
     )
     app.add_middleware(
         SecurityHeaders, headers=security_headers(origin(str(oidc.issuer)) if oidc.page_signs_in else "")
     )
-    app.add_middleware(AuditTrail, audit=lambda: state.audit)  # outermost: it sees every refusal
+    # outermost: it sees every refusal
+    app.add_middleware(
+        AuditTrail, audit=lambda: state.audit, counted=state.metrics.count_response if state.metrics else None
+    )
     install_handlers(app)
     for router in (health, queries, ingests, documents, openai, page_router(WEB, oidc)):
         app.include_router(router)
@@ -177,16 +192,23 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
 
 @dataclass
 class CallerMeter:
-    """One caller's use counted against its quotas (``namespaces.Meter``), for the MCP tools."""
+    """One caller's use counted against its quotas (``namespaces.Meter``), for the MCP tools; what
+    a tool was refused, and the answer it wrote, go to the request's audit line as on HTTP."""
 
     state: ServiceState
     principal: Principal
+    request: Any
 
     def charge(self, counts: dict[str, int]) -> None:
-        self.state.charge(self.principal, **counts)
+        try:
+            self.state.charge(self.principal, **counts)
+        except QuotaExceeded:
+            self.state.note(self.request, outcome="refused", reason="quota_exceeded")
+            raise
 
     def count(self, answer: Answer) -> None:
         self.state.count_tokens(self.principal, answer)
+        self.state.note(self.request, answer=answer_fields(answer))
 
 
 def counted_ingest(
@@ -214,7 +236,7 @@ def mcp_app(state: ServiceState) -> Starlette | None:
         request = ctx.request_context.request  # its state: the key's principal, and whether the client left
         principal = request.state.principal
         return ServiceNamespace(
-            state.spaces(), principal.namespace, request.state.client_gone, CallerMeter(state, principal)
+            state.spaces(), principal.namespace, request.state.client_gone, CallerMeter(state, principal, request)
         )
 
     return build_server(caller_namespace).streamable_http_app(

@@ -16,6 +16,7 @@ disk, or a full queue, is a logged warning and a dropped line, never a failed re
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import logging
@@ -44,6 +45,8 @@ EVENTS = (
     ("POST", "/v1/mcp", "mcp"),
 )
 REFUSED = {401, 403, 429}
+#: the id of the request being served, for every log line written while it is (``logs.RequestIdFilter``)
+REQUEST: contextvars.ContextVar[str | None] = contextvars.ContextVar("qrag_request_id", default=None)
 
 
 class QuietFileHandler(logging.handlers.RotatingFileHandler):
@@ -124,8 +127,14 @@ class AuditTrail:
     its response has ended writes the request's line, with what the route added to
     ``request.state.audit`` (the question's hash, the answer's outcome, the document removed)."""
 
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], audit: Callable[[], AuditLog | None]):
-        self.app, self.audit = app, audit
+    def __init__(
+        self,
+        app: Callable[[Scope, Receive, Send], Awaitable[None]],
+        audit: Callable[[], AuditLog | None],
+        counted: Callable[[int, str | None], None] | None = None,
+    ):
+        """``counted``: told every response's status and error code (the service's metrics)."""
+        self.app, self.audit, self.counted = app, audit, counted
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
@@ -135,18 +144,24 @@ class AuditTrail:
         request_id = given if REQUEST_ID.match(given) else uuid.uuid4().hex
         state = scope.setdefault("state", {})
         state["request_id"], state["audit"] = request_id, {}
-        status = 500
+        status, token = 500, REQUEST.set(request_id)
 
         async def sending(message: MutableMapping[str, Any]) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
                 message["headers"] = [*message.get("headers", []), (b"x-request-id", request_id.encode())]
+            elif message["type"] == "http.response.body" and status >= 400 and "error_code" not in state:
+                state["error_code"] = error_code(message.get("body", b""))
+                state["audit"].setdefault("reason", state["error_code"])
             await send(message)
 
         try:
             await self.app(scope, receive, sending)
         finally:
+            REQUEST.reset(token)
+            if self.counted is not None:
+                self.counted(status, state.get("error_code"))
             self._write(scope, status, request_id, state)
 
     def _write(self, scope: Scope, status: int, request_id: str, state: dict[str, Any]) -> None:
@@ -155,21 +170,34 @@ class AuditTrail:
         if audit is None or event is None:
             return
         principal = state.get("principal")
-        details = dict(state.get("audit") or {})
+        details = {key: value for key, value in (state.get("audit") or {}).items() if value is not None}
         answer = details.pop("answer", None)
         common = {
-            "key": principal.key_id if principal is not None else None,
+            "key": details.pop("key", principal.key_id if principal is not None else None),
             "namespace": principal.namespace if principal is not None else None,
             "client": (scope.get("client") or ("", 0))[0],
             "request_id": request_id,
         }
         if (signed_in := state.get("signed_in")) is not None:
             audit.record("sign-in", **common, outcome="ok", role=signed_in.principal.role)
-        outcome = "refused" if status in REFUSED else "ok" if status < 400 else "error"
+        # an MCP call answers 200 even when a tool was refused: the tool says so in ``outcome``
+        outcome = details.pop("outcome", "refused" if status in REFUSED else "ok" if status < 400 else "error")
         route = {"method": scope["method"], "path": scope["path"][:300]} if event in ("refused", "mcp") else {}
         audit.record(event, **common, outcome=outcome, status=status, **route, **details)
         if answer is not None:
             audit.record("answer", **common, **answer)
+
+
+def error_code(body: bytes) -> str | None:
+    """The ``code`` of the service's JSON error (either shape), to say why a request was refused."""
+    try:
+        error = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(error, dict) and isinstance(error.get("error"), dict):
+        error = error["error"]
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) and len(code) <= 64 else None
 
 
 def answer_fields(answer: Any) -> dict[str, Any]:

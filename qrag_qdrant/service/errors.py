@@ -166,4 +166,7 @@ async def client_gone(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-    return error_response(*error_of(exc), path=request.url.path)
+    status, code, message = error_of(exc)
+    if status >= 500:  # a fault of the service's: its traceback, once, for the operator
+        log.error("%s %s failed: %s", request.method, request.url.path, code, exc_info=exc)
+    return error_response(status, code, message, path=request.url.path)

@@ -16,18 +16,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
 from ..ingest.corpus import SkippedFile
 from ..ingest.ingestor import IngestReport
 from ..store.files import write_atomically
+
+log = logging.getLogger(__name__)
 
 JobState = Literal["queued", "running", "done", "failed"]
 #: runs an ingest of ``path`` into ``namespace`` with the ingest's options (prune, rebuild, ingested_by),
@@ -131,6 +134,9 @@ class JobRecords:
     def __init__(self, folder: Path):
         self.folder = folder
 
+    def remove(self, job_id: str) -> None:
+        (self.folder / f"{job_id}.json").unlink(missing_ok=True)
+
     def write(self, job: IngestJob) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         write_atomically(self.folder / f"{job.id}.json", json.dumps(job.view()))
@@ -147,8 +153,15 @@ class JobRecords:
 
 
 class IngestJobs:
-    def __init__(self, run: IngestRun, error_of: ErrorOf, records: JobRecords):
+    """The service's ingest jobs, one queue per namespace. Finished jobs are forgotten, record and
+    all, past ``kept`` of them or ``kept_days`` old: a service that runs for months holds a bounded
+    number, however many jobs its teams start."""
+
+    def __init__(
+        self, run: IngestRun, error_of: ErrorOf, records: JobRecords, kept: int = 1000, kept_days: float = 7.0
+    ):
         self._run, self._error_of, self._records = run, error_of, records
+        self.kept, self.kept_days = kept, kept_days
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._jobs: dict[str, IngestJob] = {}
@@ -162,7 +175,24 @@ class IngestJobs:
             if job.state in ("queued", "running"):
                 self._finish(job, "failed", dict(INTERRUPTED))
             self._jobs[job.id] = job
-        return len(restored)
+        self.prune()
+        return len(self._jobs)
+
+    def prune(self, at: datetime | None = None) -> list[str]:
+        """Forget finished jobs older than ``kept_days``, then the oldest past ``kept``; the ids gone."""
+        oldest = ((at or datetime.now(UTC)) - timedelta(days=self.kept_days)).isoformat(timespec="milliseconds")
+        with self._lock:
+            finished = sorted(
+                (job for job in self._jobs.values() if job.state in ("done", "failed")),
+                key=lambda job: job.finished or job.created,
+            )
+            over = max(0, len(finished) - self.kept)
+            gone = [job.id for n, job in enumerate(finished) if n < over or (job.finished or job.created) < oldest]
+            for job_id in gone:
+                del self._jobs[job_id]
+        for job_id in gone:
+            self._records.remove(job_id)
+        return gone
 
     def submit(
         self,
@@ -175,6 +205,7 @@ class IngestJobs:
         """Queue an ingest of ``path``; ``release``: the path is an upload folder of this job's, handed
         back (removed) when the job ends, whatever happened. Without ``release`` the path is a folder
         on the server, which only an admin's view of the job shows."""
+        self.prune()
         job = IngestJob(uuid.uuid4().hex, namespace, source, server_path=None if release else str(path))
         self._records.write(job)
         with self._lock:
@@ -205,6 +236,7 @@ class IngestJobs:
             self._finish(job, "failed", dict(INTERRUPTED))
         except Exception as exc:
             code, message = self._error_of(exc)
+            log.warning("ingest job %s (namespace %s) failed: %s", job.id, job.namespace, code, exc_info=True)
             self._finish(job, "failed", {"code": code, "message": message})
         finally:
             with self._lock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
@@ -35,8 +36,11 @@ class Namespaces:
         embedder: DenseEmbedder,
         on_answer: Callable[[Answer], None] | None = None,
         scheduler: GenerationScheduler | None = None,
+        on_retrieved: Callable[[float], None] | None = None,
     ):
+        """``on_answer``: every answer finished; ``on_retrieved``: every retrieval's seconds."""
         self.settings, self.embedder, self.on_answer, self.scheduler = settings, embedder, on_answer, scheduler
+        self.on_retrieved = on_retrieved
         self._lock = threading.Lock()  # guards the two dicts only, never held while a namespace opens
         self._rags: dict[str, tuple[QuorumRAG, threading.Lock]] = {}
         self._opening: dict[str, threading.Lock] = {}
@@ -73,9 +77,13 @@ class Namespaces:
         return self.rag(namespace).asked(question, history)
 
     def retrieve(self, namespace: str, question: str | Asked) -> Evidence:
+        started = time.perf_counter()
         rag, lock = self._open(namespace)
         with lock:
-            return rag.retrieve(question)
+            evidence = rag.retrieve(question)
+        if self.on_retrieved is not None:
+            self.on_retrieved(time.perf_counter() - started)
+        return evidence
 
     def ingest(
         self,

@@ -68,5 +68,5 @@ def server_options(settings: Settings) -> dict[str, Any]:
         "limit_concurrency": settings.service.max_connections,
         "timeout_graceful_shutdown": math.ceil(settings.service.drain_seconds),
         "log_level": "info",
-        "access_log": True,
+        "access_log": True,  # cli/logs.py's log config takes the query string out of every access line
     }

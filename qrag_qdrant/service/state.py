@@ -20,7 +20,7 @@ from .cache import ResultCache
 from .errors import ServiceError
 from .feedback import FeedbackFile, RecentQueries
 from .jobs import IngestJobs
-from .metrics import GenerationCounters
+from .metrics import ServiceMetrics
 from .namespaces import Namespaces
 from .schemas import QueryRequest
 from .uploads import UploadArea
@@ -38,7 +38,6 @@ class ServiceState:
     jobs: IngestJobs
     recent: RecentQueries = field(default_factory=RecentQueries)
     feedback: FeedbackFile | None = None
-    generation: GenerationCounters = field(default_factory=GenerationCounters)
     #: the model's fair queue, shared by every namespace's answers
     scheduler: GenerationScheduler = field(default_factory=GenerationScheduler)
     #: set when the app starts (the models load then)
@@ -47,6 +46,8 @@ class ServiceState:
     audit: AuditLog | None = None
     #: usage per namespace, key and day, and the quotas on it
     usage: UsageLedger | None = None
+    #: what /metrics shows (service.metrics); None: off
+    metrics: ServiceMetrics | None = None
 
     def note(self, request: Request, **fields: Any) -> None:
         """Details for the request's audit line (``audit.AuditTrail`` writes it when it ends)."""
@@ -74,6 +75,14 @@ class ServiceState:
         if self.usage is not None:
             self.usage.take(principal.namespace, principal.key_id, counts)
 
+    def ingest_allowed(self, principal: Principal, declared: int) -> tuple[int, QuotaExceeded] | None:
+        """The bytes the caller's daily ingest quota still allows, and its refusal; a 429 at once
+        when the body's declared length already passes it."""
+        left = self.usage.left(principal.namespace, principal.key_id, "ingest_bytes") if self.usage else None
+        if left is not None and (declared > left[0] or left[0] <= 0):
+            raise left[1]
+        return left
+
     def charged_answer(self, request: Request, principal: Principal) -> bool:
         """An answer taken from the caller's quota: True; over it, 429 quota_exceeded, or False with
         ``service.quota_fallback = "evidence"`` (the evidence is sent alone)."""
@@ -86,10 +95,21 @@ class ServiceState:
             return False
         return True
 
+    def answered(self, answer: Answer) -> None:
+        """Every answer the service's pipelines finish, whoever asked (HTTP, a stream, MCP)."""
+        if self.metrics is not None:
+            self.metrics.observe_answer(answer)
+
     def count_tokens(self, principal: Principal, answer: Answer) -> None:
-        if self.usage is not None and answer.usage is not None:
+        """Counts the tokens a charged answer used; an answer that never got the model's turn (its
+        client left while it waited) gives back the answer it was charged."""
+        if self.usage is None:
+            return
+        if answer.usage is not None:
             tokens = {"prompt_tokens": answer.usage.prompt_tokens, "completion_tokens": answer.usage.completion_tokens}
             self.usage.add(principal.namespace, principal.key_id, tokens)
+        if not answer.reached_model:
+            self.usage.add(principal.namespace, principal.key_id, {"answers": -1})
 
     def spaces(self) -> Namespaces:
         assert self.namespaces is not None, "the service has not started"
@@ -130,3 +150,4 @@ Caller = Annotated[Principal, Depends(caller)]
 QueryCaller = Annotated[Principal, Depends(limited("query"))]
 IngestCaller = Annotated[Principal, Depends(limited("ingest"))]
 FeedbackCaller = Annotated[Principal, Depends(limited("feedback"))]
+LookupCaller = Annotated[Principal, Depends(limited("lookup"))]

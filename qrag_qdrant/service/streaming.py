@@ -4,13 +4,16 @@ Events or whole, and stopped (or taken out of the queue) when their client goes 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
+import logging
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
@@ -18,6 +21,8 @@ from ..api import QuorumRAG
 from ..generation.scheduler import QueueFull
 from ..results import Answer, Evidence
 from .errors import ServiceError, one_line
+
+log = logging.getLogger(__name__)
 
 EvidenceT = TypeVar("EvidenceT", bound=Evidence)
 
@@ -58,16 +63,25 @@ async def until_disconnected(request: Request) -> None:
         pass
 
 
-def sse(event: str, data: Any) -> str:
-    return f"event: {event}\ndata: {json.dumps(data)}\n\n"
+def sse(event: str, data: Any) -> ServerSentEvent:
+    return ServerSentEvent(data=json.dumps(data), event=event)
+
+
+def event_stream(events: AsyncIterator[ServerSentEvent], ping_seconds: float) -> EventSourceResponse:
+    """Server-Sent Events through sse-starlette: a comment line every ``ping_seconds`` while nothing
+    else is sent (an answer waiting for the model), so proxies keep the stream open; and one task
+    that watches for the client leaving, which ends ``events`` at once, the model waiting or
+    reading the prompt included (a write that fails would be noticed only at the first token)."""
+    return EventSourceResponse(events, ping=ping_seconds, sep="\n")
 
 
 async def stream_answer(
     rag: QuorumRAG, generate: bool, result: Evidence, on_done: Callable[[Answer], None], query_id: str
-) -> AsyncIterator[str]:
+) -> AsyncIterator[ServerSentEvent]:
     """The evidence (with the query's id, for feedback), each answer token as it arrives, then the
     checked answer. A cached answer arrives as one token. A client that leaves mid-stream stops the
-    model at its next token: the server's next write fails, and this generator is closed."""
+    model at once (``event_stream`` closes this generator, which takes the answer out of the queue
+    or stops the model within a prompt batch)."""
     fields = {*Evidence.model_fields, *Evidence.model_computed_fields}
     yield sse("evidence", {"query_id": query_id, **result.model_dump(include=fields)})
     if isinstance(result, Answer):
@@ -123,10 +137,12 @@ async def answer_events(
         except QueueFull as full:
             answer = Answer.from_evidence(evidence, error=str(full), complete=False)
         except Exception as exc:
+            log.error("the streamed answer failed", exc_info=True)
             answer = Answer.from_evidence(evidence, error=f"unexpected {type(exc).__name__}")
         post(answer)
 
-    threading.Thread(target=generate, name="qrag-answer", daemon=True).start()
+    # in the request's context, so its log lines carry its id
+    threading.Thread(target=contextvars.copy_context().run, args=(generate,), name="qrag-answer", daemon=True).start()
     try:
         while not isinstance(item := await tokens.get(), Answer):
             yield item

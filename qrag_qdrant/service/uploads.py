@@ -70,15 +70,18 @@ def check_names(names: list[PurePosixPath]) -> None:
 
 class Receiving:
     """One upload's body as it streams in: every byte is counted against its namespace's quota
-    before it is parsed or spooled, so an upload that would pass the quota stops being read."""
+    before it is parsed or spooled, so an upload that would pass the quota stops being read.
+    ``allowed``: the bytes the caller's daily ingest quota still allows, and its refusal."""
 
-    def __init__(self, area: UploadArea, namespace: str):
-        self.area, self.namespace, self.bytes = area, namespace, 0
+    def __init__(self, area: UploadArea, namespace: str, allowed: tuple[int, ServiceError] | None = None):
+        self.area, self.namespace, self.bytes, self.allowed = area, namespace, 0, allowed
 
     def wrap(self, receive: Receive) -> Receive:
         async def counted() -> Message:
             message = await receive()
             if message["type"] == "http.request" and message.get("body"):
+                if self.allowed is not None and self.bytes + len(message["body"]) > self.allowed[0]:
+                    raise self.allowed[1]
                 self.area.reserve(self, len(message["body"]))
             return message
 
@@ -96,10 +99,10 @@ class UploadArea:
         self._lock = threading.Lock()
 
     @contextmanager
-    def receiving(self, namespace: str) -> Iterator[Receiving]:
+    def receiving(self, namespace: str, allowed: tuple[int, ServiceError] | None = None) -> Iterator[Receiving]:
         """An upload's body counted as it streams; its bytes stop counting when the block ends
         (``save`` counts the files it keeps instead)."""
-        upload = Receiving(self, namespace)
+        upload = Receiving(self, namespace, allowed)
         with self._lock:
             self._receiving.add(upload)
         try:

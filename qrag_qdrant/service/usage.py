@@ -124,6 +124,28 @@ class UsageLedger:
                 label = f"namespace {who!r}" if scope == "namespace" else f"key {who}"
                 raise QuotaExceeded(field, label, limit, seconds_to_reset(now, period))
 
+    def left(
+        self, namespace: str, key: str, count: str, now: datetime | None = None
+    ) -> tuple[int, QuotaExceeded] | None:
+        """How much of ``count`` the tightest quota over it still allows today (or this month), and
+        the refusal to raise past it; None when no quota caps it. Read before a large request is
+        read at all (an upload), so it is refused before its bytes arrive, not after."""
+        now = now or datetime.now(UTC)
+        tightest: tuple[int, QuotaExceeded] | None = None
+        for scope, quota in (("namespace", namespace), ("key", f"key:{key}")):
+            limits = self.quotas.get(quota)
+            for field, (columns, period) in LIMITS.items():
+                limit = getattr(limits, field) if limits is not None else None
+                if limit is None or columns != (count,):
+                    continue
+                who = quota.removeprefix("key:")
+                with self._lock:
+                    remaining = limit - self.used(scope, who, columns, period_start(now.date(), period))
+                if tightest is None or remaining < tightest[0]:
+                    label = f"namespace {who!r}" if scope == "namespace" else f"key {who}"
+                    tightest = (remaining, QuotaExceeded(field, label, limit, seconds_to_reset(now, period)))
+        return tightest
+
     def used(self, scope: str, who: str, columns: tuple[str, ...], since: date) -> int:
         row = self._db.execute(
             f"SELECT COALESCE(SUM({' + '.join(columns)}), 0) FROM usage WHERE {scope} = ? AND day >= ?",
@@ -146,21 +168,3 @@ class UsageLedger:
 
     def close(self) -> None:
         self._db.close()
-
-
-#: namespaces /metrics names at most (service.metrics_per_namespace), the busiest first
-METRICS_NAMESPACES = 100
-
-
-def usage_exposition(ledger: UsageLedger, today: date | None = None) -> str:
-    """Today's usage per namespace in Prometheus' text format (the busiest ``METRICS_NAMESPACES``)."""
-    day = today or datetime.now(UTC).date()
-    rows = sorted(ledger.report(day, day + timedelta(days=1)), key=lambda row: -row["queries"])[:METRICS_NAMESPACES]
-    lines = []
-    for name in COUNTS:
-        lines += [
-            f"# HELP qrag_usage_{name}_today {name.replace('_', ' ')} today (UTC), per namespace",
-            f"# TYPE qrag_usage_{name}_today gauge",
-        ]
-        lines += [f'qrag_usage_{name}_today{{namespace="{row["namespace"]}"}} {row[name]}' for row in rows]
-    return "\n".join(lines) + "\n"

@@ -30,7 +30,7 @@ from ..config.settings import DENSE_VECTOR, SPARSE_VECTOR, Settings
 from ..embedding import Bm25Document, SparseVec
 from ..errors import StoreError, StoreInUseError
 from .base import ATTACHMENTS, QDRANT_RRF_K, CollectionManifest, Store
-from .files import read_ahead, write_atomically
+from .files import held_by, read_ahead, write_atomically
 from .points import ChunkPoint, Hit, Sparse, VectorQuery
 
 MANIFEST = "manifest.json"
@@ -65,10 +65,7 @@ class EdgeStore(Store):
             self.root.mkdir(parents=True, exist_ok=True)
             self._lock.acquire()
         except filelock.Timeout:
-            raise StoreInUseError(
-                f"store is in use by another process: namespace {namespace!r} of {self.root} "
-                "(wait for it to finish, or use another --store or --namespace)"
-            ) from None
+            raise StoreInUseError(held_by(self.root, namespace)) from None
         except OSError as exc:
             hint = (
                 " (Qdrant Edge writes its log even to answer queries: copy the store to a writable folder)"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
@@ -11,6 +12,9 @@ from pathlib import Path
 READ_AHEAD = 8 << 20
 #: files holding teams' keys, questions, jobs and indexes are the owner's alone
 PRIVATE_FILE_MODE = 0o600
+#: written by ``qrag-qdrant serve`` beside the store it serves: its address and process, so a command
+#: refused the store can say where to send its work instead
+SERVE_RECORD = ".qrag-serve.json"
 
 
 def write_atomically(path: Path, data: str | bytes, mode: int = PRIVATE_FILE_MODE) -> None:
@@ -43,3 +47,22 @@ def read_ahead(path: Path) -> None:
             os.posix_fadvise(fd, offset, READ_AHEAD, os.POSIX_FADV_WILLNEED)
     finally:
         os.close(fd)
+
+
+def held_by(root: Path, namespace: str) -> str:
+    """Why the namespace cannot be opened, and what to do: a running ``qrag-qdrant serve`` of this
+    store is named with its address (ask it, over HTTP, with a key); another process is waited for."""
+    try:
+        record = json.loads((root / SERVE_RECORD).read_text())
+        url, pid = str(record["url"]), int(record["pid"])
+        os.kill(pid, 0)  # the service is alive (no signal is sent)
+    except (OSError, ValueError, KeyError, TypeError):
+        return (
+            f"store is in use by another process: namespace {namespace!r} of {root} "
+            "(wait for it to finish, or use another --store or --namespace)"
+        )
+    return (
+        f"store is in use by `qrag-qdrant serve` (process {pid}) at {url}: send the request to it with a team "
+        f"key (curl -H 'Authorization: Bearer KEY' {url}/v1/query -d '{{\"question\": \"...\"}}', "
+        f"or POST {url}/v1/ingest, GET {url}/v1/documents), or stop it first"
+    )

@@ -52,6 +52,11 @@ NOT_WORD = re.compile(r"[\W_]+")
 JUDGE_SYSTEM = "You check whether quoted passages support a claim. Reply with one word: yes or no."
 #: a claim is supported when the judge's P(yes) is at least this
 SUPPORTED = 0.5
+#: what an answer copied from a planted instruction becomes: withheld, with this warning
+INSTRUCTION_WITHHELD = (
+    "the answer was withheld: it repeats a sentence of a document that gives orders to an assistant, "
+    "not a fact (see the cited passage)"
+)
 #: why a claim is not supported (``Claim.unsupported``), as its warning says it
 UNSUPPORTED = {
     "not found": "are not found in the passages they cite",
@@ -310,5 +315,9 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
     answer.warnings.extend(
         f"{counts[kind]} of {len(answer.claims)} claims {why}" for kind, why in UNSUPPORTED.items() if counts[kind]
     )
-    if counts and options.unsupported == "refuse":
+    if counts["instruction"]:  # an attack's payload, not an answer: withheld whatever generation.unsupported says
+        answer.abstained, answer.abstain_reason = True, "unsupported_answer"
+        answer.answer = answer.short_answer = None
+        answer.warnings.append(INSTRUCTION_WITHHELD)
+    elif counts and options.unsupported == "refuse":
         answer.abstained, answer.abstain_reason = True, "unsupported_answer"

@@ -77,7 +77,7 @@ class BodyGuard:
                 whole = await body.whole()
                 refuse_duplicate_keys(whole)
             except ServiceError as bad:
-                await error_response(bad.status_code, bad.code, bad.detail, path=path, headers=bad.headers)(
+                await error_response(bad.status_code, bad.code, bad.detail, path=path, headers=dict(bad.headers or {}))(
                     scope, receive, send
                 )
                 return
@@ -198,11 +198,27 @@ def too_large(limit: int) -> str:
 class RateLimits:
     """Token buckets by (kind, key id); ``clock`` is injectable so tests need no waiting."""
 
+    #: buckets looked at between two sweeps of the idle ones
+    SWEEP_EVERY = 1024
+
     def __init__(self, rates: dict[str, tuple[int, float] | None], clock: Callable[[], float] = time.monotonic):
         """``rates``: per kind, (burst, refill per second) as ``ServiceSettings.rates`` gives them."""
         self.rates, self.clock = rates, clock
         self._buckets: dict[tuple[str, str], tuple[float, float]] = {}  # tokens, when
         self._lock = threading.Lock()
+        self._since_sweep = 0
+
+    def _sweep(self, now: float) -> None:
+        """Drop the buckets that have refilled: a full bucket is the same as none (lock held), so the
+        buckets kept are bounded by the keys active within a refill period, not by every key ever seen."""
+        self._since_sweep = 0
+        for (kind, key_id), (tokens, then) in list(self._buckets.items()):
+            rate = self.rates.get(kind)
+            if rate is None or tokens + (now - then) * rate[1] >= rate[0]:
+                del self._buckets[(kind, key_id)]
+
+    def __len__(self) -> int:
+        return len(self._buckets)
 
     def wait_seconds(self, kind: str, key_id: str) -> float:
         """0 when the request may go (a token is taken), else how long until a token is there."""
@@ -212,6 +228,9 @@ class RateLimits:
         burst, per_second = rate
         now = self.clock()
         with self._lock:
+            self._since_sweep += 1
+            if self._since_sweep >= self.SWEEP_EVERY:
+                self._sweep(now)
             tokens, then = self._buckets.get((kind, key_id), (float(burst), now))
             tokens = min(float(burst), tokens + (now - then) * per_second)
             if tokens >= 1.0:

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from ...ingest.documents import MAX_PAGE, DocumentDetail, DocumentPage, RemovalReport
 from ..errors import ServiceError
-from ..state import Caller, IngestCaller, QueryCaller, State
+from ..state import IngestCaller, LookupCaller, QueryCaller, State
 
 documents = APIRouter(prefix="/v1", tags=["documents"])
 #: the longest source a request may name
@@ -42,7 +42,7 @@ def list_documents(
 
 
 @documents.get("/documents/{source:path}")
-def show_document(source: str, state: State, principal: Caller) -> DocumentDetail:
+def show_document(source: str, state: State, principal: LookupCaller) -> DocumentDetail:
     return state.spaces().rag(principal.namespace).documents().get(checked_source(source))
 
 

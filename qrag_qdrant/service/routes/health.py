@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, Response
 
-from ..metrics import queue_exposition
+from ..errors import ServiceError
+from ..metrics import CONTENT_TYPE_LATEST
 from ..state import State
-from ..usage import usage_exposition
 
 health = APIRouter()
 
@@ -24,21 +24,9 @@ def readyz(state: State) -> JSONResponse:
     return JSONResponse({"ready": all(checks.values()), **checks}, status_code=200 if all(checks.values()) else 503)
 
 
-@health.get("/metrics", response_class=PlainTextResponse)
-def metrics(state: State) -> str:
-    """Service-wide counters; per namespace only with service.metrics_per_namespace, which names the teams."""
-    counters = state.cache.counters
-    return (
-        "".join(
-            f"# HELP qrag_cache_{name}_total result cache {name}, all namespaces together\n"
-            f"# TYPE qrag_cache_{name}_total counter\nqrag_cache_{name}_total {value}\n"
-            for name, value in (("hits", counters.hits), ("misses", counters.misses), ("stale", counters.stale))
-        )
-        + state.generation.exposition()
-        + queue_exposition(state.scheduler.stats)
-        + (
-            usage_exposition(state.usage)
-            if state.usage is not None and state.settings.service.metrics_per_namespace
-            else ""
-        )
-    )
+@health.get("/metrics", response_class=Response)
+def metrics(state: State) -> Response:
+    """Prometheus' text format; per namespace only with service.metrics_per_namespace, which names the teams."""
+    if state.metrics is None:
+        raise ServiceError(404, "not_found", "metrics are off (service.metrics)")
+    return Response(state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

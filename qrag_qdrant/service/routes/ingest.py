@@ -15,7 +15,7 @@ from starlette.datastructures import UploadFile
 from ..auth.keys import Principal
 from ..errors import ServiceError
 from ..schemas import INGEST_BODY, IngestPathRequest
-from ..state import Caller, IngestCaller, ServiceState, State
+from ..state import IngestCaller, LookupCaller, ServiceState, State
 
 ingests = APIRouter(prefix="/v1")
 
@@ -28,8 +28,10 @@ async def ingest(request: Request, state: State, principal: IngestCaller) -> JSO
         raise ServiceError(403, "forbidden", "this key may only query; ingest needs a read-write key")
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("multipart/form-data"):
-        # the body counts against the namespace's upload quota as it streams, before it is parsed
-        with state.uploads.receiving(principal.namespace) as upload:
+        # the body counts against the namespace's upload quota as it streams, before it is parsed, and
+        # against the daily ingest quota too: an upload that would pass it is refused before it is read
+        allowed = state.ingest_allowed(principal, int(request.headers.get("content-length") or 0))
+        with state.uploads.receiving(principal.namespace, allowed) as upload:
             counted = Request(request.scope, upload.wrap(request.receive))
             async with counted.form(max_files=10_000) as form:
                 files = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
@@ -99,7 +101,7 @@ def server_path(state: ServiceState, principal: Principal, asked: str) -> Path:
 
 
 @ingests.get("/jobs/{job_id}")
-def job(job_id: str, state: State, principal: Caller) -> dict[str, Any]:
+def job(job_id: str, state: State, principal: LookupCaller) -> dict[str, Any]:
     found = state.jobs.get(job_id, principal.namespace)
     if found is None:
         raise ServiceError(404, "unknown_job", f"no job {job_id[:40]!r} in this namespace")

@@ -24,15 +24,16 @@ from contextlib import aclosing
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ...api import QuorumRAG
 from ...results import Answer, Evidence
 from ..errors import ServiceError
 from ..schemas import HistoryTurn, QueryRequest
 from ..state import QueryCaller, State
-from ..streaming import answer_events, answer_unless_gone, shown
+from ..streaming import answer_events, answer_unless_gone, event_stream, shown
 from .query import answer_allowed, evidence_for, remember_answer
 
 ANSWER_MODEL, EVIDENCE_MODEL = "quorum", "quorum-evidence"
@@ -113,7 +114,7 @@ class ChatRequest(BaseModel):
         """The user and assistant messages before the last user message, oldest first."""
         last = max((n for n, m in enumerate(self.messages) if m.role == "user"), default=0)
         return [
-            HistoryTurn(role=m.role, content=m.text())
+            HistoryTurn.model_validate({"role": m.role, "content": m.text()})
             for m in self.messages[:last]
             if m.role in ("user", "assistant") and m.text().strip()
         ]
@@ -133,7 +134,7 @@ def models(principal: QueryCaller) -> dict[str, Any]:
 @openai.post("/chat/completions", response_model=None)
 async def chat_completions(
     body: ChatRequest, request: Request, state: State, principal: QueryCaller
-) -> JSONResponse | StreamingResponse:
+) -> JSONResponse | EventSourceResponse:
     query = QueryRequest(question=body.question(), history=body.history(), generate=body.model == ANSWER_MODEL)
     namespace, completion = principal.namespace, f"chatcmpl-{uuid.uuid4().hex}"
     result, stamp = await evidence_for(state, request, principal, query)
@@ -143,8 +144,8 @@ async def chat_completions(
     )
     generate, result = answer_allowed(state, request, principal, query.generate, result)
     if body.stream:
-        return StreamingResponse(
-            chunks(completion, body.model, rag, result, generate, remember), media_type="text/event-stream"
+        return event_stream(
+            chunks(completion, body.model, rag, result, generate, remember), state.settings.service.stream_ping_seconds
         )
     if generate and not isinstance(result, Answer) and not result.abstained:
         result = await answer_unless_gone(request, rag, result)
@@ -171,26 +172,21 @@ async def chat_completions(
 
 async def chunks(
     completion: str, model: str, rag: QuorumRAG, result: Evidence, generate: bool, on_done: Callable[[Answer], None]
-) -> AsyncIterator[str]:
+) -> AsyncIterator[ServerSentEvent]:
     """``chat.completion.chunk`` events: the role, each piece of the answer, the last chunk with
     ``finish_reason``, usage and the ``qrag`` evidence, then ``[DONE]``."""
     created = int(time.time())
 
-    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
-        return (
-            "data: "
-            + json.dumps(
-                {
-                    "id": completion,
-                    "object": "chat.completion.chunk",
-                    "created": created,
-                    "model": model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-                    **extra,
-                }
-            )
-            + "\n\n"
-        )
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> ServerSentEvent:
+        data = {
+            "id": completion,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            **extra,
+        }
+        return ServerSentEvent(data=json.dumps(data))
 
     yield chunk({"role": "assistant", "content": ""})
     if generate and not isinstance(result, Answer) and not result.abstained:
@@ -206,7 +202,7 @@ async def chunks(
         answer = result if isinstance(result, Answer) else Answer.from_evidence(result)
         yield chunk({"content": message(answer, generate)})
     yield chunk({}, "stop", usage=usage(answer), qrag=qrag_field(answer))
-    yield "data: [DONE]\n\n"
+    yield ServerSentEvent(data="[DONE]")
 
 
 def message(answer: Answer, generate: bool) -> str:

@@ -13,7 +13,8 @@ import uuid
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
+from sse_starlette import EventSourceResponse
 
 from ...api import CollectionInfo
 from ...generation.scheduler import QueueFull
@@ -25,8 +26,8 @@ from ..cache import normalise
 from ..errors import ServiceError, one_line
 from ..feedback import AskedQuery
 from ..schemas import FeedbackRequest, QueryRequest
-from ..state import Caller, FeedbackCaller, QueryCaller, ServiceState, State
-from ..streaming import answer_unless_gone, busy, shown, stream_answer
+from ..state import FeedbackCaller, LookupCaller, QueryCaller, ServiceState, State
+from ..streaming import answer_unless_gone, busy, event_stream, shown, stream_answer
 
 #: what a team sees of the service's failure to answer (the evidence is in the response too)
 GENERATION_FAILED = "generation_failed"
@@ -35,14 +36,14 @@ queries = APIRouter(prefix="/v1")
 
 
 @queries.get("/collections")
-def collections(state: State, principal: Caller) -> list[CollectionInfo]:
+def collections(state: State, principal: LookupCaller) -> list[CollectionInfo]:
     return state.spaces().collections(principal.namespace)
 
 
 @queries.post("/query", response_model=None)
 async def query(
     body: QueryRequest, request: Request, state: State, principal: QueryCaller
-) -> JSONResponse | StreamingResponse:
+) -> JSONResponse | EventSourceResponse:
     namespace, spaces = principal.namespace, state.spaces()
     result, stamp = await evidence_for(state, request, principal, body)
     query_id = uuid.uuid4().hex
@@ -53,9 +54,8 @@ async def query(
     rag = spaces.rag(namespace)
     generate, result = answer_allowed(state, request, principal, body.generate, result)
     if body.stream:
-        return StreamingResponse(
-            stream_answer(rag, generate, result, remember, query_id), media_type="text/event-stream"
-        )
+        ping = state.settings.service.stream_ping_seconds
+        return event_stream(stream_answer(rag, generate, result, remember, query_id), ping)
     if generate and not isinstance(result, Answer):
         result = await answer_unless_gone(request, rag, result)
         remember(result)
@@ -95,7 +95,7 @@ def answer_allowed(
     ``service.quota_fallback = "evidence"``, the evidence alone, with a warning that says why)."""
     if not generate or isinstance(result, Answer) or result.abstained:
         return generate, result
-    room_for_an_answer(state)
+    room_for_an_answer(state, principal.namespace)
     if state.charged_answer(request, principal):
         return True, result
     return False, Answer.from_evidence(result, warnings=[OVER_QUOTA])
@@ -105,10 +105,11 @@ def answer_allowed(
 OVER_QUOTA = "no answer: this key's answer quota is spent; here is the evidence (service.quotas)"
 
 
-def room_for_an_answer(state: ServiceState) -> None:
-    """A 503 with ``Retry-After`` now, before a response starts, when the model's queue is full."""
+def room_for_an_answer(state: ServiceState, namespace: str) -> None:
+    """A 503 with ``Retry-After`` now, before a response starts, when the model's queue is full or
+    the namespace holds its share of it."""
     try:
-        state.scheduler.check_room()
+        state.scheduler.check_room(namespace)
     except QueueFull as full:
         raise busy(full) from None
 

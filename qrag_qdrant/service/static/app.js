@@ -6,7 +6,7 @@
 
 const $ = (id) => document.getElementById(id);
 const keyInput = $("key");
-keyInput.value = localStorage.getItem("qrag-key") || "";
+keyInput.value = sessionStorage.getItem("qrag-key") || "";
 let queryId = null;
 // the earlier turns, oldest first, as POST /v1/query's history takes them
 let conversation = [];
@@ -153,7 +153,7 @@ async function* events(response) {
 
 $("ask").addEventListener("submit", async (event) => {
   event.preventDefault();
-  if (!sessionStorage.getItem("qrag-token")) localStorage.setItem("qrag-key", keyInput.value.trim());
+  if (!sessionStorage.getItem("qrag-token")) sessionStorage.setItem("qrag-key", keyInput.value.trim());
   $("submit").disabled = true;
   renderConversation();
   $("result").hidden = true;
@@ -341,7 +341,7 @@ function showSignIn() {
   $("sign-in").textContent = token ? "Sign out" : "Sign in";
   $("signed-in-as").textContent = token ? "signed in as " + subject : "or use a team key:";
   $("key-label").hidden = keyInput.hidden = Boolean(token);
-  keyInput.value = token || localStorage.getItem("qrag-key") || "";
+  keyInput.value = token || sessionStorage.getItem("qrag-key") || "";
 }
 
 $("sign-in").addEventListener("click", () => {
