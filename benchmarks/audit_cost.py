@@ -1,10 +1,13 @@
-"""What the audit log costs a query: the same evidence-only queries through one app, with its
-audit log on and off in turn (each question is asked both ways, in alternating order), so that
-both see the same machine state; the result cache is off, so every request retrieves.
+"""What the audit log, or the metrics, cost a query: the same evidence-only queries through one app,
+with the audit log (or ``/metrics``' observations, ``--toggle metrics``) on and off in turn (each
+question is asked both ways, in alternating order), so that both see the same machine state; the
+result cache is off, so every request retrieves.
 
     qrag-qdrant ingest ../shared/data/squad-dev/corpus --store $S --namespace eval-squad-dev
     python benchmarks/audit_cost.py --store $S --namespace eval-squad-dev \
         --questions ../shared/data/squad-dev/questions.jsonl --n 300 --json-out audit-cost.json
+    python benchmarks/audit_cost.py --toggle metrics --store $S --namespace eval-squad-dev \
+        --questions ../shared/data/squad-dev/questions.jsonl --n 300 --json-out metrics-cost.json
 
 Each request goes through the whole ASGI stack (key check, audit middleware, route, retrieval,
 JSON) with Starlette's TestClient; p50 and p95 per app, and their difference.
@@ -34,6 +37,7 @@ def main() -> None:
     parser.add_argument("--namespace", required=True)
     parser.add_argument("--questions", type=Path, required=True)
     parser.add_argument("--n", type=int, default=300)
+    parser.add_argument("--toggle", choices=["audit", "metrics"], default="audit", help="what is on and off")
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     questions = [json.loads(line)["question"] for line in args.questions.read_text().splitlines()[: args.n + 1]]
@@ -49,16 +53,16 @@ def main() -> None:
         timings: dict[bool, list[float]] = {True: [], False: []}
         with TestClient(app) as client:
             state = app.state.service
-            audit_log = state.audit
+            kept = getattr(state, args.toggle)
             for n, question in enumerate(questions):
                 for audit in (True, False) if n % 2 else (False, True):
-                    state.audit = audit_log if audit else None  # the middleware reads it per request
+                    setattr(state, args.toggle, kept if audit else None)  # read per request
                     started = time.perf_counter()
                     response = client.post("/v1/query", json={"question": question, "generate": False}, headers=header)
                     if n:  # the first question warms the app
                         timings[audit].append((time.perf_counter() - started) * 1000)
                     assert response.status_code == 200, response.text
-            state.audit = audit_log  # closed, and its queue written, when the app stops
+            setattr(state, args.toggle, kept)  # the audit log is closed, its queue written, when the app stops
         written = len((Path(folder) / "audit.jsonl").read_text().splitlines())
 
     def summary(values: list[float]) -> dict[str, float]:
@@ -69,11 +73,12 @@ def main() -> None:
 
     result = {
         "questions": len(questions) - 1,
-        "audit_on": summary(timings[True]),
-        "audit_off": summary(timings[False]),
-        "lines_written": written,
+        f"{args.toggle}_on": summary(timings[True]),
+        f"{args.toggle}_off": summary(timings[False]),
+        "audit_lines_written": written,
     }
-    result["p50_difference_ms"] = round(result["audit_on"]["p50_ms"] - result["audit_off"]["p50_ms"], 2)
+    on, off = result[f"{args.toggle}_on"], result[f"{args.toggle}_off"]
+    result["p50_difference_ms"] = round(on["p50_ms"] - off["p50_ms"], 2)
     print(json.dumps(result, indent=2))
     if args.json_out:
         args.json_out.write_text(json.dumps(result, indent=2) + "\n")

@@ -6,6 +6,8 @@ a client leaves in the middle of a long answer.
     A=$(qrag-qdrant key add --namespace team-a); B=$(qrag-qdrant key add --namespace team-b)
     qrag-qdrant serve --port 8000 &
     python benchmarks/fair_queue.py burst --url http://127.0.0.1:8000 --key-a $A --key-b $B --burst 20
+    QRAG_SERVICE_QUEUE_CAPACITY=7 qrag-qdrant serve ... # admission: team a's burst past the queue
+    python benchmarks/fair_queue.py burst --url http://127.0.0.1:8000 --key-a $A --key-b $B --burst 8
     python benchmarks/fair_queue.py leave --url http://127.0.0.1:8000 --key-a $A --key-b $B --question "..."
 
 ``burst``: team a sends ``--burst`` questions at once, then team b one; team b's seconds from its
@@ -44,7 +46,7 @@ def ask(url: str, key: str, question: str) -> dict:
     reply = httpx.post(
         f"{url}/v1/query", json={"question": question}, headers={"Authorization": f"Bearer {key}"}, timeout=3600
     )
-    timings = reply.json().get("timings_ms", {})
+    timings = reply.json().get("timings_ms", {}) if reply.status_code == 200 else {}
     return {
         "seconds": time.perf_counter() - started,
         "status": reply.status_code,
@@ -71,6 +73,8 @@ def burst(args: argparse.Namespace) -> dict:
     answer_seconds = statistics.median(generated) if generated else min(r["seconds"] for r in results["a"])
     return {
         "burst": args.burst,
+        "team_b_status": results["b"][0]["status"],  # 503: refused, the queue held by team a
+        "team_a_refused": sum(r["status"] == 503 for r in results["a"]),
         "team_b_seconds": round(results["b"][0]["seconds"], 2),
         "team_b_queue_ms": results["b"][0]["queue_ms"],
         "one_answer_seconds_median": round(answer_seconds, 2),

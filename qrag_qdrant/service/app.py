@@ -138,9 +138,8 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         model = embedder or DenseEmbedder(settings.embedding)
         model.embed(["warm up"])  # load the models for documents and questions now, so /readyz means it
         model.query_embed("warm up")
-        retrieved = state.metrics.observe_retrieval if state.metrics is not None else None
         state.namespaces = app.state.namespaces = Namespaces(
-            settings, model, state.answered, state.scheduler, retrieved
+            settings, model, state.answered, state.scheduler, state.retrieved
         )
         async with mcp.router.lifespan_context(mcp) if mcp is not None else nullcontext():
             yield
@@ -174,10 +173,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
     app.add_middleware(
         SecurityHeaders, headers=security_headers(origin(str(oidc.issuer)) if oidc.page_signs_in else "")
     )
-    # outermost: it sees every refusal
-    app.add_middleware(
-        AuditTrail, audit=lambda: state.audit, counted=state.metrics.count_response if state.metrics else None
-    )
+    app.add_middleware(AuditTrail, audit=lambda: state.audit, counted=state.responded)  # outermost: sees every refusal
     install_handlers(app)
     for router in (health, queries, ingests, documents, openai, page_router(WEB, oidc)):
         app.include_router(router)

@@ -100,6 +100,16 @@ class ServiceState:
         if self.metrics is not None:
             self.metrics.observe_answer(answer)
 
+    def retrieved(self, seconds: float) -> None:
+        """Every retrieval (a cache miss), whoever asked."""
+        if self.metrics is not None:
+            self.metrics.observe_retrieval(seconds)
+
+    def responded(self, status: int, code: str | None) -> None:
+        """Every ``/v1/`` response's status, and its error's code."""
+        if self.metrics is not None:
+            self.metrics.count_response(status, code)
+
     def count_tokens(self, principal: Principal, answer: Answer) -> None:
         """Counts the tokens a charged answer used; an answer that never got the model's turn (its
         client left while it waited) gives back the answer it was charged."""
