@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from .config.settings import Settings, load_settings
 from .embedding import DenseEmbedder
 from .errors import StoreError
-from .generation import GenerationBackend, open_backend
+from .generation import GenerationBackend, loading_note, open_backend
 from .generation.answer import answer_from
 from .generation.scheduler import GenerationScheduler
 from .results import Answer, Evidence
@@ -141,6 +141,11 @@ class QuorumRAG:
         if self._generator is None:
             self._generator = open_backend(self.settings)
         return self._generator
+
+    def loading_note(self) -> str | None:
+        """What the next answer waits for before its first token ("loading the model (1.1 GB,
+        once)"), to tell the user while they wait; None when nothing is to load."""
+        return loading_note(self.settings) if self._generator is None else None
 
     def answer(
         self,

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-AbstainReason = Literal["no_quorum", "low_confidence", "model_declined", "unsupported_answer"]
+AbstainReason = Literal["no_quorum", "low_confidence", "model_declined", "unsupported_answer", "needs_clarification"]
 
 
 class Passage(BaseModel):
@@ -73,7 +73,14 @@ class ConversationStep(BaseModel):
         "rewrite_failed: searched as typed (note says why)"
     )
     turns: int = Field(0, description="earlier turns the client sent")
-    note: str | None = Field(None, description="why a rewrite was not used")
+    note: str | None = Field(None, description="why a rewrite was not used, or what its second reading changed")
+
+
+class Clarification(BaseModel):
+    """A question back to the user: two readings of their follow-up found different evidence."""
+
+    question: str = Field(description="what to ask the user, in plain words")
+    readings: list[str] = Field(description="the two stand-alone questions; either, sent back, continues")
 
 
 class Evidence(BaseModel):
@@ -83,12 +90,16 @@ class Evidence(BaseModel):
         description="what was searched and answered: the question, or in a conversation its stand-alone rewrite",
     )
     conversation: ConversationStep | None = Field(None, description="how the history was used")
+    clarification: Clarification | None = Field(
+        None, description="two readings of a follow-up found different evidence: ask the user which one they mean"
+    )
     abstained: bool
     abstain_reason: AbstainReason | None = Field(
         None,
         description="no_quorum: the retrievers did not agree; low_confidence: they agreed on evidence "
         "too weak to answer from; model_declined: the model said the passages do not hold the answer; "
-        "unsupported_answer: the judge found claims their passages do not support (generation.unsupported)",
+        "unsupported_answer: the answer was withheld (generation.unsupported, or a planted instruction); "
+        "needs_clarification: two readings of the follow-up found different evidence (see clarification)",
     )
     confidence: float | None = Field(None, description="the gate's confidence that the context holds the answer")
     gate_threshold: float | None = Field(
@@ -108,8 +119,8 @@ class Evidence(BaseModel):
     timings_ms: dict[str, float]
     #: the gate's inputs, kept for feedback rows (``feedback export``); not part of the JSON
     gate_features: dict[str, float] | None = Field(None, exclude=True)
-    #: the question's words no chunk of the namespace holds, for the answer's key-term check
-    unseen_words: list[str] = Field(default_factory=list, exclude=True)
+    #: the question's key words and their weight, for the check of the sentence an answer comes from
+    key_terms: dict[str, float] = Field(default_factory=dict, exclude=True)
 
     @property
     def searched(self) -> str:
@@ -149,10 +160,22 @@ class Claim(BaseModel):
         "of the cited passage that holds the claim (0 for a claim that only repeats "
         "the question); None when not grounded",
     )
+    sentence: str | None = Field(
+        None, description="the sentence of the cited passage that holds the claim; None when not grounded"
+    )
+    coverage: float | None = Field(
+        None,
+        description="the share of the question's key words, weighed by rarity, that sentence carries "
+        "(generation.min_coverage); None when not grounded",
+    )
     missing_terms: list[str] = Field(
         default_factory=list,
-        description="words of the question that no document of the namespace holds, nor the passages sent "
-        "as a near spelling: the claim may answer another question (generation.key_terms)",
+        description="the question's key words that sentence lacks, weightiest first: it may answer another question",
+    )
+    rival: str | None = Field(
+        None,
+        description="another sentence of the cited passages that matches the question as well and gives another "
+        "value: the answer is ambiguous (generation.rivals)",
     )
     supported: bool | None = Field(
         None,
@@ -167,7 +190,7 @@ class Claim(BaseModel):
             "not found",
             "instruction",
             "off the question",
-            "missing term",
+            "ambiguous",
             "unsure",
             "disputed",
             "weak evidence",
@@ -199,6 +222,36 @@ class AnswerAgreement(BaseModel):
     probabilities: list[float | None] = Field(description="how sure the model was of each (answer_probability)")
 
 
+#: the marks an answer can carry (``Answer.mark``)
+Mark = Literal["supported", "not supported", "ambiguous", "declined", "no evidence", "clarifying question"]
+NO_EVIDENCE = {
+    "no_quorum": "the retrievers did not agree on any evidence in the documents",
+    "low_confidence": "the retrievers agreed on evidence too weak to answer from",
+}
+
+
+def claim_reason(claim: Claim, answer: Answer) -> str:
+    """Why a claim is not supported, in plain words a user can check against its passage."""
+    missing = ", ".join(f'"{word}"' for word in claim.missing_terms[:3])
+    agreement = answer.agreement
+    if claim.invalid_citations:
+        return "it cites passages that were not shown"
+    reasons = {
+        None: "",
+        "not found": "it is not found in the passages it cites",
+        "instruction": "it repeats a sentence that gives orders to an assistant, not a fact",
+        "off the question": f"the sentence it comes from does not mention {missing}"
+        if missing
+        else "the sentence it comes from shares too few of the question's words",
+        "ambiguous": f'the passage also says "{claim.rival}"',
+        "unsure": f"the model was only {answer.answer_probability or 0:.0%} sure of it",
+        "disputed": f"only {agreement.agreeing} of {agreement.readings} readings gave it" if agreement else "",
+        "weak evidence": f"the evidence is weak (confidence {answer.confidence or 0:.2f})",
+        "doubted": f"the judge doubted it (score {claim.score or 0:.2f})",
+    }
+    return reasons[claim.unsupported] or "it failed a check"
+
+
 class Answer(Evidence):
     answer: str | None = None
     short_answer: str | None = Field(
@@ -222,6 +275,45 @@ class Answer(Evidence):
         None, description='where that model ran: a server\'s URL (without credentials), or "in-process"'
     )
     warnings: list[str] = Field(default_factory=list, description="what was changed or found, in one line each")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def mark(self) -> Mark | None:
+        """What a user is told of the answer, the same in every interface: supported, not supported,
+        ambiguous (a cited passage gives another value as well), declined (the model found no answer in
+        the passages), or no evidence (nothing reached the model); None before an answer was asked."""
+        if self.abstain_reason in ("no_quorum", "low_confidence"):
+            return "no evidence"
+        if self.abstain_reason == "needs_clarification":
+            return "clarifying question"
+        if self.abstain_reason == "model_declined":
+            return "declined"
+        if not self.claims:
+            return "not supported" if self.answer or self.error else None
+        if all(claim.supported for claim in self.claims):
+            return "supported"
+        return "ambiguous" if any(claim.unsupported == "ambiguous" for claim in self.claims) else "not supported"
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def mark_reason(self) -> str | None:
+        """Why, in plain words: what the supporting sentence says, or what the check found."""
+        mark = self.mark
+        if mark is None:
+            return None
+        if mark == "no evidence":
+            return NO_EVIDENCE[self.abstain_reason or "no_quorum"]
+        if mark == "clarifying question":
+            return self.clarification.question if self.clarification else None
+        if mark == "declined":
+            return "the model found that the passages do not hold the answer"
+        if not self.claims:
+            return f"the model failed: {self.error}" if self.error else "the answer cites no passage"
+        if mark == "supported":
+            claim = self.claims[0]
+            return f'{claim.location or "the cited passage"} says "{claim.sentence}"' if claim.sentence else None
+        failed = next(claim for claim in self.claims if not claim.supported)
+        return claim_reason(failed, self)
 
     @property
     def reached_model(self) -> bool:

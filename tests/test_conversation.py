@@ -271,12 +271,12 @@ def test_chat_completions_use_the_earlier_messages_as_history(chatting):
         (
             "Of course I knew it, just teasing. How do lighthouses warn ships?",
             "How do lighthouses warn ships?",
-            "How do lighthouses warn ships?",
+            "How do lighthouses warn ships? course knew teasing",
         ),
     ],
 )
-def test_a_rewrite_keeps_the_words_of_a_short_question(question, reply, searched):
-    """A short question is all topic: words the model dropped from it are searched too; what it
-    drops from a longer one is chat, and stays dropped."""
+def test_a_rewrite_keeps_every_word_the_user_typed(question, reply, searched):
+    """The user's own words are what they asked: every content word the model dropped is searched
+    too (a short question is all topic; a longer one's chat is searched with it, and costs little)."""
     asked = conversation(ScriptedRewriter(reply=reply)).asked(question, HISTORY)
     assert asked.searched_for == searched

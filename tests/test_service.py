@@ -117,12 +117,22 @@ def test_an_oversized_body_is_413(service):
     assert response.status_code == 413 and response.json()["code"] == "body_too_large"
 
 
-def test_health_and_readiness(service):
-    client, _ = service
-    assert client.get("/healthz").json() == {"status": "ok"}
-    ready = client.get("/readyz")
-    assert ready.status_code == 200 and ready.json() == {"ready": True, "embedder": True, "store": True}
-    assert client.get("/docs").status_code == 200 and client.get("/openapi.json").json()["paths"]["/v1/query"]
+def test_health_and_readiness_and_the_answer_models_own(teams):
+    """Ready to search once the embedder and the store are; ready to answer (``?answers=true``) only
+    once the answer model is in: the embedded model loads on the first answer, or at start with
+    ``serve --preload``; a model server is its own."""
+    start, _ = teams
+    embedded = {"generation": {"backend": "embedded"}, "llm": {"gguf": None, "model": "not-loaded-here"}}
+    with start(**embedded) as client:
+        assert client.get("/healthz").json() == {"status": "ok"}
+        ready = client.get("/readyz")
+        assert ready.status_code == 200
+        assert ready.json() == {"ready": True, "embedder": True, "store": True, "model": False}
+        assert client.get("/readyz", params={"answers": "true"}).status_code == 503
+        assert client.get("/docs").status_code == 200 and client.get("/openapi.json").json()["paths"]["/v1/query"]
+    with ollama_standin() as ollama, start(ollama={"host": ollama.host}, generation={"backend": "ollama"}) as client:
+        answering = client.get("/readyz", params={"answers": "true"})
+        assert answering.status_code == 200 and answering.json()["model"] is True
 
 
 def test_key_add_prints_the_key_once_and_stores_its_hash(tmp_path):

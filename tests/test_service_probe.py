@@ -26,7 +26,7 @@ from qrag_qdrant.store.files import SERVE_RECORD
 from .cli_helpers import run
 from .live_server import live_server
 from .ollama_standin import ollama_standin
-from .service_helpers import BEES, metric_value
+from .service_helpers import BEES, events, metric_value
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 
@@ -367,3 +367,16 @@ def test_concurrent_sign_ins_read_an_unreachable_provider_once(monkeypatch):
     for thread in threads:
         thread.join(PATIENCE_S)
     assert outcomes == [503] * 8 and len(reads) == 1
+
+
+def test_a_stream_says_it_waits_for_the_model_to_load(teams):
+    """The first answer of a process waits for the embedded model (seconds to a minute): the
+    stream says so before anything else, and the CLI does too."""
+    start, auth = teams
+    embedded = {"generation": {"backend": "embedded"}, "llm": {"model": "not-loaded-here"}}
+    with start(**embedded) as client:
+        streamed = client.post("/v1/query", json={"question": BEES, "stream": True}, headers=auth["a"])
+    names = [name for name, _ in events(streamed)]
+    assert names[:2] == ["evidence", "loading"] and names[-1] == "done"
+    loading = dict(events(streamed))["loading"]
+    assert loading["message"].startswith("assembling and loading the model")

@@ -165,8 +165,8 @@ def test_a_grounded_answer_from_a_sentence_about_something_else_is_not_supported
     off = asked("Where was the game played?", "Denver Broncos [1]")
     assert off.claims[0].grounded and off.claims[0].relevance == 0.0 and not off.claims[0].supported
     assert off.warnings == [
-        "1 of 1 claims come from a sentence that shares too few of the question's words "
-        "(the passage may be about something else)"
+        "1 of 1 claims come from a sentence that lacks what the question is about "
+        "(generation.min_coverage, min_relevance)"
     ]
     on = asked("Where was the game played?", "Santa Clara [2]")
     assert on.claims[0].relevance == 1.0 and on.claims[0].supported and not on.warnings

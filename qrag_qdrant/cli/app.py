@@ -184,6 +184,8 @@ def query(
         elif as_json or evidence.abstained:
             result = rag.answer(question, evidence=evidence)
         else:
+            if note := rag.loading_note():
+                err.print(f"{note} ...", markup=False, style="dim")
             stream = AnswerStream()
             result = rag.answer(question, evidence=evidence, on_token=stream)
             if stream.started:
@@ -282,6 +284,14 @@ def serve(
     ctx: typer.Context,
     host: Annotated[str | None, typer.Option("--host", help="address to listen on (service.host)")] = None,
     port: Annotated[int | None, typer.Option("--port", help="port (service.port)")] = None,
+    preload: Annotated[
+        bool,
+        typer.Option(
+            "--preload",
+            help="load the answer model before serving (service.preload_model): no first "
+            "answer waits for it, and /readyz?answers=true says when it is in",
+        ),
+    ] = False,
     config: ConfigOption = None,
     store: StoreOption = None,
 ) -> None:
@@ -294,7 +304,7 @@ def serve(
         from ..service.server import server_options
     except ImportError:
         raise ConfigError(f"the service needs its extra: {install_hint('service')}") from None
-    settings = load_settings(config, store=store)
+    settings = load_settings(config, store=store, service={"preload_model": True} if preload else None)
     keys = KeyFile.load(settings.service.keys)
     host, port = host or settings.service.host, port or settings.service.port
     err.print(f"key file: {settings.service.keys.resolve()} ({plural(len(keys.entries()), 'key')})", markup=False)

@@ -59,6 +59,8 @@ class Chat:
             return
         if evidence.searched != evidence.question:
             out.print(f"searched for: {evidence.searched}", markup=False, style="dim")
+        if self.generate and not evidence.abstained and (note := self.rag.loading_note()):
+            out.print(f"{note} ...", markup=False, style="dim")
         stream = AnswerStream()
         answer = (
             self.rag.answer(question, evidence=evidence, on_token=stream)
@@ -67,13 +69,20 @@ class Chat:
         )
         if stream.started:
             out.print()
-        if not self.generate or (answer.abstained and answer.abstain_reason in ("no_quorum", "low_confidence")):
+        if not self.generate or answer.abstain_reason in ("no_quorum", "low_confidence", "needs_clarification"):
             print_evidence(answer, self.rag.settings.retrieval.quorum)
         print_answer_checks(answer)
         if answer.error:
             out.print(f"[red]error:[/red] {answer.error}", markup=False)
         self.last = answer
-        reply = answer.answer if answer.answer and not answer.abstained else "No answer."
+        # what the assistant said: the answer, the question it asked back, or that there is none
+        reply = (
+            answer.clarification.question
+            if answer.clarification is not None
+            else answer.answer
+            if answer.answer and not answer.abstained
+            else "No answer."
+        )
         self.turns += [Turn("user", question), Turn("assistant", reply)]
 
 

@@ -21,7 +21,7 @@ import typer
 
 from ..errors import QragError
 from ..ingest.corpus import UNSUPPORTED_FORMAT, SkippedFile
-from ..results import Answer, Evidence
+from ..results import Answer, Evidence, claim_reason
 from ..service.auth.keys import KeyEntry
 
 if TYPE_CHECKING:  # imported where they are used (ingest, tables): a query starts sooner
@@ -213,46 +213,21 @@ def print_ingest_report(report: IngestReport, pruned: bool) -> None:
 
 
 def print_answer_checks(answer: Answer) -> None:
-    """What the verifier found, under the streamed answer."""
-    if answer.abstain_reason == "model_declined":
-        odds = (
-            f" (it gave that reply {answer.decline_probability:.0%})" if answer.decline_probability is not None else ""
-        )
-        out.print(f"No answer: the model found that the passages do not hold the answer{odds}.")
-    elif answer.abstain_reason == "unsupported_answer":
-        out.print(
-            "No answer: the answer made claims its cited passages do not support (generation.unsupported = "
-            "'refuse'); the evidence follows."
-        )
+    """The answer's mark in plain words under the streamed answer (``Answer.mark``, as every
+    interface shows it), each claim a check failed, and the warnings."""
+    if answer.abstain_reason == "unsupported_answer":
+        out.print("No answer: the answer is withheld; the evidence follows.", markup=False)
     agreement = answer.agreement
     if agreement is not None:
         out.print(f"{agreement.agreeing} of {agreement.readings} readings agree", markup=False)
-    for claim in answer.claims:
-        if claim.supported is False or claim.invalid_citations:
-            why = (
-                "cites passages that were not shown"
-                if claim.invalid_citations
-                else "not in the passages it cites"
-                if not claim.grounded
-                else "its sentence reads as an instruction to the assistant, not a fact"
-                if claim.unsupported == "instruction"
-                else f"its sentence holds {claim.relevance or 0:.0%} of the question's words"
-                if claim.unsupported == "off the question"
-                else f"the model was {answer.answer_probability or 0:.0%} sure of it"
-                if claim.unsupported == "unsure"
-                else "no document holds " + ", ".join(repr(word) for word in claim.missing_terms)
-                if claim.unsupported == "missing term"
-                else f"{agreement.agreeing} of {agreement.readings} readings gave it"
-                if claim.unsupported == "disputed" and agreement is not None
-                else f"the evidence's confidence {answer.confidence or 0:.3f}"
-                if claim.unsupported == "weak evidence"
-                else f"the judge's score {claim.score or 0:.2f}"
-            )
-            out.print(f"[yellow]unsupported[/yellow] ({why}): {claim.text}")
-        elif claim.supported and claim.location:
-            out.print(f"supported: {claim.location}", markup=False)
+    if answer.mark is not None and answer.mark != "no evidence":
+        style = {"supported": "green", "ambiguous": "yellow"}.get(answer.mark, "red")
+        out.print(f"{answer.mark}: {answer.mark_reason}", markup=False, style=style)
+    failed = [claim for claim in answer.claims if claim.supported is False]
+    for claim in failed[1:] if failed and answer.mark != "supported" else []:  # the first is the mark's reason
+        out.print(f"not supported ({claim_reason(claim, answer)}): {claim.text}", markup=False, style="red")
     for warning in answer.warnings:
-        out.print(f"[yellow]note:[/yellow] {warning}")
+        out.print(f"note: {warning}", markup=False, style="yellow")
 
 
 class AnswerStream:
@@ -282,6 +257,11 @@ def print_expansions(evidence: Evidence) -> None:
 
 def print_evidence(evidence: Evidence, quorum: int) -> None:
     print_expansions(evidence)
+    if evidence.clarification is not None:
+        out.print(evidence.clarification.question, markup=False, style="bold")
+        for number, reading in enumerate(evidence.clarification.readings, 1):
+            out.print(f"  {number}. {reading}", markup=False)
+        return
     if evidence.abstain_reason == "no_quorum":
         out.print(
             f"No answer: the retrievers did not agree on any evidence (no cluster reached the quorum "

@@ -94,6 +94,12 @@ class RetrievalSettings(Section):
         description="a follow-up in a conversation: rewrite: the model makes it stand-alone from the earlier turns "
         "(a model call only for a follow-up that points back); last: the question alone, as typed",
     )
+    readings: bool = Field(
+        True,
+        description="conversation: a rewrite that carried over a word the follow-up replaces (international "
+        "travel, then 'And within Norway?') is searched without it too (one more retrieval): the same evidence "
+        "answers the user's reading; different evidence asks the user which one they mean",
+    )
     history_window: NonNegativeInt = Field(
         4, description="conversation: the most recent earlier turns the rewrite reads (user and assistant each count)"
     )
@@ -251,11 +257,18 @@ class GenerationSettings(Section):
         description="with samples: a claim is supported only when at least this share of the readings give "
         "the same answer (0: not checked)",
     )
-    key_terms: bool = Field(
+    min_coverage: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="a grounded claim is supported only when the sentence that holds it (with its headings) "
+        "carries at least this share of the question's key words, each weighed by its rarity in general language "
+        "and in the namespace, the words typed in this turn most (0: not checked)",
+    )
+    rivals: bool = Field(
         True,
-        description="a claim is not supported when the question has a word no document of the namespace holds "
-        "(typos of a word in the passages, and words like 'many' or 'say', aside): the passage may answer "
-        "another question",
+        description="a claim is ambiguous, and not supported, when another sentence of its cited passages matches "
+        "the question as well and gives a different value of its kind (a number, a date, a name)",
     )
     min_evidence_confidence: float = Field(
         0.0,

@@ -168,6 +168,17 @@ class ServiceSettings(Section):
         1000, description="finished ingest jobs whose records are kept, the newest (a running job is always kept)"
     )
     jobs_kept_days: PositiveFloat = Field(7.0, description="finished ingest jobs older than this are forgotten")
+    preload_model: bool = Field(
+        False,
+        description="load the answer model when the service starts (serve --preload), not on the first answer: "
+        "/readyz?answers=true is ready once it is in",
+    )
+    openai_mark_in_text: bool = Field(
+        False,
+        description="the OpenAI-compatible endpoint also writes the answer's mark as one plain line under the "
+        "answer ('Supported: ...', 'Not supported: ...'), for clients that show only the message text; the mark is "
+        "always in the response's qrag field",
+    )
     stream_ping_seconds: PositiveFloat = Field(
         15.0,
         description="a streamed answer sends a comment line this often while it has nothing else to send (it "

@@ -45,13 +45,43 @@ def word_terms(word: str) -> frozenset[int]:
     return frozenset(_analyser().embed_query(word).indices)
 
 
-def unseen_words(question: str, stats: TermStats) -> list[str]:
-    """The content words of ``question`` (lower case) that no chunk holds: the namespace never
-    mentions them."""
-    words = {word: word_terms(word) for word in re.findall(r"\w+", question.lower())}
+#: Zipf frequencies (wordfreq: log10 of uses per billion words) between which a word goes from
+#: saying what a question is about (rare: "diem" 3.0, "password" 4.1) to shaping it (common: "get"
+#: 6.3, "call" 5.5); the analyser drops the stopwords before either
+ZIPF_RARE, ZIPF_COMMON = 3.5, 6.0
+#: how much more a word the user typed in this turn counts than one the rewrite brought in
+TYPED_WEIGHT = 2.0
+
+
+def general_rarity(word: str) -> float:
+    """1 for a word general English rarely uses, 0 for one it uses all the time (wordfreq)."""
+    from wordfreq import zipf_frequency
+
+    zipf = zipf_frequency(word, "en")
+    return min(1.0, max(0.0, (ZIPF_COMMON - zipf) / (ZIPF_COMMON - ZIPF_RARE)))
+
+
+def key_term_weights(question: str, stats: TermStats, typed: str | None = None) -> dict[str, float]:
+    """Each content word of ``question`` (lower case) with how much it says what the question is
+    about: its rarity in general language (so "call" or "get" weigh little and "sick" or "Norway"
+    much), times its rarity in the namespace (a word every chunk holds, the company's name in its
+    own handbook, tells no passage from another), times ``TYPED_WEIGHT`` for a word of ``typed``,
+    the follow-up the user typed, when that is not the question itself (a rewrite's words weigh
+    less than the user's own)."""
+    words = {word: word_terms(word) for word in dict.fromkeys(re.findall(r"[\w'-]+", question.lower()))}
+    words = {word: ids for word, ids in words.items() if ids and not word.isdigit()}
+    if not words:
+        return {}
     wanted = sorted({term for ids in words.values() for term in ids})
-    seen = {term for term, df in zip(wanted, stats.frequencies(wanted).tolist()) if df > 0}
-    return [word for word, ids in words.items() if ids and not ids & seen]
+    df = dict(zip(wanted, stats.frequencies(wanted).tolist()))
+    spread = math.log(stats.chunks + 1) or 1.0
+    own = {term for word in re.findall(r"[\w'-]+", (typed or "").lower()) for term in word_terms(word)}
+    weights = {}
+    for word, ids in words.items():
+        corpus = min(math.log((stats.chunks + 1) / (df[term] + 1)) / spread for term in ids)
+        weight = general_rarity(word) * corpus
+        weights[word] = round(weight * (TYPED_WEIGHT if typed and ids <= own else 1.0), 4)
+    return weights
 
 
 def count_terms(texts: Iterable[str]) -> Counter[int]:

@@ -68,8 +68,10 @@ class GeneratedAnswer:
     confidence: float | None = None
     #: the readings' agreement (generation.samples), to choose generation.min_agreement
     agreement: dict[str, Any] | None = None
-    #: the question's words no document holds (any claim), to measure generation.key_terms
-    missing_terms: list[str] = field(default_factory=list)
+    #: the lowest coverage of the question's key words by a claim's sentence, to choose generation.min_coverage
+    coverage: float | None = None
+    #: a claim's cited passages give another value as well (generation.rivals)
+    ambiguous: bool = False
     readings_seconds: float | None = None
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
@@ -127,7 +129,10 @@ def score_answer(question: EvalQuestion, system: str, answer: Answer, seconds: f
         answer_probability=answer.answer_probability,
         confidence=answer.confidence,
         agreement=answer.agreement.model_dump() if answer.agreement is not None else None,
-        missing_terms=sorted({word for claim in answer.claims for word in claim.missing_terms}),
+        coverage=min(c.coverage for c in answer.claims if c.coverage is not None)
+        if answer.claims and all(c.coverage is not None for c in answer.claims)
+        else None,
+        ambiguous=any(c.rival is not None for c in answer.claims),
         readings_seconds=answer.timings_ms["readings"] / 1000 if "readings" in answer.timings_ms else None,
         **(answer.usage.model_dump() if answer.usage is not None else {}),
     )
@@ -214,12 +219,14 @@ def support_scores(
 
 def supported_under(options: GenerationSettings) -> Callable[[GeneratedAnswer], bool]:
     """The answer step's "supported" rule at ``options``' thresholds, from what a row recorded: every
-    claim grounded and relevant, no word of the question unseen, the model sure enough, the readings
-    agreeing enough, the evidence strong enough (the judge aside)."""
+    claim grounded and relevant, its sentence covering the question, no rival, the model sure enough,
+    the readings agreeing enough, the evidence strong enough (the judge aside)."""
     return lambda row: (
         row.relevance is not None
         and row.relevance >= options.min_relevance
-        and not (options.key_terms and row.missing_terms)
+        and row.coverage is not None
+        and row.coverage >= options.min_coverage
+        and not (options.rivals and row.ambiguous)
         and confident(row.answer_probability, options.min_answer_probability)
         and confident(row.agreement["share"] if row.agreement else None, options.min_agreement)
         and confident(row.confidence, options.min_evidence_confidence)

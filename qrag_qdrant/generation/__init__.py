@@ -57,10 +57,26 @@ def pointed_at_ollama(settings: Settings) -> bool:
     return settings.ollama.host != default
 
 
-def open_backend(settings: Settings) -> GenerationBackend:
+def backend_name(settings: Settings) -> str:
+    """The backend ``generation.backend`` names, ``auto`` resolved."""
     name = settings.generation.backend
     if name == "auto" and settings.openai.base_url:
-        name = "openai"
-    elif name == "auto":
-        name = "embedded" if embedded_available(settings) and not pointed_at_ollama(settings) else "ollama"
-    return BACKENDS.get(name)(settings)
+        return "openai"
+    if name == "auto":
+        return "embedded" if embedded_available(settings) and not pointed_at_ollama(settings) else "ollama"
+    return name
+
+
+def open_backend(settings: Settings) -> GenerationBackend:
+    return BACKENDS.get(backend_name(settings))(settings)
+
+
+def loading_note(settings: Settings) -> str | None:
+    """What the next answer waits for before its first token, to tell the user: the embedded model
+    assembled and loaded once per process ("loading the model (1.1 GB, once)"); None when it is
+    loaded, or the backend is a server (whose own readiness is its own)."""
+    if backend_name(settings) != "embedded":
+        return None
+    from .backends.embedded import loading_note as embedded_loading
+
+    return embedded_loading(settings.llm)

@@ -87,6 +87,8 @@ class Asked:
     #: why a rewrite was not used, in one line
     note: str | None = None
     seconds: float = 0.0
+    #: the user's earlier questions, oldest first, for a second reading of the rewrite (``readings``)
+    earlier: tuple[str, ...] = ()
 
 
 def checked_history(history: Iterable[Any], options: RetrievalSettings) -> tuple[Turn, ...]:
@@ -187,12 +189,9 @@ def _repeats_instructions(text: str) -> bool:
 
 
 def with_every_word(rewrite: str, question: str) -> str:
-    """The rewrite, with the content words it dropped from a short question put back at its end.
-    A question of a few words is all topic, and a small model often replaces it ("Spousal support"
-    became "How can I get enforcement support?"); in a longer one, what it drops is mostly
-    chat ("Of course I knew it, just teasing"), which would only blur the search."""
-    if len(question.split()) > SHORT_WORDS:
-        return rewrite
+    """The rewrite, with the content words it dropped from the question put back at its end: the
+    user's own words are what they asked, and a small model drops or replaces them ("Spousal
+    support" became "How can I get enforcement support?")."""
     kept = terms(rewrite)
     dropped = [word for word in WORD.findall(question) if word_terms(word) and not word_terms(word) <= kept]
     return f"{rewrite} {' '.join(dict.fromkeys(dropped))}" if dropped else rewrite
@@ -238,7 +237,8 @@ class Conversation:
             log.debug("conversation: %r kept as typed (%.2f s)", question, seconds)
             return Asked(question, question, "unchanged", count, seconds=seconds)
         log.debug("conversation: %r searched as %r (%.2f s)", question, rewrite, seconds)
-        return Asked(question, rewrite, "rewritten", count, seconds=seconds)
+        earlier = tuple(turn.content for turn in turns if turn.role == "user")
+        return Asked(question, rewrite, "rewritten", count, seconds=seconds, earlier=earlier)
 
     def _rewrite(self, question: str, turns: Sequence[Turn]) -> str:
         completer = self._completer()

@@ -12,12 +12,14 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..config.sections import RetrievalSettings
 from ..config.settings import CollectionSpec, RetrieverSpec, Settings
 from ..embedding import Bm25Embedder, DenseEmbedder, model_dim
-from ..embedding.term_stats import TermStats, unseen_words
+from ..embedding.term_stats import TermStats, key_term_weights
 from ..errors import NothingIngestedError
-from ..results import Evidence, EvidenceCluster, QueryExpansion, timed
+from ..results import Clarification, Evidence, EvidenceCluster, QueryExpansion, timed
 from ..store import CollectionManifest, Hit, Store, VectorQuery
 from ..store.base import CALIBRATED_GATE
 from ..store.points import Sparse
@@ -30,6 +32,7 @@ from .gate import GateInput, GateModel, decide, quorum_features
 from .question import checked_question
 from .quorum import apply_quorum
 from .ranking import ScoredCluster, rank_clusters
+from .readings import other_reading
 
 log = logging.getLogger(__name__)
 
@@ -341,9 +344,44 @@ class Coordinator:
                 expanded = self.search_expansions(texts)
         evidence = self.evidence_from(vectors, lists, options, expanded, expansions, timings)
         if asked is not None:
-            evidence.question = asked.question
-            evidence.conversation = conversation_step(asked)
+            evidence = self.as_asked(evidence, asked, timings)
         log.info("retrieve: %d clusters, %s; ms: %s", len(evidence.clusters), evidence.abstain_reason, timings)
+        return evidence
+
+    def word_similarity(self, first: str, second: str) -> float:
+        """The cosine of two words' (or short phrases') question vectors."""
+        embedder = self._embedder_factory()
+        a, b = embedder.query_embed(first), embedder.query_embed(second)
+        return float(np.dot(a, b) / ((np.linalg.norm(a) * np.linalg.norm(b)) or 1.0))
+
+    def as_asked(self, evidence: Evidence, asked: Asked, timings: dict[str, float]) -> Evidence:
+        """A follow-up's evidence as the user asked it: its own question and conversation step, the
+        user's typed words weighing most, and (``retrieval.readings``) the rewrite's second reading
+        searched: the same evidence answers the reading that keeps the user's words, different
+        evidence asks the user which one they mean."""
+        reading = None
+        if asked.how == "rewritten" and self.settings.retrieval.readings:
+            found = [passage.text for passage in evidence.passages]
+            reading = other_reading(asked.question, asked.searched_for, asked.earlier, found, self.word_similarity)
+        step = conversation_step(asked)
+        if reading is not None:
+            with timed(timings, "second_reading"):
+                vectors, lists = self.embed_and_search(reading.searched_for)
+                second = self.evidence_from(vectors, lists, self.settings.retrieval)
+            same = same_evidence(evidence, second)
+            log.debug("conversation: %s; the evidence is %s", reading.note, "the same" if same else "different")
+            if evidence.abstained or same:
+                evidence = second.model_copy(update={"timings_ms": timings})
+                step = step.model_copy(update={"note": reading.note})
+            elif not second.abstained:
+                evidence.abstained, evidence.abstain_reason = True, "needs_clarification"
+                evidence.clarification = Clarification(
+                    question=f"Do you mean “{asked.searched_for}” or “{reading.searched_for}”?",
+                    readings=[asked.searched_for, reading.searched_for],
+                )
+        evidence.question, evidence.conversation = asked.question, step
+        if evidence.key_terms and evidence.searched != asked.question:  # the user's own words weigh most
+            evidence.key_terms = key_term_weights(evidence.searched, self.term_stats, typed=asked.question)
         return evidence
 
     def evidence_from(
@@ -402,7 +440,7 @@ class Coordinator:
             expansions=list(expansions),
             timings_ms=timings,
             gate_features=features,
-            unseen_words=unseen_words(vectors.question, self.term_stats) if ranked else [],
+            key_terms=key_term_weights(vectors.question, self.term_stats) if ranked else {},
         )
 
     def close(self) -> None:
@@ -410,3 +448,12 @@ class Coordinator:
         self._pool.shutdown()
         if self.expander is not None:
             self.expander.close()
+
+
+def same_evidence(first: Evidence, second: Evidence) -> bool:
+    """Whether two readings found the same evidence: the best cluster of each starts in one place
+    of one source (a second reading that only reorders the rest reads the same text first)."""
+    if not first.clusters or not second.clusters:
+        return not first.clusters and not second.clusters
+    a, b = first.clusters[0].passages[0], second.clusters[0].passages[0]
+    return a.source == b.source and a.start < b.end and b.start < a.end

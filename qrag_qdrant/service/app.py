@@ -7,6 +7,7 @@ in ``uploads`` and the error shape in ``errors``; this module only puts them tog
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass
@@ -15,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.concurrency import run_in_threadpool
 from fastapi.staticfiles import StaticFiles
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config.settings import Settings
 from ..embedding import DenseEmbedder
+from ..generation import loading_note, open_backend
 from ..generation.scheduler import GenerationScheduler
 from ..ingest.ingestor import IngestReport
 from ..ingest.progress import IngestProgress
@@ -47,6 +50,7 @@ from .uploads import UploadArea
 from .usage import QuotaExceeded, UsageLedger
 
 #: the web page and its script and style, shipped in the package
+log = logging.getLogger(__name__)
 WEB = resources.files(__package__) / "static"
 
 
@@ -138,6 +142,9 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         model = embedder or DenseEmbedder(settings.embedding)
         model.embed(["warm up"])  # load the models for documents and questions now, so /readyz means it
         model.query_embed("warm up")
+        if service.preload_model and (note := loading_note(settings)):
+            log.info("%s before serving (service.preload_model)", note)
+            await run_in_threadpool(open_backend, settings)  # the embedded model stays loaded for the process
         state.namespaces = app.state.namespaces = Namespaces(
             settings, model, state.answered, state.scheduler, state.retrieved
         )

@@ -63,8 +63,13 @@ async def until_disconnected(request: Request) -> None:
         pass
 
 
-def sse(event: str, data: Any) -> ServerSentEvent:
-    return ServerSentEvent(data=json.dumps(data), event=event)
+#: lines end in LF: the clients parse what every SSE library writes, and so do the tests
+SSE_LINE_END = "\n"
+
+
+def sse(event: str | None, data: Any) -> ServerSentEvent:
+    """One event: its name (none for OpenAI's chunks) and its data, JSON unless already text."""
+    return ServerSentEvent(data=data if isinstance(data, str) else json.dumps(data), event=event, sep=SSE_LINE_END)
 
 
 def event_stream(events: AsyncIterator[ServerSentEvent], ping_seconds: float) -> EventSourceResponse:
@@ -72,7 +77,12 @@ def event_stream(events: AsyncIterator[ServerSentEvent], ping_seconds: float) ->
     else is sent (an answer waiting for the model), so proxies keep the stream open; and one task
     that watches for the client leaving, which ends ``events`` at once, the model waiting or
     reading the prompt included (a write that fails would be noticed only at the first token)."""
-    return EventSourceResponse(events, ping=ping_seconds, sep="\n")
+    return EventSourceResponse(
+        events,
+        ping=ping_seconds,
+        sep=SSE_LINE_END,
+        ping_message_factory=lambda: ServerSentEvent(comment="ping", sep=SSE_LINE_END),
+    )
 
 
 async def stream_answer(
@@ -92,6 +102,8 @@ async def stream_answer(
     if result.abstained or not generate:
         yield sse("done", {"query_id": query_id, **Answer.from_evidence(result).model_dump()})
         return
+    if note := rag.loading_note():  # the first answer of the process waits for the model: say so
+        yield sse("loading", {"message": note})
     async with aclosing(answer_events(rag, result, on_done)) as events:  # closed with this generator
         async for item in events:
             if isinstance(item, Answer):

@@ -132,6 +132,24 @@ def check_gguf(path: Path, sha256: str | None = None) -> Path:
     return path
 
 
+def loading_note(settings: LlmSettings) -> str | None:
+    """None once the model is loaded in this process; else what loading it means: its size, and
+    whether its parts are first assembled into the cache."""
+    if settings.gguf is not None:
+        path, size = Path(settings.gguf), Path(settings.gguf).stat().st_size if Path(settings.gguf).is_file() else 0
+        assembled = True
+    else:
+        name = packaged_model_name(settings)
+        model = PACKAGED_MODELS.get(name)
+        path = cache_dir() / "models" / f"{name}.gguf"
+        size = model.size if model else 0
+        assembled = path.is_file()
+    if (str(path), settings.context, settings.threads, settings.batch) in _SERVERS:
+        return None
+    what = "loading the model" if assembled else "assembling and loading the model"
+    return f"{what} ({size / 1e9:.1f} GB, once)" if size else f"{what} (once)"
+
+
 def resolve_gguf(settings: LlmSettings) -> Path:
     if settings.gguf is not None:
         return check_gguf(settings.gguf, settings.sha256)

@@ -26,13 +26,12 @@ only when the model wrote its short answer with a geometric-mean token probabili
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ...config.sections import GenerationSettings
 from ...embedding.term_stats import terms
@@ -40,6 +39,7 @@ from ...results import Answer, Claim, Passage
 from ..base import Judge
 from ..prompt import NOT_IN_DOCUMENTS, fence
 from .instructions import reads_as_instruction
+from .sentence import SentenceCheck, sentence_check
 
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*\n\s*")
@@ -60,10 +60,9 @@ INSTRUCTION_WITHHELD = (
 #: why a claim is not supported (``Claim.unsupported``), as its warning says it
 UNSUPPORTED = {
     "not found": "are not found in the passages they cite",
-    "off the question": "come from a sentence that shares too few of the question's words "
-    "(the passage may be about something else)",
-    "missing term": "answer a question with a word no document holds (they may answer another question; "
-    "generation.key_terms)",
+    "off the question": "come from a sentence that lacks what the question is about "
+    "(generation.min_coverage, min_relevance)",
+    "ambiguous": "come from a passage that gives another value for the question as well (generation.rivals)",
     "unsure": "were written with too little of the model's confidence (generation.min_answer_probability)",
     "disputed": "are not what enough of the model's readings said (generation.min_agreement)",
     "weak evidence": "come from evidence the gate is not confident enough of (generation.min_evidence_confidence)",
@@ -159,75 +158,23 @@ def holding_sentences(claim: str, passage: str) -> list[str]:
     return [s for s in sentences(passage) if words in normalised(s)]
 
 
+def read_sentence(
+    claim: Claim, holder: Passage, passages: Sequence[Passage], weights: Mapping[str, float]
+) -> SentenceCheck:
+    """The sentence of ``holder`` that holds the claim, with the heading over it: what it says of
+    the question, and a rival sentence in the passages the claim cites."""
+    holding = holding_sentences(claim.text, holder.text)
+    sentence = holding[0] if holding else holder.text
+    offset = max(holder.text.find(sentence.strip()), 0)
+    heading = next((h for at, h in reversed(holder.heading_marks) if at <= offset), holder.heading)
+    cited = [p for p in passages if p.citation in claim.citations] or [holder]
+    return sentence_check(bare(claim.text), sentence, heading, cited, weights, SENTENCE_END)
+
+
 def holding_offset(claim: str, passage: str) -> int:
     """Where in ``passage`` the sentence that holds the claim's words starts (0: not one sentence)."""
     holding = holding_sentences(claim, passage)
     return max(passage.find(holding[0].strip()), 0) if holding else 0
-
-
-#: words that shape a question ("how many", "what does it say") rather than name what it is about
-QUESTION_WORDS = frozenset(
-    [
-        "many",
-        "much",
-        "often",
-        "long",
-        "far",
-        "old",
-        "kind",
-        "type",
-        "sort",
-        "name",
-        "named",
-        "called",
-        "percentage",
-        "percent",
-        "number",
-        "amount",
-        "say",
-        "says",
-        "said",
-        "get",
-        "gets",
-        "got",
-        "make",
-        "makes",
-        "made",
-        "happen",
-        "happens",
-        "happened",
-        "mean",
-        "means",
-        "use",
-        "used",
-        "need",
-        "needs",
-        "know",
-        "tell",
-        "give",
-        "given",
-        "take",
-        "takes",
-        "want",
-    ]
-)
-#: how alike two spellings must be (difflib's ratio) for a question's word to be a typo of a passage's
-NEAR_SPELLING = 0.8
-
-
-def unseen_key_words(unseen: Sequence[str], sent: Sequence[Passage]) -> list[str]:
-    """The question's words that no document of the namespace holds (``Evidence.unseen_words``),
-    less question-shaping words and typos of a word in the passages sent: the passage may answer
-    another question ("sick days" answered from a passage on vacation days)."""
-    words = [word for word in unseen if word not in QUESTION_WORDS]
-    if not words:
-        return []
-    spelled = {token for passage in sent for token in re.findall(r"\w+", passage.text.lower())}
-    return [
-        word
-        for word in words
-        if not any(difflib.SequenceMatcher(None, word, token).ratio() >= NEAR_SPELLING for token in spelled)
-    ]
 
 
 def answer_probability(answer: str, tokens: Sequence[tuple[str, float]] | None) -> float | None:
@@ -275,7 +222,6 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
     unsure = not confident(answer.answer_probability, options.min_answer_probability)
     disputed = answer.agreement is not None and answer.agreement.share < options.min_agreement
     weak = not confident(answer.confidence, options.min_evidence_confidence)
-    unseen = unseen_key_words(answer.unseen_words, passages)  # the question's: the same for every claim
     shown = [p.citation for p in passages]
     answer.claims = split_claims(text, shown)
     invalid = sorted({n for claim in answer.claims for n in claim.invalid_citations})
@@ -289,16 +235,19 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         claim.grounded = holder is not None
         claim.relevance = relevance(answer.searched, claim.text, holder.text) if holder is not None else None
         claim.location = holder.location_at(holding_offset(claim.text, holder.text)) if holder is not None else None
-        claim.missing_terms = unseen if holder else []
+        read = read_sentence(claim, holder, passages, answer.key_terms) if holder is not None else None
+        if read is not None:
+            claim.sentence, claim.coverage, claim.rival = read.sentence, read.coverage, read.rival
+            claim.missing_terms = list(read.missing) if read.coverage < 1 else []
         claim.unsupported = (
             "not found"
-            if claim.relevance is None
+            if claim.relevance is None or read is None
             else "instruction"
-            if holder is not None and any(map(reads_as_instruction, holding_sentences(claim.text, holder.text)))
+            if any(map(reads_as_instruction, holding_sentences(claim.text, holder.text) if holder else []))
+            else "ambiguous"
+            if options.rivals and read.rival is not None
             else "off the question"
-            if claim.relevance < options.min_relevance
-            else "missing term"
-            if options.key_terms and claim.missing_terms
+            if claim.relevance < options.min_relevance or read.coverage < options.min_coverage
             else "unsure"
             if unsure
             else "disputed"

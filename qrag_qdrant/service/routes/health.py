@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 
+from ...generation import loading_note
 from ..errors import ServiceError
 from ..metrics import CONTENT_TYPE_LATEST
 from ..state import State
@@ -18,10 +19,18 @@ def healthz() -> dict[str, str]:
 
 
 @health.get("/readyz")
-def readyz(state: State) -> JSONResponse:
-    ready = state.namespaces is not None
-    checks = {"embedder": ready, "store": ready and state.spaces().store_reachable()}
-    return JSONResponse({"ready": all(checks.values()), **checks}, status_code=200 if all(checks.values()) else 503)
+def readyz(state: State, answers: bool = False) -> JSONResponse:
+    """Ready to search: the embedding model and the store. ``model`` says whether the answer model
+    is loaded too (an embedded model loads on the first answer, or at start with ``serve
+    --preload``); ``?answers=true`` makes it part of ``ready``, for a probe that should wait for it."""
+    started = state.namespaces is not None
+    checks = {
+        "embedder": started,
+        "store": started and state.spaces().store_reachable(),
+        "model": started and loading_note(state.settings) is None,
+    }
+    ready = checks["embedder"] and checks["store"] and (checks["model"] or not answers)
+    return JSONResponse({"ready": ready, **checks}, status_code=200 if ready else 503)
 
 
 @health.get("/metrics", response_class=Response)

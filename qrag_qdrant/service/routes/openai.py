@@ -16,7 +16,6 @@ calling a model. Errors have OpenAI's shape, ``{"error": {"message", "type", "pa
 from __future__ import annotations
 
 import functools
-import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -33,7 +32,7 @@ from ...results import Answer, Evidence
 from ..errors import ServiceError
 from ..schemas import HistoryTurn, QueryRequest
 from ..state import QueryCaller, State
-from ..streaming import answer_events, answer_unless_gone, event_stream, shown
+from ..streaming import answer_events, answer_unless_gone, event_stream, shown, sse
 from .query import answer_allowed, evidence_for, remember_answer
 
 ANSWER_MODEL, EVIDENCE_MODEL = "quorum", "quorum-evidence"
@@ -46,7 +45,7 @@ ABSTAINED = {
     "low_confidence": "No answer: the retrievers agreed on evidence, but it is too weak to answer from; the "
     "documents probably do not hold the answer.",
     "model_declined": "No answer: the passages the retrievers agreed on do not hold the answer.",
-    "unsupported_answer": "No answer: the answer made claims its cited passages do not support.",
+    "unsupported_answer": "No answer: the answer was withheld: its cited passages do not support it.",
 }
 
 openai = APIRouter(prefix="/v1", tags=["OpenAI-compatible"])
@@ -145,12 +144,14 @@ async def chat_completions(
     generate, result = answer_allowed(state, request, principal, query.generate, result)
     if body.stream:
         return event_stream(
-            chunks(completion, body.model, rag, result, generate, remember), state.settings.service.stream_ping_seconds
+            chunks(completion, body.model, rag, result, generate, remember, state.settings.service.openai_mark_in_text),
+            state.settings.service.stream_ping_seconds,
         )
     if generate and not isinstance(result, Answer) and not result.abstained:
         result = await answer_unless_gone(request, rag, result)
         remember(result)
     answer = result if isinstance(result, Answer) else Answer.from_evidence(result)
+    in_text = state.settings.service.openai_mark_in_text
     return JSONResponse(
         {
             "id": completion,
@@ -161,7 +162,7 @@ async def chat_completions(
                 {
                     "index": 0,
                     "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": message(answer, generate)},
+                    "message": {"role": "assistant", "content": with_mark(message(answer, generate), answer, in_text)},
                 }
             ],
             "usage": usage(answer),
@@ -171,7 +172,13 @@ async def chat_completions(
 
 
 async def chunks(
-    completion: str, model: str, rag: QuorumRAG, result: Evidence, generate: bool, on_done: Callable[[Answer], None]
+    completion: str,
+    model: str,
+    rag: QuorumRAG,
+    result: Evidence,
+    generate: bool,
+    on_done: Callable[[Answer], None],
+    mark_in_text: bool = False,
 ) -> AsyncIterator[ServerSentEvent]:
     """``chat.completion.chunk`` events: the role, each piece of the answer, the last chunk with
     ``finish_reason``, usage and the ``qrag`` evidence, then ``[DONE]``."""
@@ -186,7 +193,7 @@ async def chunks(
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
             **extra,
         }
-        return ServerSentEvent(data=json.dumps(data))
+        return sse(None, data)
 
     yield chunk({"role": "assistant", "content": ""})
     if generate and not isinstance(result, Answer) and not result.abstained:
@@ -196,24 +203,36 @@ async def chunks(
                     answer = item
                     if answer.abstained or answer.error:  # the streamed text is not the answer: say why
                         yield chunk({"content": "\n\n" + message(answer, generate)})
+                    elif (marked := with_mark("", answer, mark_in_text)) != "":  # the mark, as one line
+                        yield chunk({"content": marked})
                 elif isinstance(item, str):  # a queue position has no place in OpenAI's chunks
                     yield chunk({"content": item})
     else:
         answer = result if isinstance(result, Answer) else Answer.from_evidence(result)
-        yield chunk({"content": message(answer, generate)})
+        yield chunk({"content": with_mark(message(answer, generate), answer, mark_in_text)})
     yield chunk({}, "stop", usage=usage(answer), qrag=qrag_field(answer))
-    yield ServerSentEvent(data="[DONE]")
+    yield sse(None, "[DONE]")
 
 
 def message(answer: Answer, generate: bool) -> str:
     """What the assistant says: the answer, why there is none, or (quorum-evidence) the evidence."""
     if answer.error and not answer.answer:
         return f"No answer: the language model failed ({shown(answer).error})."
+    if answer.clarification is not None:
+        return answer.clarification.question
     if answer.abstained:
         return ABSTAINED.get(answer.abstain_reason or "", "No answer.")
     if not generate:
         return evidence_text(answer)
     return answer.answer or ""
+
+
+def with_mark(text: str, answer: Answer, in_text: bool) -> str:
+    """The message with its mark as one plain line under it (``service.openai_mark_in_text``), for
+    clients that show only the text: "Supported: handbook.md says ...", "Not supported: ..."."""
+    if not in_text or answer.mark is None or answer.mark in ("no evidence", "clarifying question"):
+        return text
+    return f"{text}\n\n{answer.mark.capitalize()}: {answer.mark_reason}"
 
 
 def evidence_text(evidence: Evidence) -> str:

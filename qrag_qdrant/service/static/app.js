@@ -63,6 +63,64 @@ function renderEvidence(evidence) {
   }
 }
 
+// The sentence a mark rests on, highlighted in its passage: the supporting sentence, and for an
+// ambiguous answer the rival sentence beside it.
+function highlight(citation, sentence, className) {
+  const block = document.querySelector(`#passage-${citation} .text`);
+  if (!block || !sentence) return;
+  const text = block.textContent;
+  const at = text.indexOf(sentence);
+  if (at < 0) return;
+  const marked = element("mark", className, sentence);
+  block.replaceChildren(text.slice(0, at), marked, text.slice(at + sentence.length));
+}
+
+// rivals are looked for in the passages a claim cites: the first of them that holds the sentence
+function highlightAnywhere(citations, sentence, className) {
+  for (const citation of citations) {
+    const block = document.querySelector(`#passage-${citation} .text`);
+    if (block && block.textContent.includes(sentence)) return highlight(citation, sentence, className);
+  }
+}
+
+const MARK_LABELS = {
+  "supported": "Supported",
+  "not supported": "Not supported",
+  "ambiguous": "Ambiguous",
+  "declined": "Declined",
+  "no evidence": "No evidence",
+  "clarifying question": "Which did you mean?",
+};
+
+// The answer's mark, in words, as every interface gives it (Answer.mark and mark_reason).
+function renderMark(done) {
+  const mark = $("mark");
+  mark.hidden = !done.mark || done.mark === "clarifying question";
+  mark.className = done.mark ? "mark-" + done.mark.replace(/ /g, "-") : "";
+  mark.querySelector(".label").textContent = done.mark ? MARK_LABELS[done.mark] + ":" : "";
+  mark.querySelector(".reason").textContent = done.mark_reason || "";
+  for (const claim of done.claims || []) {
+    if (claim.sentence && claim.citations.length) {
+      highlightAnywhere(claim.citations, claim.sentence, claim.supported ? "supporting" : "holding");
+    }
+    if (claim.rival) highlightAnywhere(claim.citations, claim.rival, "rival");
+  }
+}
+
+// A question back: the two readings of the follow-up, either sent as the next question.
+function renderClarification(clarification) {
+  const box = $("clarify");
+  box.hidden = !clarification;
+  if (!clarification) return;
+  box.querySelector(".question").textContent = clarification.question;
+  box.querySelector(".readings").replaceChildren(...clarification.readings.map((reading) => {
+    const button = element("button", "reading", reading);
+    button.type = "button";
+    button.addEventListener("click", () => { $("question").value = reading; ask(reading); });
+    return button;
+  }));
+}
+
 // The answer's [n] become links to passage n; the cited passages are highlighted.
 function renderAnswer(text, shown) {
   const answer = $("answer");
@@ -92,7 +150,8 @@ const ABSTAINED = {
   no_quorum: "No answer: the retrievers did not agree on any evidence.",
   low_confidence: "No answer: the evidence the retrievers agreed on is too weak to answer from.",
   model_declined: "No answer: the passages do not hold the answer.",
-  unsupported_answer: "No answer: the answer made claims its passages do not support.",
+  unsupported_answer: "No answer: the answer was withheld; the evidence follows.",
+  needs_clarification: "",
 };
 
 function finish(done) {
@@ -103,6 +162,8 @@ function finish(done) {
   } else {
     renderAnswer(done.answer || "", shown);
   }
+  renderMark(done);
+  renderClarification(done.clarification);
   const agreement = done.agreement;  // generation.samples: how many readings of the prompt gave this answer
   $("agreement").hidden = !agreement;
   $("agreement").textContent = agreement ? `${agreement.agreeing} of ${agreement.readings} readings agree` : "";
@@ -113,13 +174,18 @@ function finish(done) {
   setStatus("");
 }
 
-// The earlier turns, shown above the current answer.
+// The earlier turns, shown above the current answer, each answer with its mark.
 function renderConversation() {
-  $("conversation").replaceChildren(...conversation.map((turn) =>
-    element("li", turn.role, `${turn.role === "user" ? "You" : "Answer"}: ${turn.content}`)));
+  $("conversation").replaceChildren(...conversation.map((turn) => {
+    const item = element("li", turn.role, `${turn.role === "user" ? "You" : "Answer"}: ${turn.content}`);
+    if (turn.mark) item.append(" ", element("span", "turn-mark mark-" + turn.mark.replace(/ /g, "-"), MARK_LABELS[turn.mark]));
+    return item;
+  }));
 }
 
+// What the assistant said, as the next question's history holds it.
 function answerText(done) {
+  if (done.clarification) return done.clarification.question;
   return done.abstained ? (ABSTAINED[done.abstain_reason] || "No answer.") : (done.answer || "");
 }
 
@@ -151,8 +217,15 @@ async function* events(response) {
   }
 }
 
-$("ask").addEventListener("submit", async (event) => {
+$("ask").addEventListener("submit", (event) => {
   event.preventDefault();
+  ask($("question").value);
+});
+
+// "Searched for" undone: the same question again, searched as typed, without the conversation.
+$("search-as-typed").addEventListener("click", () => ask($("asked").textContent, { alone: true }));
+
+async function ask(question, options = {}) {
   if (!sessionStorage.getItem("qrag-token")) sessionStorage.setItem("qrag-key", keyInput.value.trim());
   $("submit").disabled = true;
   renderConversation();
@@ -161,11 +234,11 @@ $("ask").addEventListener("submit", async (event) => {
   $("feedback-status").textContent = "";
   document.querySelectorAll("#feedback button").forEach((b) => { b.disabled = false; b.classList.remove("chosen"); });
   setStatus("Searching…");
-  const question = $("question").value;
+  const history = options.alone ? [] : conversation.slice(-HISTORY_TURNS).map(({ role, content }) => ({ role, content }));
   try {
     const response = await fetch("/v1/query", {
       method: "POST", headers: headers(),
-      body: JSON.stringify({ question, history: conversation.slice(-HISTORY_TURNS), stream: true }),
+      body: JSON.stringify({ question, history, stream: true }),
     });
     if (!response.ok) throw new Error(await errorMessage(response));
     let text = "";
@@ -175,19 +248,24 @@ $("ask").addEventListener("submit", async (event) => {
         $("asked").textContent = question;
         const rewritten = data.searched_for && data.searched_for !== data.question;
         $("searched-for").hidden = !rewritten;
-        $("searched-for").textContent = rewritten ? `searched for: ${data.searched_for}` : "";
+        $("searched-for").querySelector("span").textContent = rewritten ? `searched for: ${data.searched_for} ` : "";
         $("answer").textContent = "";
         $("answer").classList.remove("abstained");
+        $("mark").hidden = true;
+        $("clarify").hidden = true;
         $("warnings").replaceChildren();
         renderEvidence(data);
         $("result").hidden = false;
         setStatus(data.abstained ? "" : "Answering…");
+      } else if (name === "loading") {  // the first answer of the service waits for its model
+        setStatus(data.message + "…");
       } else if (name === "token") {
         text += data.text;
         $("answer").textContent = text;
       } else if (name === "done") {
         finish(data);
-        conversation.push({ role: "user", content: question }, { role: "assistant", content: answerText(data) });
+        conversation.push({ role: "user", content: question },
+                          { role: "assistant", content: answerText(data), mark: data.mark });
         $("question").value = "";
       }
     }
@@ -196,7 +274,7 @@ $("ask").addEventListener("submit", async (event) => {
   } finally {
     $("submit").disabled = false;
   }
-});
+}
 
 for (const button of document.querySelectorAll("#feedback button")) {
   button.addEventListener("click", async () => {

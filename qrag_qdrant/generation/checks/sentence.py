@@ -1,0 +1,132 @@
+"""Support decided at the sentence: the sentence of a cited passage that holds the answer must say
+what the question asks about, and no other sentence of the cited passages may answer it as well
+with another value.
+
+A small reader copies a plausible value from the passage it is shown: asked about sick days over a
+passage on vacation days, it answers with the vacation figure, grounded and cited. Which words of
+the question matter is read from how rare they are (``embedding.term_stats.key_term_weights``:
+general language and the namespace), so "call" cannot block an answer and "sick" can. The holding
+sentence, with the headings above it, must carry ``generation.min_coverage`` of the question's
+weight. And when another sentence of the cited passages matches the question at least as well and
+gives a different value of the answer's kind (a number, a date, a name), the answer is ambiguous:
+the passage holds a rival ("domestic travel: NOK 550" beside "international travel: NOK 800").
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ...embedding.term_stats import terms, word_terms
+from ...results import Passage
+
+#: how alike two spellings must be (difflib's ratio) for a question's word to be a typo of a sentence's
+NEAR_SPELLING = 0.8
+#: values of a kind the answer and a rival sentence can hold: numbers and amounts, dates and times,
+#: names (capitalised words after a sentence's first)
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december|"
+    "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+)
+TIME = re.compile(rf"\b(?:{MONTHS})\b|\b\d{{1,2}}:\d{{2}}\b|\b(?:1[0-9]|20)\d{{2}}\b", re.IGNORECASE)
+NAME = re.compile(r"(?<=[\w,;:)\]] )[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*")
+
+
+@dataclass(frozen=True)
+class SentenceCheck:
+    """What the sentence that holds a claim says about the question."""
+
+    #: the sentence (with its heading path when the passage has one)
+    sentence: str
+    #: the share of the question's key-word weight the sentence carries
+    coverage: float
+    #: the question's key words it lacks, weightiest first
+    missing: tuple[str, ...]
+    #: another sentence of the cited passages that answers as well with another value, if any
+    rival: str | None
+
+
+def coverage(text: str, weights: Mapping[str, float]) -> tuple[float, tuple[str, ...]]:
+    """The share of ``weights`` whose words ``text`` holds (by the analyser's stems, or as a near
+    spelling: "Counil" for "Council"), and the words it lacks, weightiest first. A question
+    without key words is covered whole."""
+    total = sum(weights.values())
+    if not total:
+        return 1.0, ()
+    held = terms(text)
+    spelled = set(re.findall(r"\w+", text.lower()))
+    missing = sorted(
+        (word for word in weights if not word_terms(word) <= held and not near_spelling(word, spelled)),
+        key=lambda w: -weights[w],
+    )
+    return round(1 - sum(weights[word] for word in missing) / total, 4), tuple(missing)
+
+
+def near_spelling(word: str, spelled: set[str]) -> bool:
+    """A typo of one of ``spelled`` (difflib's ratio at least ``NEAR_SPELLING``)."""
+    return len(word) > 3 and any(
+        difflib.SequenceMatcher(None, word, token).ratio() >= NEAR_SPELLING for token in spelled
+    )
+
+
+def values_of(text: str) -> dict[str, set[str]]:
+    """The numbers, dates and names ``text`` holds, normalised (``1,200`` and ``1200`` are one)."""
+    found: dict[str, set[str]] = {
+        "number": {match.replace(",", "") for match in NUMBER.findall(text)},
+        "time": {match.lower() for match in TIME.findall(text)},
+        "name": {match.lower() for match in NAME.findall(text)},
+    }
+    return {kind: held for kind, held in found.items() if held}
+
+
+def kinds_of(answer: str) -> dict[str, set[str]]:
+    """The answer's own values, by kind; a name only when it has no number or date (a capitalised
+    word opens most short answers)."""
+    found = values_of(answer)
+    if not found and answer[:1].isupper():
+        found["name"] = {answer.lower()}
+    if "number" in found or "time" in found:
+        found.pop("name", None)
+    return found
+
+
+def sentence_check(
+    claim_words: str,
+    holding: str,
+    heading: str | None,
+    cited: Sequence[Passage],
+    weights: Mapping[str, float],
+    split: re.Pattern[str],
+) -> SentenceCheck:
+    """The holding sentence's coverage of the question, and a rival sentence in ``cited`` if one
+    answers as well (at least the same coverage) with a different value of the answer's kind."""
+    own, missing = coverage(f"{heading or ''} {holding}", weights)
+    return SentenceCheck(holding.strip(), own, missing, rival_of(claim_words, holding, own, cited, weights, split))
+
+
+def rival_of(
+    claim_words: str,
+    holding: str,
+    own: float,
+    cited: Sequence[Passage],
+    weights: Mapping[str, float],
+    split: re.Pattern[str],
+) -> str | None:
+    answer = kinds_of(claim_words)
+    if not answer or not weights:
+        return None
+    for passage in cited:
+        for sentence in split.split(passage.text):
+            if not sentence.strip() or sentence.strip() == holding.strip():
+                continue
+            score, _ = coverage(sentence, weights)
+            if score < own or score == 0:
+                continue
+            held = values_of(sentence)
+            for kind, values in answer.items():
+                if held.get(kind) and not held[kind] & values and not values <= held[kind]:
+                    return sentence.strip()
+    return None
