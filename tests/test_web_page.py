@@ -167,7 +167,8 @@ def test_a_follow_up_is_sent_with_the_conversation_and_shows_what_was_searched(s
     assert searched.is_displayed() and searched.find_element(By.TAG_NAME, "span").text == f"searched for: {STAND_ALONE}"
     assert browser.find_element(By.ID, "asked").text == FOLLOW_UP
     turns = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#conversation > li")]
-    assert turns == [f"You: {FIRST}", "Answer: Foragers perform the waggle dance [1]."]
+    assert turns[0] == f"You: {FIRST}" and turns[1].startswith("Answer: Foragers perform the waggle dance [1].")
+    assert len(turns) == 2 and turns[1].endswith(("Supported", "Not supported"))  # each answer with its mark
     (rewrite,) = [
         r
         for r in ollama.requests
@@ -250,3 +251,99 @@ def test_the_page_says_how_many_readings_agree(tmp_path, corpus, embedder, brows
         ask(browser, BEES)
         agreement = browser.find_element(By.ID, "agreement")
         assert agreement.is_displayed() and agreement.text == "3 of 3 readings agree"
+
+
+#: a small company's documents, each fact where a user would look for it
+FJORD = {
+    "travel-norway.md": "# Travel in Norway\n\nDomestic travel within Norway: the per diem is NOK 550 per day. "
+    "Trains are booked through the Fjordline travel desk.",
+    "travel-abroad.md": "# Travel abroad\n\nInternational travel: the per diem is NOK 800 per day. Flights abroad "
+    "are booked through the Fjordline travel agency.",
+    "per-diem.md": "# Per diem rates\n\nDomestic travel within Norway: the per diem is NOK 550 per day. "
+    "International travel: the per diem is NOK 800 per day.",
+    "primary-carer.md": "# Primary carer\n\nThe primary carer gets 16 weeks of paid parental leave at Fjordline.",
+    "secondary-carer.md": "# Secondary carer\n\nThe secondary carer gets 4 weeks of unpaid parental leave at "
+    "Fjordline.",
+    "vacation.md": "# Vacation\n\nFjordline employees get 25 days of paid vacation per year.",
+}
+#: (question, the model's answer, the history before it, the model's rewrite, the mark the page shows)
+MARKS = [
+    ("What is the per diem for international travel?", "NOK 800 per day [1]", [], None, "Supported"),
+    ("How many sick days do Fjordline employees get?", "25 days [1]", [], None, "Not supported"),
+    (
+        "According to the per diem rates, what is the per diem for domestic travel within Norway?",
+        "NOK 800 per day [1]",
+        [],
+        None,
+        "Ambiguous",
+    ),
+    (
+        "Is it paid?",
+        "unpaid [1]",
+        [
+            ("How many weeks of parental leave does the primary carer get?", "16 weeks [1]"),
+            ("And for the secondary one?", "4 weeks [1]"),
+        ],
+        "Is the parental leave of the primary carer paid?",
+        "Which did you mean?",
+    ),
+]
+
+
+@pytest.mark.parametrize(("question", "reply", "history", "rewrite", "label"), MARKS, ids=[m[4] for m in MARKS])
+def test_each_answer_carries_its_mark_in_words(tmp_path, embedder, browser, question, reply, history, rewrite, label):
+    """Supported, not supported and why, ambiguous with both sentences highlighted, and a question
+    back when two readings of a follow-up find different evidence: in the page, in plain words.
+    With QRAG_TEST_SCREENSHOTS set to a folder, each is saved there (docs/assets/ holds them)."""
+    corpus = tmp_path / "fjord"
+    corpus.mkdir()
+    for name, text in FJORD.items():
+        (corpus / name).write_text(text)
+    store, key_file = tmp_path / "store", tmp_path / "keys.toml"
+    with QuorumRAG(load_settings(store=store), embedder=embedder) as rag:
+        rag.ingest(corpus)
+    key = KeyFile.load(key_file).add("default", "read-write")
+    rewrites = {question: rewrite} if rewrite else {}
+    with ollama_standin(tokens=[reply], rewrites=rewrites) as ollama:
+        settings = load_settings(
+            store=store,
+            service={"keys": key_file},
+            ollama={"host": ollama.host},
+            generation={"backend": "ollama"},
+            retrieval={"min_confidence": 0.0},
+        )
+        with live_server(create_app(settings, embedder=embedder), PATIENCE_S) as base:
+            browser.set_window_size(1100, 1400)
+            browser.get(base + "/")
+            browser.find_element(By.ID, "key").send_keys(key)
+            for earlier, answered in history:  # the conversation so far, as the page holds it
+                browser.execute_script(
+                    "conversation.push({role: 'user', content: arguments[0]},"
+                    " {role: 'assistant', content: arguments[1]});",
+                    earlier,
+                    answered,
+                )
+            ask(browser, question)
+            mark = browser.find_element(By.ID, "mark")
+            clarify = browser.find_element(By.ID, "clarify")
+            if label == "Which did you mean?":
+                assert clarify.is_displayed() and not mark.is_displayed()
+                readings = [b.text for b in clarify.find_elements(By.CSS_SELECTOR, "button.reading")]
+                assert len(readings) == 2 and any("secondary" in r for r in readings)
+                assert "Do you mean" in clarify.find_element(By.CLASS_NAME, "question").text
+            else:
+                assert mark.is_displayed() and mark.find_element(By.CLASS_NAME, "label").text == label + ":"
+                reason = mark.find_element(By.CLASS_NAME, "reason").text
+                highlighted = [m.text for m in browser.find_elements(By.CSS_SELECTOR, ".passage mark")]
+                if label == "Supported":
+                    assert "International travel: the per diem is NOK 800 per day." in reason
+                    assert browser.find_elements(By.CSS_SELECTOR, ".passage mark.supporting")
+                elif label == "Not supported":
+                    assert 'does not mention "sick"' in reason
+                else:  # both sentences, the one the answer came from and its rival, highlighted
+                    assert "Domestic travel within Norway" in reason
+                    assert browser.find_elements(By.CSS_SELECTOR, ".passage mark.rival")
+                    assert any("International travel" in text for text in highlighted)
+            if folder := os.environ.get("QRAG_TEST_SCREENSHOTS"):
+                name = label.lower().replace(" ", "-").replace("?", "")
+                browser.find_element(By.ID, "result").screenshot(os.path.join(folder, f"mark-{name}.png"))

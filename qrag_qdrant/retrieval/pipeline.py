@@ -16,23 +16,20 @@ import numpy as np
 
 from ..config.sections import RetrievalSettings
 from ..config.settings import CollectionSpec, RetrieverSpec, Settings
-from ..embedding import Bm25Embedder, DenseEmbedder, model_dim
+from ..embedding import Bm25Embedder, DenseEmbedder
 from ..embedding.term_stats import TermStats, key_term_weights
-from ..errors import NothingIngestedError
-from ..results import Clarification, Evidence, EvidenceCluster, QueryExpansion, timed
-from ..store import CollectionManifest, Hit, Store, VectorQuery
+from ..results import Evidence, EvidenceCluster, QueryExpansion, timed
+from ..store import Hit, Store, VectorQuery, open_collections
 from ..store.base import CALIBRATED_GATE
 from ..store.points import Sparse
-from .clustering import greedy_clusters
 from .context import adaptive_plan, build_context
-from .conversation import Asked, Conversation, conversation_step
+from .conversation import Asked, Conversation
 from .expansion import ExpandedText, Expander, ExpansionPlan, no_completer
-from .fusion import QUESTION, RankedList, reciprocal_rank_fusion
+from .fusion import QUESTION, RankedList
 from .gate import GateInput, GateModel, decide, quorum_features
 from .question import checked_question
-from .quorum import apply_quorum
-from .ranking import ScoredCluster, rank_clusters
-from .readings import other_reading
+from .ranking import ScoredCluster, fused_and_ranked
+from .readings import as_asked
 
 log = logging.getLogger(__name__)
 
@@ -99,32 +96,9 @@ class Coordinator:
 
     @property
     def collections(self) -> list[tuple[CollectionSpec, Bm25Embedder]]:
-        """Checked once: every collection exists and was built with our model and BM25 setup;
-        each is queried with the BM25 source its manifest recorded.
-
-        The check needs only the model's name and dimension, so a namespace built with
-        another model is refused before any model is loaded.
-        """
+        """The namespace's collections, checked once (``store.open_collections``)."""
         if self._collections is None:
-            model = self.settings.embedding.model
-            collections, missing, points = [], [], {}
-            for spec in self.settings.collections:
-                expected = CollectionManifest.expected(self.settings.namespace, spec, model, model_dim(model))
-                stored = self.store.open_collection(spec.name, expected, create=False)
-                if stored is None:
-                    missing.append(spec.name)
-                else:
-                    collections.append((spec, stored.bm25_embedder()))
-                    points[spec.name] = self.store.count(spec.name)
-            namespace = self.settings.namespace
-            run = f"run: qrag-qdrant ingest PATH --namespace {namespace}"
-            if missing or not any(points.values()):
-                raise NothingIngestedError(
-                    f"nothing ingested in namespace {namespace!r} for {', '.join(missing)}; {run}"
-                    if missing
-                    else f"namespace {namespace!r} holds no documents; {run}"
-                )
-            self._points, self._collections = points, collections
+            self._collections, self._points = open_collections(self.store, self.settings)
         return self._collections
 
     def embed(self, question: str) -> QueryVectors:
@@ -233,25 +207,6 @@ class Coordinator:
         current = self.store.current_versions(spec.name, sources)
         return [[hit for hit in hits if current.get(hit.payload.source) == hit.payload.doc_hash] for hits in results]
 
-    def rank(
-        self, lists: list[RankedList], options: RetrievalSettings, timings: dict[str, float] | None = None
-    ) -> tuple[list[ScoredCluster], int]:
-        """Fusion, clustering, quorum and ranking: the clusters that reached quorum, best first, and
-        how many clusters the candidates formed (the gate's measure of what a small corpus can hold)."""
-        timings = {} if timings is None else timings
-        with timed(timings, "fusion"):
-            candidates = reciprocal_rank_fusion(lists, options.rrf_k)
-        with timed(timings, "clustering"):
-            clusters = greedy_clusters(candidates, options.cluster_threshold)
-        with timed(timings, "quorum_ranking"):
-            return rank_clusters(
-                apply_quorum(clusters, options.quorum),
-                len(self.settings.retrievers),
-                options.rrf_k,
-                options.weight_rrf,
-                options.weight_support,
-            ), len(clusters)
-
     @property
     def gate(self) -> GateModel:
         """``retrieval.gate_model`` when set, else the namespace's own (``gate calibrate``), else the shipped one."""
@@ -355,32 +310,14 @@ class Coordinator:
         return float(np.dot(a, b) / ((np.linalg.norm(a) * np.linalg.norm(b)) or 1.0))
 
     def as_asked(self, evidence: Evidence, asked: Asked, timings: dict[str, float]) -> Evidence:
-        """A follow-up's evidence as the user asked it: its own question and conversation step, the
-        user's typed words weighing most, and (``retrieval.readings``) the rewrite's second reading
-        searched: the same evidence answers the reading that keeps the user's words, different
-        evidence asks the user which one they mean."""
-        reading = None
-        if asked.how == "rewritten" and self.settings.retrieval.readings:
-            found = [passage.text for passage in evidence.passages]
-            reading = other_reading(asked.question, asked.searched_for, asked.earlier, found, self.word_similarity)
-        step = conversation_step(asked)
-        if reading is not None:
-            with timed(timings, "second_reading"):
-                vectors, lists = self.embed_and_search(reading.searched_for)
-                second = self.evidence_from(vectors, lists, self.settings.retrieval)
-            same = same_evidence(evidence, second)
-            log.debug("conversation: %s; the evidence is %s", reading.note, "the same" if same else "different")
-            if evidence.abstained or same:
-                evidence = second.model_copy(update={"timings_ms": timings})
-                step = step.model_copy(update={"note": reading.note})
-            elif not second.abstained:
-                evidence.abstained, evidence.abstain_reason = True, "needs_clarification"
-                evidence.clarification = Clarification(
-                    question=f"Do you mean “{asked.searched_for}” or “{reading.searched_for}”?",
-                    readings=[asked.searched_for, reading.searched_for],
-                )
-        evidence.question, evidence.conversation = asked.question, step
-        if evidence.key_terms and evidence.searched != asked.question:  # the user's own words weigh most
+        """A follow-up's evidence as the user asked it (``readings.as_asked``), the user's typed
+        words weighing most in its key terms."""
+
+        def search(text: str) -> Evidence:
+            return self.evidence_from(*self.embed_and_search(text), self.settings.retrieval)
+
+        evidence = as_asked(evidence, asked, search, self.word_similarity, self.settings.retrieval.readings, timings)
+        if evidence.key_terms and evidence.searched != asked.question:
             evidence.key_terms = key_term_weights(evidence.searched, self.term_stats, typed=asked.question)
         return evidence
 
@@ -401,7 +338,7 @@ class Coordinator:
         sees every cluster that reached quorum, best first, for callers that measure more than
         the context (eval's document ranking)."""
         timings = {} if timings is None else timings
-        ranked, formed = self.rank([*lists, *expanded], options, timings)
+        ranked, formed = fused_and_ranked([*lists, *expanded], options, len(self.settings.retrievers), timings)
         if on_ranked is not None:
             on_ranked(ranked)
         with timed(timings, "context"):
@@ -448,12 +385,3 @@ class Coordinator:
         self._pool.shutdown()
         if self.expander is not None:
             self.expander.close()
-
-
-def same_evidence(first: Evidence, second: Evidence) -> bool:
-    """Whether two readings found the same evidence: the best cluster of each starts in one place
-    of one source (a second reading that only reorders the rest reads the same text first)."""
-    if not first.clusters or not second.clusters:
-        return not first.clusters and not second.clusters
-    a, b = first.clusters[0].passages[0], second.clusters[0].passages[0]
-    return a.source == b.source and a.start < b.end and b.start < a.end

@@ -22,12 +22,16 @@ find different evidence, the user is asked which one they mean.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..embedding.term_stats import general_rarity, terms, word_terms
+from ..results import Clarification, Evidence, timed
+from .conversation import Asked, conversation_step
 
+log = logging.getLogger(__name__)
 WORD = re.compile(r"[\w'-]+")
 #: a carried word this common in general English is not a modifier worth a second reading
 MIN_RARITY = 0.15
@@ -117,3 +121,47 @@ def swapped(text: str, word: str, instead: str | None) -> str:
     """``text`` with ``word`` (whole, any case) replaced by ``instead``, or removed."""
     changed = re.sub(rf"\b{re.escape(word)}\b", instead or "", text, count=1, flags=re.IGNORECASE)
     return " ".join(changed.split()).replace(" ?", "?")
+
+
+def as_asked(
+    evidence: Evidence,
+    asked: Asked,
+    search: Callable[[str], Evidence],
+    similarity: Callable[[str, str], float],
+    second_reading: bool,
+    timings: dict[str, float],
+) -> Evidence:
+    """A follow-up's evidence as the user asked it: its own question and conversation step, and
+    (``second_reading``: ``retrieval.readings``) the rewrite's other reading searched: the same
+    evidence answers the reading that keeps the user's words, different evidence asks the user
+    which one they mean."""
+    reading = None
+    if asked.how == "rewritten" and second_reading:
+        found = [passage.text for passage in evidence.passages]
+        reading = other_reading(asked.question, asked.searched_for, asked.earlier, found, similarity)
+    step = conversation_step(asked)
+    if reading is not None:
+        with timed(timings, "second_reading"):
+            second = search(reading.searched_for)
+        same = same_evidence(evidence, second)
+        log.debug("conversation: %s; the evidence is %s", reading.note, "the same" if same else "different")
+        if evidence.abstained or same:
+            evidence = second.model_copy(update={"timings_ms": timings})
+            step = step.model_copy(update={"note": reading.note})
+        elif not second.abstained:
+            evidence.abstained, evidence.abstain_reason = True, "needs_clarification"
+            evidence.clarification = Clarification(
+                question=f"Do you mean “{asked.searched_for}” or “{reading.searched_for}”?",
+                readings=[asked.searched_for, reading.searched_for],
+            )
+    evidence.question, evidence.conversation = asked.question, step
+    return evidence
+
+
+def same_evidence(first: Evidence, second: Evidence) -> bool:
+    """Whether two readings found the same evidence: the best cluster of each starts in one place
+    of one source (a second reading that only reorders the rest reads the same text first)."""
+    if not first.clusters or not second.clusters:
+        return not first.clusters and not second.clusters
+    a, b = first.clusters[0].passages[0], second.clusters[0].passages[0]
+    return a.source == b.source and a.start < b.end and b.start < a.end

@@ -104,8 +104,9 @@ def swagger_files() -> Path | None:
     return Path(swagger_ui_bundle.swagger_ui_path)
 
 
-def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseEmbedder | None = None) -> FastAPI:
-    keys = keys if keys is not None else KeyFile.load(settings.service.keys)
+def service_state(settings: Settings) -> ServiceState:
+    """What the service holds between requests, built from ``settings.service``; the namespaces
+    join it when the app starts."""
     uploads = UploadArea(Path(settings.store) / ".uploads", settings.service.max_queued_upload_bytes)
     state = ServiceState(
         settings,
@@ -133,6 +134,13 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         state.metrics = ServiceMetrics(
             lambda: state.scheduler.stats, state.cache.counters, usage if service.metrics_per_namespace else None
         )
+    return state
+
+
+def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseEmbedder | None = None) -> FastAPI:
+    keys = keys if keys is not None else KeyFile.load(settings.service.keys)
+    state = service_state(settings)
+    service, uploads = settings.service, state.uploads
     mcp = mcp_app(state)
 
     @asynccontextmanager
@@ -155,7 +163,8 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         state.namespaces = None
         if state.audit is not None:
             state.audit.close()  # what is queued is written first
-        usage.close()
+        if state.usage is not None:
+            state.usage.close()
 
     app = FastAPI(
         title="qrag-qdrant",

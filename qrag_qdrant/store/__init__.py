@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..config.settings import Settings
+from ..config.settings import CollectionSpec, Settings
+from ..embedding import Bm25Embedder, model_dim
+from ..errors import NothingIngestedError
 from ..plugins import Registry
 from .base import CollectionManifest, Store
 from .points import ChunkPayload, ChunkPoint, Hit, VectorQuery
@@ -23,6 +25,7 @@ __all__ = [
     "Hit",
     "Store",
     "VectorQuery",
+    "open_collections",
     "open_store",
     "register_store",
 ]
@@ -37,3 +40,30 @@ def open_store(settings: Settings) -> Store:
     if name == "auto":
         name = "server" if settings.qdrant.url else "edge"
     return STORES.get(name)(settings)
+
+
+def open_collections(
+    store: Store, settings: Settings
+) -> tuple[list[tuple[CollectionSpec, Bm25Embedder]], dict[str, int]]:
+    """The namespace's collections, checked: every one exists and was built with the configured
+    model and a BM25 setup, each with the BM25 source its manifest recorded, and the points of
+    each. The check needs only the model's name and dimension, so a namespace built with another
+    model is refused before any model is loaded."""
+    model, namespace = settings.embedding.model, settings.namespace
+    collections, missing, points = [], [], {}
+    for spec in settings.collections:
+        expected = CollectionManifest.expected(namespace, spec, model, model_dim(model))
+        stored = store.open_collection(spec.name, expected, create=False)
+        if stored is None:
+            missing.append(spec.name)
+        else:
+            collections.append((spec, stored.bm25_embedder()))
+            points[spec.name] = store.count(spec.name)
+    run = f"run: qrag-qdrant ingest PATH --namespace {namespace}"
+    if missing or not any(points.values()):
+        raise NothingIngestedError(
+            f"nothing ingested in namespace {namespace!r} for {', '.join(missing)}; {run}"
+            if missing
+            else f"namespace {namespace!r} holds no documents; {run}"
+        )
+    return collections, points

@@ -24,6 +24,9 @@ from ...results import Passage
 
 #: how alike two spellings must be (difflib's ratio) for a question's word to be a typo of a sentence's
 NEAR_SPELLING = 0.8
+#: a missing word is named (in the mark's reason) when it weighs this share of the weightiest word:
+#: "sick" is, "many" in "how many sick days" is not
+SHOWN_SHARE = 0.2
 #: values of a kind the answer and a rival sentence can hold: numbers and amounts, dates and times,
 #: names (capitalised words after a sentence's first)
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -43,7 +46,7 @@ class SentenceCheck:
     sentence: str
     #: the share of the question's key-word weight the sentence carries
     coverage: float
-    #: the question's key words it lacks, weightiest first
+    #: the question's key words it lacks, weightiest first (those worth naming)
     missing: tuple[str, ...]
     #: another sentence of the cited passages that answers as well with another value, if any
     rival: str | None
@@ -51,8 +54,8 @@ class SentenceCheck:
 
 def coverage(text: str, weights: Mapping[str, float]) -> tuple[float, tuple[str, ...]]:
     """The share of ``weights`` whose words ``text`` holds (by the analyser's stems, or as a near
-    spelling: "Counil" for "Council"), and the words it lacks, weightiest first. A question
-    without key words is covered whole."""
+    spelling: "Counil" for "Council"), and the words it lacks that weigh enough to name, weightiest
+    first. A question without key words is covered whole."""
     total = sum(weights.values())
     if not total:
         return 1.0, ()
@@ -62,7 +65,9 @@ def coverage(text: str, weights: Mapping[str, float]) -> tuple[float, tuple[str,
         (word for word in weights if not word_terms(word) <= held and not near_spelling(word, spelled)),
         key=lambda w: -weights[w],
     )
-    return round(1 - sum(weights[word] for word in missing) / total, 4), tuple(missing)
+    share = round(1 - sum(weights[word] for word in missing) / total, 4)
+    floor = SHOWN_SHARE * max(weights.values())
+    return share, tuple(word for word in missing if weights[word] >= floor)
 
 
 def near_spelling(word: str, spelled: set[str]) -> bool:

@@ -68,11 +68,16 @@ function renderEvidence(evidence) {
 function highlight(citation, sentence, className) {
   const block = document.querySelector(`#passage-${citation} .text`);
   if (!block || !sentence) return;
-  const text = block.textContent;
-  const at = text.indexOf(sentence);
-  if (at < 0) return;
-  const marked = element("mark", className, sentence);
-  block.replaceChildren(text.slice(0, at), marked, text.slice(at + sentence.length));
+  // only plain text is split, so a sentence highlighted before keeps its mark
+  for (const node of block.childNodes) {
+    if (node.nodeType !== Node.TEXT_NODE) continue;
+    const at = node.data.indexOf(sentence);
+    if (at < 0) continue;
+    const rest = node.splitText(at);
+    rest.splitText(sentence.length);
+    rest.replaceWith(element("mark", className, sentence));
+    return;
+  }
 }
 
 // rivals are looked for in the passages a claim cites: the first of them that holds the sentence
@@ -157,7 +162,9 @@ const ABSTAINED = {
 function finish(done) {
   const shown = new Set(done.clusters.flatMap((c) => c.passages.map((p) => p.citation)));
   $("answer").classList.toggle("abstained", done.abstained);
-  if (done.abstained) {
+  if (done.clarification) {
+    $("answer").textContent = "";  // the question back is the box below, with a button per reading
+  } else if (done.abstained) {
     $("answer").textContent = answerText(done);
   } else {
     renderAnswer(done.answer || "", shown);
