@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from qrag_qdrant.eval.conversations import load_conversations
 from qrag_qdrant.retrieval.conversation import REWRITE_SYSTEM
 
 from .cli_helpers import run
@@ -70,14 +71,41 @@ def test_eval_reads_each_follow_up_three_ways_and_reports_first_turns_apart(tmp_
     assert follow["rewrite"]["rewritten"] == 1.0 and follow["last"]["rewritten"] == 0.0
     assert follow["rewrite"]["gold_in_evidence"] == 1.0 and follow["rewrite"]["answered"] == 2
     assert follow["human"]["answerable"] == 2 and follow["rewrite"]["token_f1"] is not None
+    # every typed content word is searched, and neither follow-up reads two ways
+    assert follow["rewrite"]["dropped_a_typed_word"] == 0 and follow["rewrite"]["asked_back_answerable"] == 0.0
     assert set(report["results"]["all"]["paired_vs_last"]) == {"rewrite", "human"}
     rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
     assert len(rows) == 12 and {r["variant"] for r in rows} == {"last", "rewrite", "human"}
     searched = {(r["variant"], r["id"]): r["searched_for"] for r in rows}
     assert searched["rewrite", "volcano:2"] == searched["human", "volcano:2"] == STAND_ALONE
     assert searched["last", "volcano:2"] == FOLLOW_UP
+    assert all(r["dropped"] == [] and r["asked_back"] is False for r in rows)
     # a turn each variant sent the model the same way was answered once, not once per variant
     answers = [r for r in ollama.requests if r["messages"][0]["content"] != REWRITE_SYSTEM]
     prompts = {json.dumps(r["messages"]) for r in answers}
     assert len(answers) == len(prompts) <= 4
     assert "follow ups" in result.stdout and "first turns" in result.stdout
+
+
+def test_a_turn_where_the_data_sets_agent_asked_back_is_marked(tmp_path):
+    """INSCIT marks the turns where its human agent asked a clarifying question: eval reports how
+    often we ask on those."""
+    turns = [
+        {
+            "turn": 1,
+            "question": "Tell me about the carers' leave.",
+            "answer": "Which carer?",
+            "response_type": "clarification",
+            "evidence_docs": [],
+        },
+        {
+            "turn": 2,
+            "question": "The secondary one.",
+            "answer": "4 weeks, unpaid.",
+            "response_type": "directAnswer",
+            "evidence_docs": ["leave.txt"],
+        },
+    ]
+    (tmp_path / "conversations.jsonl").write_text(json.dumps({"id": "leave", "turns": turns}) + "\n")
+    loaded = load_conversations(tmp_path)
+    assert [(t.agent_asked, t.answerable, t.follow_up) for t in loaded] == [(True, False, False), (False, True, True)]

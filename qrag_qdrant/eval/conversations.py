@@ -24,7 +24,7 @@ from ..api import QuorumRAG
 from ..calibration.splits import held_out_docs
 from ..results import Answer, Evidence
 from ..retrieval import Coordinator
-from ..retrieval.conversation import Turn
+from ..retrieval.conversation import Turn, dropped_words
 from .dataset import TUNING_SHARE, DatasetError
 from .metrics import paired_test, percentile, token_f1
 
@@ -50,6 +50,8 @@ class ConversationTurn:
     unanswerable: bool
     history: tuple[Turn, ...]
     split: str
+    #: the data set's agent asked the user a clarifying question here (INSCIT's ``clarification``)
+    agent_asked: bool = False
 
     @property
     def id(self) -> str:
@@ -93,6 +95,7 @@ def load_conversations(root: Path, sample: int | None = None, seed: int = 0) -> 
                     marked in UNANSWERABLE,
                     tuple(history),
                     "tune" if conversation["id"] in tuning else "test",
+                    marked == "clarification",
                 )
             )
             history += [Turn("user", item["question"]), Turn("assistant", item.get("answer") or "")]
@@ -114,6 +117,12 @@ class TurnResult:
     abstained: bool
     #: the rewrite's seconds (0 without a model call)
     seconds: float
+    #: we asked the user which reading they meant
+    asked_back: bool = False
+    #: the data set's agent asked the user here
+    agent_asked: bool = False
+    #: content words of the typed question the searched question lacks
+    dropped: tuple[str, ...] = ()
     answer: str | None = None
     f1: float | None = None
     supported: bool | None = None
@@ -143,6 +152,9 @@ def turn_result(variant: str, turn: ConversationTurn, evidence: Evidence) -> Tur
         bool(sources) and bool(sources[0] & turn.gold),
         evidence.abstained,
         evidence.timings_ms.get("conversation", 0.0) / 1000,
+        evidence.clarification is not None,
+        turn.agent_asked,
+        tuple(dropped_words(evidence.searched, turn.question)) if variant != "human" else (),
     )
 
 
@@ -206,6 +218,11 @@ def summary(rows: Sequence[TurnResult]) -> dict[str, Any]:
         "unanswerable": len(unanswerable),
         "abstained_unanswerable": share(unanswerable, lambda r: r.abstained),
         "rewritten": share(rows, lambda r: r.how == "rewritten"),
+        "asked_back_answerable": share(answerable, lambda r: r.asked_back),
+        "dropped_a_typed_word": sum(bool(r.dropped) for r in rows),
+        "agent_asked": sum(r.agent_asked for r in rows),
+        "asked_back_where_agent_asked": sum(r.asked_back for r in rows if r.agent_asked),
+        "asked_back": sum(r.asked_back for r in rows),
         "model_calls": len(called),
         "seconds_added_median": round(percentile([r.seconds for r in rows], 50), 3) if rows else None,
         "seconds_per_model_call_median": round(percentile(called, 50), 3) if called else None,
@@ -298,6 +315,8 @@ TABLE_COLUMNS = (
     ("abstained (ans)", "abstained_answerable"),
     ("abstained (unans)", "abstained_unanswerable"),
     ("rewritten", "rewritten"),
+    ("asked back (ans)", "asked_back_answerable"),
+    ("dropped a word", "dropped_a_typed_word"),
     ("s added (median)", "seconds_added_median"),
     ("s per rewrite", "seconds_per_model_call_median"),
     ("token F1", "token_f1"),

@@ -188,13 +188,18 @@ def _repeats_instructions(text: str) -> bool:
     return any(span in lowered for span in spans)
 
 
+def dropped_words(rewrite: str, question: str) -> list[str]:
+    """The content words of ``question`` (as typed) that ``rewrite`` lacks, by the analyser's stems."""
+    kept = terms(rewrite)
+    return list(dict.fromkeys(w for w in WORD.findall(question) if word_terms(w) and not word_terms(w) <= kept))
+
+
 def with_every_word(rewrite: str, question: str) -> str:
     """The rewrite, with the content words it dropped from the question put back at its end: the
     user's own words are what they asked, and a small model drops or replaces them ("Spousal
     support" became "How can I get enforcement support?")."""
-    kept = terms(rewrite)
-    dropped = [word for word in WORD.findall(question) if word_terms(word) and not word_terms(word) <= kept]
-    return f"{rewrite} {' '.join(dict.fromkeys(dropped))}" if dropped else rewrite
+    dropped = dropped_words(rewrite, question)
+    return f"{rewrite} {' '.join(dropped)}" if dropped else rewrite
 
 
 def same_question(first: str, second: str) -> bool:
