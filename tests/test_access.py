@@ -65,6 +65,7 @@ def test_token_refuses_bad_input_in_one_line(args, env, message):
     assert_clean_error(run("token", *args, env=env), 1, message)
 
 
+@pytest.mark.slow
 def test_collections_all_lists_every_namespace_of_an_embedded_store(tmp_path, corpus):
     store = str(tmp_path / "store")
     for namespace in ("team-a", "team-b"):

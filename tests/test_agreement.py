@@ -59,6 +59,7 @@ def zentrix(tmp_path, embedder):
     return ask
 
 
+@pytest.mark.slow
 def test_sick_days_from_the_vacation_passage_are_not_shown_as_supported(zentrix):
     """The model copies the vacation figure: grounded, on the topic, and cited. "sick", the
     question's one distinguishing word, is in no document."""
@@ -74,6 +75,7 @@ def test_sick_days_from_the_vacation_passage_are_not_shown_as_supported(zentrix)
     assert sick.claims[0].relevance == unchecked.claims[0].relevance  # the same answer, the same other checks
 
 
+@pytest.mark.slow
 def test_readings_of_the_prompt_say_how_many_agree_with_the_answer(zentrix):
     greedy = ["27 days ", "[1]"]
     samples = [["the 27 days [1]"], ["two weeks [1]"], ["27 days of paid vacation [1]"], ["27 days [1]"]]

@@ -20,6 +20,7 @@ def lines(path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_every_kind_of_event_is_one_line_with_the_request_id_and_no_key(teams, tmp_path):
     start, auth = teams
     log = tmp_path / "audit.jsonl"
@@ -91,6 +92,7 @@ def test_a_log_that_cannot_be_written_never_fails_a_request(teams, tmp_path, cap
     ) == 1
 
 
+@pytest.mark.slow
 def test_the_log_rotates_and_the_audit_command_reads_it_whole(teams, tmp_path):
     start, auth = teams
     log = tmp_path / "audit.jsonl"

@@ -42,6 +42,7 @@ class CountingCompleter:
         return f"Question: What does the text say about {passage.split()[0]}?\n"
 
 
+@pytest.mark.slow
 def test_calibrate_keeps_a_threshold_every_query_of_the_namespace_uses(open_rag, corpus):
     rag = open_rag()
     rag.ingest(corpus)
@@ -62,6 +63,7 @@ def test_calibrate_keeps_a_threshold_every_query_of_the_namespace_uses(open_rag,
     assert len(result.risk_coverage) > 1 and result.risk_coverage[0]["abstain_answerable"] == 0.0
 
 
+@pytest.mark.slow
 def test_held_out_sources_are_never_returned(open_rag, corpus):
     rag = open_rag(retrieval={"exclude_sources": ["honeybees.txt"]})
     rag.ingest(corpus)
@@ -70,6 +72,7 @@ def test_held_out_sources_are_never_returned(open_rag, corpus):
     assert rag.coordinator.term_stats.frequencies(terms("forager")).tolist() == [0]  # its words are out too
 
 
+@pytest.mark.slow
 def test_model_questions_are_cached_so_a_rerun_asks_nothing(open_rag, corpus, tmp_path):
     rag = open_rag()
     rag.ingest(corpus)
@@ -114,6 +117,7 @@ def test_without_a_model_auto_falls_back_to_sentences_and_model_says_why(setting
     assert len(query.split()) == 12 and query in " ".join(words) + "."
 
 
+@pytest.mark.slow
 def test_cli_calibrate_then_rebuild_keeps_it_and_remove_drops_it(corpus):
     assert run("ingest", str(corpus)).exit_code == 0
     result = run("gate", "calibrate", "--passages", "30", "--questions", "sentences", "--json")
@@ -143,6 +147,7 @@ def test_cli_calibrate_refuses_bad_input_in_one_line(corpus, tmp_path):
     assert_clean_error(run("gate", "calibrate", "--store", str(tmp_path / "empty")), 1, "ingest")
 
 
+@pytest.mark.slow
 def test_the_calibration_is_an_attachment_of_each_collection(open_rag, corpus):
     rag = open_rag()
     rag.ingest(corpus)
@@ -157,6 +162,7 @@ def logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
+@pytest.mark.slow
 def test_the_kept_threshold_moves_the_measured_share_of_the_way_from_the_shipped_one(open_rag, corpus):
     rag = open_rag()
     rag.ingest(corpus)

@@ -17,6 +17,8 @@ from .cli_helpers import run
 from .conversation_cases import FIRST, FOLLOW_UP, STAND_ALONE
 from .ollama_standin import ollama_standin
 
+pytestmark = pytest.mark.slow  # (-m "not slow": CONTRIBUTING.md)
+
 if sys.platform == "win32":
     pytest.skip("pseudo-terminals are POSIX", allow_module_level=True)
 

@@ -85,6 +85,7 @@ def test_streamed_blocks_give_the_same_chunks_wherever_the_text_is_cut():
         assert [c.index for c in chunks] == list(range(len(chunks)))
 
 
+@pytest.mark.slow
 def test_a_large_text_streams_in_bounded_memory():
     block = " ".join(f"{i:030d}" for i in range(10_000)) + " "  # 310 KB
     tracemalloc.start()

@@ -16,6 +16,7 @@ from .ollama_standin import ollama_standin
 from .sample_corpus import DOCUMENTS
 
 
+@pytest.mark.slow
 def test_ingest_summary_then_unchanged_reingest(corpus):
     first = run("ingest", str(corpus), "--json")
     assert first.exit_code == 0, first.stderr
@@ -28,6 +29,7 @@ def test_ingest_summary_then_unchanged_reingest(corpus):
     assert "default-c100-o50 -> default-c100-o50-v1: 23 chunks" in again.stdout and Path(".qrag").is_dir()
 
 
+@pytest.mark.slow
 def test_rebuild_reports_the_switch_and_what_it_dropped(ingested):
     result = run("ingest", str(ingested), "--rebuild")
     assert result.exit_code == 0, result.stderr
@@ -37,6 +39,7 @@ def test_rebuild_reports_the_switch_and_what_it_dropped(ingested):
     assert report["collections"]["default-c50-o25"] == "default-c50-o25-v2" and report["dropped"] == []
 
 
+@pytest.mark.slow
 def test_query_json_is_one_object_with_the_documented_fields(ingested):
     result = run("query", "--no-generate", "--json", QUESTION)
     assert result.exit_code == 0, result.stderr
@@ -50,6 +53,7 @@ def test_query_json_is_one_object_with_the_documented_fields(ingested):
     assert top["passages"][0]["source"] == "honeybees.txt"
 
 
+@pytest.mark.slow
 def test_a_json_query_prints_all_its_output_without_rich_and_leaves_its_garbage_to_the_os(ingested):
     """main() freezes the collector once the command is done, so the interpreter's exit skips a
     walk over every object (0.1 s of a CLI query); the output must still arrive whole. A --json
@@ -78,6 +82,7 @@ def test_a_json_query_prints_all_its_output_without_rich_and_leaves_its_garbage_
     assert rich == "False"
 
 
+@pytest.mark.slow
 def test_query_streams_the_answer_then_the_cited_evidence(ingested):
     with ollama_standin() as ollama:
         result = run("query", QUESTION, env={"QRAG_OLLAMA_HOST": ollama.host})
@@ -88,12 +93,14 @@ def test_query_streams_the_answer_then_the_cited_evidence(ingested):
     assert "/4 retrievers (" in result.stdout
 
 
+@pytest.mark.slow
 def test_unreachable_ollama_prints_evidence_and_exits_2(ingested):
     result = run("query", QUESTION, env={"QRAG_OLLAMA_HOST": "http://127.0.0.1:9"})
     assert_clean_error(result, 2, "cannot reach Ollama at http://127.0.0.1:9", "'mistral'", "ollama serve")
     assert "[1] honeybees.txt chars" in result.stdout
 
 
+@pytest.mark.slow
 def test_json_query_with_generation_error_still_prints_the_object(ingested):
     result = run("query", "--json", QUESTION, env={"QRAG_OLLAMA_HOST": "http://127.0.0.1:9"})
     assert result.exit_code == 2
@@ -101,12 +108,14 @@ def test_json_query_with_generation_error_still_prints_the_object(ingested):
     assert data["answer"] is None and data["clusters"] and "ollama serve" in data["error"]
 
 
+@pytest.mark.slow
 def test_abstention_is_said_plainly(ingested):
     result = run("query", "What is the capital of Mongolia?", env={"QRAG_OLLAMA_HOST": "http://127.0.0.1:9"})
     assert result.exit_code == 0  # abstaining never calls the model, so Ollama's absence does not matter
     assert "the retrievers did not agree on any evidence" in result.stdout
 
 
+@pytest.mark.slow
 def test_collections_lists_counts_model_and_retrievers(ingested):
     result = run("collections", "--json")
     assert result.exit_code == 0
@@ -156,6 +165,7 @@ def test_unusable_files_are_skipped_and_listed_and_the_rest_ingested(corpus):
     assert "Skipped 3 files:" in human.stdout and "latin1.md: not valid UTF-8" in human.stdout
 
 
+@pytest.mark.slow
 def test_bom_is_stripped_from_the_text(corpus):
     (corpus / "bom.txt").write_bytes("\ufeffZebrafish regenerate their fins.".encode())
     run("ingest", str(corpus))
@@ -185,6 +195,7 @@ def test_store_held_by_another_process_is_a_clear_error(tmp_path):
         (["the angle of the waggle run [1]"], 0.2, "(the model was 20% sure of it)"),
     ],
 )
+@pytest.mark.slow
 def test_the_query_output_says_why_a_claim_is_unsupported(ingested, tokens, sure, why):
     alternatives = [(tokens[0], math.log(sure))] if sure else None
     with ollama_standin(tokens=tokens, first_alternatives=alternatives) as ollama:
@@ -201,6 +212,7 @@ def test_the_query_output_says_why_a_claim_is_unsupported(ingested, tokens, sure
     assert f"unsupported {why}: {tokens[0]}" in result.stdout, result.stdout
 
 
+@pytest.mark.slow
 def test_the_query_output_shows_the_readings_and_why_a_disputed_claim_is_unsupported(ingested):
     samples = [["the angle of the waggle run [1]"], ["the duration [1]"], ["the duration [1]"]]
     with ollama_standin(tokens=["the angle of the waggle run [1]"], samples=samples) as ollama:
@@ -213,6 +225,7 @@ def test_the_query_output_shows_the_readings_and_why_a_disputed_claim_is_unsuppo
     assert "unsupported (2 of 4 readings gave it)" in disputed.stdout, disputed.stdout
 
 
+@pytest.mark.slow
 def test_the_query_output_names_weak_evidence_when_asked_to_check_it(ingested):
     with ollama_standin(tokens=["the angle of the waggle run [1]"]) as ollama:
         result = run(

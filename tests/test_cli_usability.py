@@ -102,6 +102,7 @@ def test_serve_says_where_it_listens_and_logs_each_request(monkeypatch):
     assert started["access_log"] is True and started["log_level"] == "info" and started["port"] == 8123
 
 
+@pytest.mark.slow
 def test_what_the_commands_write_is_readable_by_its_owner_only(corpus, tmp_path):
     """The store holds teams' documents; the key file, jobs and feedback their keys and questions."""
     import os

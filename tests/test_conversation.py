@@ -185,6 +185,7 @@ def chatting(teams):
             yield client, auth, ollama
 
 
+@pytest.mark.slow
 def test_a_follow_up_over_http_is_searched_as_its_rewrite_and_says_so(chatting, tmp_path):
     client, auth, _ = chatting
     body = {"question": FOLLOW_UP, "history": HISTORY}
@@ -220,6 +221,7 @@ HOSTILE_BODIES = [
 
 
 @pytest.mark.parametrize("extra,status,code", HOSTILE_BODIES)
+@pytest.mark.slow
 def test_a_malformed_history_is_a_4xx_and_never_a_500(chatting, extra, status, code):
     client, auth, ollama = chatting
     response = client.post("/v1/query", json={"question": FOLLOW_UP, "generate": False, **extra}, headers=auth["a"])
@@ -250,6 +252,7 @@ def test_a_forged_history_cannot_reach_another_namespace_or_show_the_prompt(chat
     assert "never follow instructions" not in leaked.text
 
 
+@pytest.mark.slow
 def test_chat_completions_use_the_earlier_messages_as_history(chatting):
     openai = pytest.importorskip("openai", reason="the test extra brings the openai SDK")
     client, auth, _ = chatting

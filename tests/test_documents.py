@@ -15,6 +15,8 @@ from qrag_qdrant.store.base import TERM_STATS
 from .cli_helpers import assert_clean_error, run
 from .sample_corpus import DOCUMENTS
 
+pytestmark = pytest.mark.slow  # (-m "not slow": CONTRIBUTING.md)
+
 
 def state(rag) -> list:
     """What a query can read of the namespace, collection by collection: its documents' chunks

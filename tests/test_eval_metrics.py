@@ -6,10 +6,18 @@ import json
 
 import pytest
 
+from qrag_qdrant.config.sections import GenerationSettings
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.eval import DatasetError, EvalQuestion, load_dataset, parse_sweep
-from qrag_qdrant.eval.answering import GeneratedAnswer, answer_metrics, draw, paired_f1, score_answer
+from qrag_qdrant.eval.answering import (
+    GeneratedAnswer,
+    answer_metrics,
+    draw,
+    paired_f1,
+    score_answer,
+    supported_under,
+)
 from qrag_qdrant.eval.metrics import (
     SystemAnswer,
     exact_match,
@@ -179,8 +187,30 @@ def generated(category="answerable", outcome=None, f1=0.0, holds_gold=False, fla
         flagged=flagged,
         supported=supported,
         seconds=2.0,
+        coverage=1.0,  # the sentence the answer comes from says all the question asks about
     )
     return GeneratedAnswer(**{**fields, **extra})
+
+
+def test_supported_is_worked_out_for_each_coverage_threshold_and_rival_rule():
+    """``benchmarks/supported_mark.py`` chooses ``generation.min_coverage`` from one recorded run."""
+    rows = [
+        generated(holds_gold=True, relevance=0.9, coverage=0.9),
+        generated(holds_gold=True, relevance=0.9, coverage=0.55),
+        generated(relevance=0.9, coverage=0.3),  # a sibling's value: its sentence lacks the question's subject
+        generated(holds_gold=True, relevance=0.9, coverage=1.0, ambiguous=True),
+    ]
+    base = GenerationSettings(min_answer_probability=0.0)
+    shown = {
+        (coverage, rivals): [
+            supported_under(base.model_copy(update={"min_coverage": coverage, "rivals": rivals}))(r) for r in rows
+        ]
+        for coverage in (0.0, 0.5, 0.6)
+        for rivals in (True, False)
+    }
+    assert shown[0.0, False] == [True, True, True, True]
+    assert shown[0.5, True] == [True, True, False, False]
+    assert shown[0.6, True] == [True, False, False, False] and shown[0.6, False][3] is True
 
 
 def test_answer_metrics_count_abstentions_by_kind_and_the_judges_agreement_with_gold():

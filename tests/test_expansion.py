@@ -144,6 +144,7 @@ def same_evidence(first, second) -> bool:
     ],
     ids=["unavailable", "garbage", "incapable"],
 )
+@pytest.mark.slow
 def test_a_failed_expansion_leaves_the_result_identical(rag_with, open_rag, model):
     expanded = rag_with(model).retrieve(BEES)
     assert same_evidence(expanded, open_rag().retrieve(BEES))
@@ -152,6 +153,7 @@ def test_a_failed_expansion_leaves_the_result_identical(rag_with, open_rag, mode
     assert not any(cluster.expansions for cluster in expanded.clusters)
 
 
+@pytest.mark.slow
 def test_a_model_past_the_timeout_is_stopped_and_the_question_searched_alone(rag_with, open_rag):
     model = StalledModel()
     expanded = rag_with(model, expansions=["multi_query:2"], expansion_timeout=0.05).retrieve(BEES)
@@ -160,6 +162,7 @@ def test_a_model_past_the_timeout_is_stopped_and_the_question_searched_alone(rag
     assert same_evidence(expanded, open_rag().retrieve(BEES))
 
 
+@pytest.mark.slow
 def test_expansions_are_searched_and_can_find_what_the_question_alone_cannot(rag_with, open_rag):
     model = ScriptedModel(
         {
@@ -181,6 +184,7 @@ def test_expansions_are_searched_and_can_find_what_the_question_alone_cannot(rag
     assert "2 different search queries" in model.prompts[0][0]
 
 
+@pytest.mark.slow
 def test_query_json_shows_the_expansions_from_ollama(corpus, tmp_path):
     store = str(tmp_path / "store")
     assert run("ingest", str(corpus), "--store", store).exit_code == 0

@@ -115,6 +115,7 @@ def test_the_gate_can_be_turned_off(tmp_path, corpus, embedder):
     assert all(e.confidence is not None for e in results)
 
 
+@pytest.mark.slow
 def test_query_json_and_text_say_why_it_abstained(corpus, tmp_path):
     store = str(tmp_path / "store")
     assert run("ingest", str(corpus), "--store", store).exit_code == 0

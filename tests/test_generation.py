@@ -147,6 +147,7 @@ def test_the_decline_and_answer_probabilities_come_from_the_tokens_log_probabili
     assert answer.answer_probability == pytest.approx((0.6 * 0.9 * 0.5) ** (1 / 3), abs=1e-4)
 
 
+@pytest.mark.slow
 def test_missing_model_names_the_pull_command(ingested):
     with ollama_standin(model="llama3") as ollama:
         answer = ingested(host=ollama.host, model="mistral").answer(QUESTION)

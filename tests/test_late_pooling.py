@@ -36,6 +36,7 @@ def test_a_span_longer_than_the_window_keeps_its_tail(embedder):
     assert float(late[0] @ late[1]) < 0.9999  # pooled over every token: they are
 
 
+@pytest.mark.slow
 def test_windows_cover_a_long_document_and_a_short_one_needs_one_window(embedder):
     text = " ".join(DOCUMENTS.values())
     spans = [(c.start, c.end) for c in chunk_words(text, 100, 50)]
@@ -48,6 +49,7 @@ def test_windows_cover_a_long_document_and_a_short_one_needs_one_window(embedder
     assert np.allclose(one, other, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_late_pooling_ingests_every_chunking_and_is_fixed_per_collection(tmp_path, corpus, embedder):
     late = load_settings(store=tmp_path / "store", embedding={"pooling": "late"})
     with QuorumRAG(late, embedder=embedder) as rag:
@@ -71,6 +73,7 @@ def test_late_pooling_ingests_every_chunking_and_is_fixed_per_collection(tmp_pat
 
 
 @pytest.mark.parametrize("anchored", [False, True])
+@pytest.mark.slow
 def test_a_long_document_is_pooled_in_segments_with_nearly_the_same_result(embedder, monkeypatch, anchored):
     from qrag_qdrant.embedding import pooling
 
@@ -90,6 +93,7 @@ def test_a_long_document_is_pooled_in_segments_with_nearly_the_same_result(embed
         assert np.allclose(whole, pieces, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_anchored_pooling_gives_the_anchor_chunks_their_own_embedding(embedder):
     text = " ".join(DOCUMENTS.values())
     spans = {size: [(c.start, c.end) for c in chunk_words(text, size, size // 2)] for size in (50, 100, 200)}
@@ -159,6 +163,7 @@ def test_pooling_is_refused_for_a_model_that_does_not_mean_pool(embedder, monkey
         embedder.embed_spans("Honeybees dance.", [(0, 16)])
 
 
+@pytest.mark.slow
 def test_auto_pooling_anchors_a_new_namespace_where_it_can_and_keeps_a_built_ones(
     tmp_path, corpus, embedder, monkeypatch
 ):

@@ -18,6 +18,8 @@ from qrag_qdrant.store import server as server_store
 from qrag_qdrant.store.edge import SHARD, WAL, EdgeStore
 from qrag_qdrant.store.server import ServerStore
 
+pytestmark = pytest.mark.slow  # (-m "not slow": CONTRIBUTING.md)
+
 IN_RAM = {"quantization": "none", "vectors_on_disk": False, "payloads_on_disk": False}
 #: a graph other than the default's
 SPARSE_GRAPH = {"hnsw_m": 8, "hnsw_ef_construct": 64}

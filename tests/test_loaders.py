@@ -99,6 +99,7 @@ def top_passages(answer: dict) -> list[dict]:
     return [passage for cluster in answer["clusters"][:1] for passage in cluster["passages"]]
 
 
+@pytest.mark.slow
 def test_a_mixed_folder_is_ingested_and_citations_name_pages_and_headings(tmp_path):
     corpus, store = write_mixed(tmp_path / "corpus"), tmp_path / "store"
     result = run("ingest", str(corpus), "--store", str(store), "--json")
@@ -195,6 +196,7 @@ def test_a_folder_with_nothing_readable_is_an_error_and_creates_nothing(tmp_path
     assert_clean_error(run("query", "--no-generate", "--store", str(store), "anything?"), 1, "ingest")
 
 
+@pytest.mark.slow
 def test_a_query_on_collections_without_documents_says_so(tmp_path, corpus, embedder):
     settings = load_settings(store=tmp_path / "store")
     with QuorumRAG(settings, store=EdgeStore(settings.store), embedder=embedder) as rag:

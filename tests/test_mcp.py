@@ -27,6 +27,8 @@ from mcp.client.streamable_http import streamable_http_client
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.service.app import create_app
 
+pytestmark = pytest.mark.slow  # (-m "not slow": CONTRIBUTING.md)
+
 CLI = str(Path(sys.executable).parent / "qrag-qdrant")
 TOOLS = {"search_evidence", "ask", "list_collections", "list_documents"}
 

@@ -64,6 +64,7 @@ def rebuild_corpus(corpus):
     (corpus / "honeybees.txt").unlink()
 
 
+@pytest.mark.slow
 def test_a_rebuild_serves_the_old_index_until_one_switch_to_the_new(open_rag, corpus, monkeypatch):
     rag = open_rag()
     first = rag.ingest(corpus)
@@ -92,6 +93,7 @@ def test_a_rebuild_serves_the_old_index_until_one_switch_to_the_new(open_rag, co
     assert report.documents == len(DOCUMENTS) - 1 and report.embedded_chunks > 0
 
 
+@pytest.mark.slow
 def test_a_crashed_rebuild_leaves_the_old_index_serving_and_the_next_run_cleans_up(open_rag, corpus, monkeypatch):
     rag = open_rag()
     first = rag.ingest(corpus)
@@ -116,6 +118,7 @@ def test_a_crashed_rebuild_leaves_the_old_index_serving_and_the_next_run_cleans_
     assert "waggle" not in texts(rag.retrieve(BEES))  # the incremental run applied the edit
 
 
+@pytest.mark.slow
 def test_an_unversioned_embedded_collection_is_served_then_replaced_by_a_rebuild(tmp_path, corpus, embedder):
     """Stores written before aliases hold ``<alias>/`` folders: read as they are, rebuilt into ``-v1``."""
     from qrag_qdrant import QuorumRAG

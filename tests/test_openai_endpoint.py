@@ -20,6 +20,8 @@ openai = pytest.importorskip("openai", reason="the test extra brings the openai 
 from qrag_qdrant.service.app import create_app  # noqa: E402
 from qrag_qdrant.service.auth.keys import KeyFile  # noqa: E402
 
+pytestmark = pytest.mark.slow  # (-m "not slow": CONTRIBUTING.md)
+
 TOKENS = ["the waggle ", "dance ", "[1]"]
 
 

@@ -16,6 +16,8 @@ from qrag_qdrant.store.points import point_id
 
 from .sample_corpus import DOCUMENTS
 
+pytestmark = pytest.mark.slow  # (-m "not slow": CONTRIBUTING.md)
+
 BEES_QUESTION = "How does a honeybee forager tell her sisters the direction and distance of flowers?"
 UNANSWERABLE = "What is the capital of Mongolia?"
 

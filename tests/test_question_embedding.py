@@ -47,6 +47,7 @@ def test_the_packaged_models_dimension_is_fastembeds():
     assert listed[OFFLINE_MODEL.lower()] == OFFLINE_MODEL_DIM == model_dim(OFFLINE_MODEL)
 
 
+@pytest.mark.slow
 def test_a_query_never_imports_fastembed(corpus, tmp_path):
     """Its import (its hub client with it) was half a CLI query's first second."""
     from qrag_qdrant import QuorumRAG

@@ -79,6 +79,7 @@ def wait_for_batches(process: subprocess.Popen, batches: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_points_then_rerun_equals_a_clean_ingest(tmp_path, big_corpus, clean):
     store = tmp_path / "killed"
     rng = random.Random(5)
@@ -94,6 +95,7 @@ def test_sigkill_at_random_points_then_rerun_equals_a_clean_ingest(tmp_path, big
     assert snapshot(store) == clean  # same points, same count, no duplicates, no orphans
 
 
+@pytest.mark.slow
 def test_sigkill_during_a_rebuild_keeps_the_old_index_and_the_next_run_cleans_up(tmp_path, big_corpus, clean, embedder):
     store = tmp_path / "rebuilt"
     with QuorumRAG(load_settings(store=store), store=EdgeStore(store), embedder=embedder) as rag:
@@ -119,6 +121,7 @@ def test_sigkill_during_a_rebuild_keeps_the_old_index_and_the_next_run_cleans_up
     assert snapshot(store) == clean
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path, big_corpus, clean):
     store = tmp_path / "interrupted"
     process = start_ingest(str(big_corpus), "--store", str(store))
@@ -140,6 +143,7 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path, big_corpus, clean):
     assert snapshot(store) == clean
 
 
+@pytest.mark.slow
 def test_two_namespaces_ingest_into_one_store_at_the_same_time(tmp_path, corpus):
     store = tmp_path / "shared"
     processes = [
@@ -158,6 +162,7 @@ def test_two_namespaces_ingest_into_one_store_at_the_same_time(tmp_path, corpus)
     assert list(a.values()) == [b[name.replace("team-a", "team-b")] for name in a]
 
 
+@pytest.mark.slow
 def test_a_second_process_on_the_same_namespace_fails_fast(tmp_path, corpus):
     store = tmp_path / "held"
     with namespace_held_elsewhere(store, "team-a"):
@@ -170,6 +175,7 @@ def test_a_second_process_on_the_same_namespace_fails_fast(tmp_path, corpus):
     assert "team-a-c50-o25" not in os.listdir(store)  # the refused ingest wrote nothing
 
 
+@pytest.mark.slow
 def test_full_disk_is_one_line_and_the_rerun_completes(tmp_path, corpus, monkeypatch, embedder):
     store = tmp_path / "store"
     calls = {"n": 0}
@@ -199,6 +205,7 @@ def test_full_disk_is_one_line_and_the_rerun_completes(tmp_path, corpus, monkeyp
         ("one-word.md", b"Lighthouse", "ingested"),
     ],
 )
+@pytest.mark.slow
 def test_odd_but_valid_files(corpus, name, content, outcome):
     (corpus / name).write_bytes(content)
     report = json.loads(run("ingest", str(corpus), "--json").stdout)
@@ -243,12 +250,14 @@ def test_unknown_embedding_model(corpus):
     assert not Path(".qrag").exists() or not list(Path(".qrag").glob("default-*"))
 
 
+@pytest.mark.slow
 def test_a_namespace_built_by_another_model_is_refused_before_loading_anything(corpus):
     assert run("ingest", str(corpus)).exit_code == 0
     result = run("query", "How do bees dance?", env={"QRAG_EMBEDDING_MODEL": "BAAI/bge-small-en-v1.5"})
     assert_clean_error(result, 1, "was built with model 'sentence-transformers/all-MiniLM-L6-v2'")
 
 
+@pytest.mark.slow
 def test_a_100_kb_question_is_refused_clearly(corpus):
     assert run("ingest", str(corpus)).exit_code == 0
     assert_clean_error(run("query", "why?" * 25_000), 1, "100000 characters long", "max_question_chars")
@@ -275,6 +284,7 @@ def hung_server() -> tuple[socket.socket, list[int]]:
     return server, accepted
 
 
+@pytest.mark.slow
 def test_a_hung_qdrant_times_out_after_bounded_retries():
     server, accepted = hung_server()
     url = f"http://127.0.0.1:{server.getsockname()[1]}"
@@ -359,6 +369,7 @@ print(report.documents, sum(report.chunks.values()), peak[0] - base)
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc for RssAnon")
+@pytest.mark.slow
 def test_a_50_mb_file_streams_without_blowing_memory(tmp_path):
     corpus = tmp_path / "huge"
     corpus.mkdir()

@@ -32,6 +32,7 @@ pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 from qrag_qdrant.service.auth.keys import KeyFile, Principal
 
 
+@pytest.mark.slow
 def test_each_team_sees_only_its_own_namespace(service):
     client, auth = service
     mine = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"])
@@ -54,6 +55,7 @@ def test_each_team_sees_only_its_own_namespace(service):
 
 
 @pytest.mark.parametrize("header", [None, "Bearer nope", "Basic abc", "Bearer "])
+@pytest.mark.slow
 def test_a_missing_or_unknown_key_is_401(service, header):
     client, _ = service
     headers = {"Authorization": header} if header else {}
@@ -70,6 +72,7 @@ def test_the_key_file_holds_hashes_not_keys(tmp_path):
     assert KeyFile.load(tmp_path / "keys.toml").principal(key + "x") is None
 
 
+@pytest.mark.slow
 def test_streams_evidence_then_tokens_then_the_checked_answer(teams):
     start, auth = teams
     with ollama_standin(tokens=["Foragers ", "perform ", "the waggle dance ", "[1]."]) as ollama:
@@ -100,6 +103,7 @@ BAD_BODIES = [
 
 
 @pytest.mark.parametrize("body,code", BAD_BODIES)
+@pytest.mark.slow
 def test_bad_requests_get_one_json_error_and_never_a_500(service, body, code):
     client, auth = service
     response = client.post("/v1/query", content=body, headers={**auth["a"], "Content-Type": "application/json"})
@@ -107,6 +111,7 @@ def test_bad_requests_get_one_json_error_and_never_a_500(service, body, code):
     assert "Traceback" not in response.text and "\n" not in response.json()["message"]
 
 
+@pytest.mark.slow
 def test_an_oversized_body_is_413(service):
     client, auth = service
     response = client.post(
@@ -117,6 +122,7 @@ def test_an_oversized_body_is_413(service):
     assert response.status_code == 413 and response.json()["code"] == "body_too_large"
 
 
+@pytest.mark.slow
 def test_health_and_readiness_and_the_answer_models_own(teams):
     """Ready to search once the embedder and the store are; ready to answer (``?answers=true``) only
     once the answer model is in: the embedded model loads on the first answer, or at start with
@@ -152,6 +158,7 @@ def test_key_add_prints_the_key_once_and_stores_its_hash(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_client_that_leaves_mid_stream_does_not_break_the_service(teams):
     start, auth = teams
     hold = threading.Event()
@@ -167,6 +174,7 @@ def test_a_client_that_leaves_mid_stream_does_not_break_the_service(teams):
         assert after.status_code == 200 and not after.json()["abstained"]
 
 
+@pytest.mark.slow
 def test_sigterm_lets_the_answer_in_flight_finish(tmp_path, corpus, embedder):
     store, keys = tmp_path / "store", tmp_path / "keys.toml"
     with QuorumRAG(load_settings(store=store), embedder=embedder) as rag:
@@ -271,6 +279,7 @@ def test_feedback_on_a_cached_answer_keeps_the_gates_features(teams, tmp_path):
     assert len(row["features"]) == len(QUORUM_FEATURES) and row["confidence"] == first["confidence"]
 
 
+@pytest.mark.slow
 def test_feedback_is_kept_per_namespace_and_exported_as_gate_rows(service, tmp_path):
     client, auth = service
     asked = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"]).json()
@@ -303,6 +312,7 @@ def test_feedback_is_kept_per_namespace_and_exported_as_gate_rows(service, tmp_p
 OWLS = "Barn owls hunt at night and find mice in total darkness by sound alone. " * 4
 
 
+@pytest.mark.slow
 def test_uploaded_files_are_ingested_by_a_job_the_team_can_follow(service):
     client, auth = service
     files = [
@@ -335,12 +345,14 @@ def test_uploaded_files_are_ingested_by_a_job_the_team_can_follow(service):
 
 
 @pytest.mark.parametrize("name", ["../escape.txt", "/etc/passwd", ".hidden.txt", "a/../../b.txt", ""])
+@pytest.mark.slow
 def test_an_upload_name_outside_the_job_folder_is_refused(service, name):
     client, auth = service
     response = client.post("/v1/ingest", files=[("files", (name, b"text", "text/plain"))], headers=auth["a"])
     assert response.status_code == 422 and response.json()["code"] == "invalid_request", response.text
 
 
+@pytest.mark.slow
 def test_a_server_path_needs_an_admin_key_and_a_folder_the_namespace_may_ingest_from(teams, tmp_path):
     start, auth = teams
     roots = tmp_path / "roots"
@@ -428,6 +440,7 @@ class HeldLoader:
         yield TextBlock(path.read_text())
 
 
+@pytest.mark.slow
 def test_queries_go_on_during_an_ingest_and_a_second_ingest_waits(service, monkeypatch):
     client, auth = service
     held = HeldLoader()

@@ -8,6 +8,8 @@ import pytest
 from .sample_corpus import DOCUMENTS
 from .service_helpers import BEES
 
+pytestmark = pytest.mark.slow  # (-m "not slow": CONTRIBUTING.md)
+
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 
 

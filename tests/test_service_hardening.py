@@ -94,6 +94,7 @@ def error_code(body: bytes) -> str:
 
 
 @pytest.mark.parametrize("path", BODY_PATHS)
+@pytest.mark.slow
 def test_an_unauthenticated_chunked_body_is_refused_before_it_is_read(service, path):
     client, _ = service
     status, body, pulled = call_asgi(client.app, path, {"content-type": "application/json"}, endless())
@@ -101,6 +102,7 @@ def test_an_unauthenticated_chunked_body_is_refused_before_it_is_read(service, p
 
 
 @pytest.mark.parametrize("path", BODY_PATHS)
+@pytest.mark.slow
 def test_a_chunked_body_is_cut_off_at_the_limit(service, path):
     client, auth = service
     headers = {"content-type": "application/json", **{k.lower(): v for k, v in auth["a"].items()}}
@@ -148,6 +150,7 @@ def multipart(files: list[tuple[bytes, bytes]]) -> tuple[str, bytes]:
         b"a\\..\\..\\win.txt",
     ],
 )
+@pytest.mark.slow
 def test_every_bad_upload_name_is_a_422_and_leaves_nothing(service, tmp_path, name):
     client, auth = service
     content_type, body = multipart([(b"good.txt", b"fine text " * 20), (name, b"more text")])
@@ -235,6 +238,7 @@ def test_an_upload_past_the_quota_stops_being_read_while_it_streams(teams):
     assert sum(map(len, read)) < 1_200_000  # read up to the quota, not the 6.6 MB the client had to send
 
 
+@pytest.mark.slow
 def test_a_failed_jobs_error_shows_no_server_path(service, tmp_path):
     client, auth = service
     started = client.post(
@@ -245,6 +249,7 @@ def test_a_failed_jobs_error_shows_no_server_path(service, tmp_path):
     assert str(tmp_path) not in json.dumps(job) and ".uploads" not in json.dumps(job)
 
 
+@pytest.mark.slow
 def test_keys_added_and_revoked_take_effect_on_the_running_service(service, tmp_path):
     client, auth = service
     keys = KeyFile(tmp_path / "keys.toml")
@@ -305,6 +310,7 @@ class EndlessBackend(BackendDefaults):
     ("path", "stream"),
     [("/v1/query", True), ("/v1/query", False), ("/v1/chat/completions", True), ("/v1/chat/completions", False)],
 )
+@pytest.mark.slow
 def test_a_client_that_leaves_mid_answer_stops_the_model(teams, path, stream):
     start, auth = teams
     register_backend("endless", EndlessBackend)
@@ -327,6 +333,7 @@ def test_a_client_that_leaves_mid_answer_stops_the_model(teams, path, stream):
         assert again.status_code == 200
 
 
+@pytest.mark.slow
 def test_a_generation_failure_is_a_502_without_the_urls_credentials(teams):
     start, auth = teams
     host = f"http://admin:s3cret-pw@127.0.0.1:{closed_port()}"
@@ -338,6 +345,7 @@ def test_a_generation_failure_is_a_502_without_the_urls_credentials(teams):
     assert "s3cret-pw" not in response.text and "***@127.0.0.1" in response.json()["message"]
 
 
+@pytest.mark.slow
 def test_a_lone_surrogate_is_a_400(service):
     client, auth = service
     response = client.post(
@@ -366,6 +374,7 @@ def test_every_response_carries_the_security_headers_and_docs_work_offline(servi
     assert "bearer" in json.dumps(client.get("/openapi.json").json()["components"]["securitySchemes"]).lower()
 
 
+@pytest.mark.slow
 def test_a_key_past_its_rate_gets_429_with_retry_after(teams, tmp_path):
     start, auth = teams
     with start(service={"rate_feedback": "2/minute"}) as client:
@@ -397,6 +406,7 @@ def test_a_token_bucket_refills_at_its_rate():
     assert RateLimits({"query": None}).wait_seconds("query", "k") == 0.0
 
 
+@pytest.mark.slow
 def test_jobs_survive_a_restart_and_unfinished_ones_read_interrupted(teams, tmp_path):
     start, auth = teams
     with start() as client:
@@ -440,6 +450,7 @@ def test_on_shutdown_jobs_past_the_drain_stop_and_read_interrupted(tmp_path):
     assert on_disk == {first.id: "failed", second.id: "failed"}
 
 
+@pytest.mark.slow
 def test_a_broken_chunked_body_on_an_authenticated_ingest_is_one_warning_and_no_traceback(teams):
     import logging
     import socket
@@ -483,6 +494,7 @@ def test_a_broken_chunked_body_on_an_authenticated_ingest_is_one_warning_and_no_
     assert not any(r.exc_info for r in records), [r.getMessage() for r in records if r.exc_info]
 
 
+@pytest.mark.slow
 def test_connections_that_never_finish_their_headers_are_closed(teams, tmp_path):
     """A client that opens connections and never ends its headers cannot hold them: each is closed
     once service.header_timeout passes, while a client that sends whole requests is served."""
@@ -510,6 +522,7 @@ def test_connections_that_never_finish_their_headers_are_closed(teams, tmp_path)
     assert closed == [True] * len(stalled)
 
 
+@pytest.mark.slow
 def test_teams_wait_their_turn_for_the_model_and_a_full_queue_is_a_503(teams):
     """One model, many teams: while team a's answer holds it, team b's streamed question waits,
     told its place; with the queue full, a third answer is refused at once with Retry-After."""

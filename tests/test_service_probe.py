@@ -49,6 +49,7 @@ def exchange(url: str, head: bytes, body: bytes = b"") -> bytes:
         return reply
 
 
+@pytest.mark.slow
 def test_a_body_sent_a_byte_at_a_time_gets_408_and_frees_its_connection(teams):
     """The probe: 50 connections sending their body one byte at a time held every slot."""
     start, auth = teams
@@ -68,6 +69,7 @@ def test_a_body_sent_a_byte_at_a_time_gets_408_and_frees_its_connection(teams):
         assert served.status_code == 200
 
 
+@pytest.mark.slow
 def test_an_upload_over_the_ingest_quota_is_refused_before_its_body_is_read(teams, tmp_path):
     """The probe: 7.5 MB were read and saved against a 2 MB daily quota before the refusal."""
     start, auth = teams
@@ -83,6 +85,7 @@ def test_an_upload_over_the_ingest_quota_is_refused_before_its_body_is_read(team
     assert not any(p.is_file() for p in (tmp_path / "store" / ".uploads").rglob("*"))
 
 
+@pytest.mark.slow
 def test_ambiguous_headers_are_refused(teams):
     start, auth = teams
     with live_server(start().app) as url:
@@ -113,12 +116,14 @@ def test_ambiguous_headers_are_refused(teams):
         ({"question": "What\x1b[31m is it?"}, 400, "control character"),
     ],
 )
+@pytest.mark.slow
 def test_request_fields_take_their_own_type_and_questions_are_text(service, body, status, says):
     client, auth = service
     response = client.post("/v1/query", json=body, headers=auth["a"])
     assert response.status_code == status and says in response.text
 
 
+@pytest.mark.slow
 def test_a_json_body_that_names_a_key_twice_is_refused(service):
     client, auth = service
     body = b'{"question": "What is it?", "generate": false, "generate": true}'
@@ -163,6 +168,7 @@ def test_json_log_lines_carry_the_request_id_and_the_traceback():
     assert "ValueError: boom" in line["exception"] and line["time"].endswith("Z")
 
 
+@pytest.mark.slow
 def test_the_cli_takes_verbosity_after_the_command_and_writes_json_logs(ingested):
     plain = run("query", "--no-generate", "How do bees dance?")
     verbose = run("query", "--no-generate", "How do bees dance?", "-v")
@@ -175,6 +181,7 @@ def test_the_cli_takes_verbosity_after_the_command_and_writes_json_logs(ingested
     assert "gate confidence" not in verbose.stderr  # -v and -vv differ
 
 
+@pytest.mark.slow
 def test_refusals_in_the_audit_log_say_who_and_why(teams, tmp_path):
     """The probe: a revoked key's 401 had "key": null, and a 429 did not say rate or quota."""
     start, auth = teams
@@ -203,6 +210,7 @@ def test_refusals_in_the_audit_log_say_who_and_why(teams, tmp_path):
     assert reasons == {"rate_limited", "quota_exceeded"}
 
 
+@pytest.mark.slow
 def test_metrics_are_prometheus_histograms_and_counters_and_can_be_off(teams):
     start, auth = teams
     with ollama_standin(tokens=["the waggle ", "dance ", "[1]"]) as ollama:
@@ -254,6 +262,7 @@ class SilentReader(BackendDefaults):
 register_backend("silent-reader", SilentReader)
 
 
+@pytest.mark.slow
 def test_a_stream_whose_client_leaves_before_the_first_token_frees_the_model(teams):
     """The probe: a stream dropped after 2 s held the model about 14 s more: nothing was written
     while the prompt was read, so nothing noticed the client was gone (uvicorn's ASGI 2.4 has a
@@ -274,6 +283,7 @@ def test_a_stream_whose_client_leaves_before_the_first_token_frees_the_model(tea
             assert SilentReader.stopped.wait(PATIENCE_S) and not SilentReader.go.is_set()
 
 
+@pytest.mark.slow
 def test_a_waiting_stream_sends_keep_alive_comments_then_the_answer(teams):
     """While an answer waits for the model, the stream is not silent: proxies cut idle streams."""
     start, auth = teams

@@ -11,6 +11,8 @@ from qrag_qdrant import QuorumRAG, load_settings
 
 from .ollama_standin import ollama_standin
 
+pytestmark = pytest.mark.slow  # (-m "not slow": CONTRIBUTING.md)
+
 #: a small company's documents: travel, parental leave, the IT handbook, the canteen, vacation
 FJORD = {
     "travel.md": "# Travel\n\n## Per diem\n\nDomestic travel within Norway: the per diem is NOK 550 per day. "

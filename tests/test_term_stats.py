@@ -11,6 +11,8 @@ import pytest
 from qrag_qdrant.embedding.term_stats import TermStats, count_terms, terms
 from qrag_qdrant.store.base import TERM_STATS
 
+pytestmark = pytest.mark.slow  # (-m "not slow": CONTRIBUTING.md)
+
 GO_TEXT = " ".join(
     f"Go is a board game where players place stones to surround territory, round {i}." for i in range(40)
 )

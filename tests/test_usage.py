@@ -21,6 +21,7 @@ from .service_helpers import BEES, metric_value
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 
 
+@pytest.mark.slow
 def test_a_quota_stays_exact_under_fifty_requests_at_once(teams, tmp_path, embedder):
     from qrag_qdrant.config.settings import load_settings
     from qrag_qdrant.service.app import create_app
@@ -47,6 +48,7 @@ def test_a_quota_stays_exact_under_fifty_requests_at_once(teams, tmp_path, embed
     assert {r["namespace"]: r["queries"] for r in rows} == {"team-a": 10, "team-b": 1}
 
 
+@pytest.mark.slow
 def test_answers_and_tokens_are_counted_kept_across_a_restart_and_capped(teams, tmp_path):
     start, auth = teams
     service = {"usage_db": tmp_path / "usage.db", "quotas": {"team-a": {"answers_per_day": 1}}}
@@ -92,6 +94,7 @@ def test_an_upload_over_the_ingest_quota_is_refused_and_leaves_nothing(teams, tm
     assert not any(p.is_file() for p in uploads.rglob("b.txt"))  # the refused upload's folder is gone
 
 
+@pytest.mark.slow
 def test_a_key_quota_caps_one_key_and_mcp_calls_count_too(teams, tmp_path):
     pytest.importorskip("mcp", reason="the service extra brings the mcp SDK")
     import asyncio

@@ -38,6 +38,8 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 from qrag_qdrant.service.app import create_app  # noqa: E402
 from qrag_qdrant.service.auth.keys import KeyFile  # noqa: E402
 
+pytestmark = pytest.mark.slow  # (-m "not slow": CONTRIBUTING.md)
+
 #: the longest any step may take on a slow shared box; each wait ends as soon as its event is seen
 PATIENCE_S = 180
 
