@@ -75,10 +75,10 @@ def test_a_removal_cut_short_and_run_again_equals_a_clean_ingest_without_the_doc
     store, collections = rag.store, [s.name for s in rag.settings.collections]
     delete = store.delete
 
-    def crash_on_the_second(name, selector):
+    def crash_on_the_second(name, where):
         if name == collections[1]:
             raise OSError("killed")
-        delete(name, selector)
+        delete(name, where)
 
     monkeypatch.setattr(store, "delete", crash_on_the_second)
     with pytest.raises(OSError, match="killed"):

@@ -11,7 +11,7 @@ from qrag_qdrant.errors import ModelMismatchError, NothingIngestedError
 from qrag_qdrant.eval import Evaluation
 from qrag_qdrant.eval.dataset import Dataset, EvalQuestion
 from qrag_qdrant.retrieval.fusion import QUESTION
-from qrag_qdrant.store import VectorQuery
+from qrag_qdrant.store import VectorQuery, Where
 from qrag_qdrant.store.points import point_id
 
 from .sample_corpus import DOCUMENTS
@@ -121,10 +121,7 @@ def test_a_crash_mid_document_is_repaired_by_the_next_run(open_rag, corpus):
     name = rag.settings.collections[0].name
     complete = stored(rag, name)
     # what a crash between the chunk upserts and the chunk-0 marker leaves behind
-    rag.store.delete(
-        name,
-        rag.store.models.Filter(must=[rag.store._match("source", "honeybees.txt"), rag.store._match("chunk_index", 0)]),
-    )
+    rag.store.delete(name, Where(sources=("honeybees.txt",), first_chunks=True))
     assert "honeybees.txt" not in rag.store.document_hashes(name)
     report = rag.ingest(corpus)
     assert report.unchanged == len(DOCUMENTS) - 1 and report.embedded_chunks > 0

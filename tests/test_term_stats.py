@@ -62,10 +62,10 @@ def test_ingest_keeps_the_counts_equal_to_a_recount_through_changes_and_prunes(o
     full_scans = []
     real_scroll = rag.store.scroll_payloads
 
-    def watched(name, fields, selector=None):
-        if fields == ["text"] and selector is None:
+    def watched(name, fields, where=None):
+        if fields == ["text"] and where is None:
             full_scans.append(name)
-        return real_scroll(name, fields, selector)
+        return real_scroll(name, fields, where)
 
     monkeypatch.setattr(rag.store, "scroll_payloads", watched)
     rag.ingest(corpus, prune=True)

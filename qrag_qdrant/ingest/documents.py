@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from ..config.settings import Settings
 from ..embedding.term_stats import TermLedger, TermStats
 from ..errors import DocumentNotFound, RequestError
-from ..store import Store
+from ..store import Store, Where
 from ..store.base import TERM_STATS
 
 #: the most documents one page lists
@@ -101,9 +101,7 @@ class Documents:
         found: dict[str, DocumentDetail] = {}
         for name, versions in current.items():
             fields = ["source", "doc_hash", "chunk_index", "start", "end", "version", "ingested_by"]
-            for p in self.store.scroll_payloads(
-                name, fields, self.store.models.Filter(must=[self.store.of_sources(sources)])
-            ):
+            for p in self.store.scroll_payloads(name, fields, Where.of_sources(sources)):
                 if versions.get(p["source"]) != p["doc_hash"]:
                     continue  # an older or unfinished version
                 doc = found.get(p["source"]) or found.setdefault(
@@ -148,8 +146,7 @@ class Documents:
         """One collection's points of ``source`` deleted, as an ingest deletes: its term counts
         dropped first and saved again with the change. How many points went."""
         store = self.store
-        selector = store.models.Filter(must=[store.of_sources([source])])
-        points = sum(1 for _ in store.scroll_payloads(name, ["source"], selector))
+        points = sum(1 for _ in store.scroll_payloads(name, ["source"], Where.of_sources([source])))
         if points:
             manifest = store.manifest(name)
             ledger = TermLedger(

@@ -10,7 +10,6 @@ import logging
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -19,7 +18,7 @@ from ..config.settings import CollectionSpec, RetrieverSpec, Settings
 from ..embedding import Bm25Embedder, DenseEmbedder
 from ..embedding.term_stats import TermStats, key_term_weights
 from ..results import Evidence, EvidenceCluster, QueryExpansion, timed
-from ..store import Hit, Store, VectorQuery, open_collections
+from ..store import Hit, Store, VectorQuery, Where, open_collections
 from ..store.base import CALIBRATED_GATE
 from ..store.points import Sparse
 from .context import adaptive_plan, build_context
@@ -137,18 +136,13 @@ class Coordinator:
         """One search per retriever of a collection; dense hits under ``min_similarity`` are dropped."""
         options = self.settings.retrieval
         limit = top_k or options.top_k
-        selector = self._excluded(options.exclude_sources)
+        where = Where(not_sources=tuple(options.exclude_sources)) if options.exclude_sources else None
         return [
-            VectorQuery(
-                r.vector, vectors.dense, limit, options.min_similarity or None, options.hnsw_ef, selector=selector
-            )
+            VectorQuery(r.vector, vectors.dense, limit, options.min_similarity or None, options.hnsw_ef, where=where)
             if r.kind == "dense"
-            else VectorQuery(r.vector, vectors.sparse[spec.name], limit, selector=selector)
+            else VectorQuery(r.vector, vectors.sparse[spec.name], limit, where=where)
             for r in spec.retrievers
         ]
-
-    def _excluded(self, sources: Sequence[str]) -> Any | None:
-        return self.store.models.Filter(must_not=[self.store.of_sources(sources)]) if sources else None
 
     def search_expansions(self, texts: Sequence[ExpandedText], top_k: int | None = None) -> list[RankedList]:
         """The ranked lists of the question's expansions, each searched by the retrievers that

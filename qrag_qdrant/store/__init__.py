@@ -15,7 +15,7 @@ from ..embedding import Bm25Embedder, model_dim
 from ..errors import NothingIngestedError
 from ..plugins import Registry
 from .base import CollectionManifest, Store
-from .points import ChunkPayload, ChunkPoint, Hit, VectorQuery
+from .points import ChunkPayload, ChunkPoint, Hit, VectorQuery, Where
 
 __all__ = [
     "STORES",
@@ -25,6 +25,7 @@ __all__ = [
     "Hit",
     "Store",
     "VectorQuery",
+    "Where",
     "open_collections",
     "open_store",
     "register_store",

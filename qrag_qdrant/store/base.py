@@ -29,7 +29,7 @@ from ..config.settings import CollectionSpec
 from ..embedding import BM25_SOURCES, Bm25Embedder, Bm25Settings
 from ..embedding.term_stats import TermStats, count_terms
 from ..errors import ModelMismatchError
-from .points import ChunkPoint, Hit, Sparse, VectorQuery
+from .points import ChunkPoint, Hit, Sparse, VectorQuery, Where
 
 #: Qdrant's default k for its RRF fusion; the qdrant-hybrid baseline uses Qdrant as a peer would.
 QDRANT_RRF_K = 2
@@ -134,13 +134,12 @@ class Store(ABC):
     def upsert(self, name: str, points: Sequence[ChunkPoint]) -> None: ...
 
     @abstractmethod
-    def delete(self, name: str, selector: Any) -> None:
-        """Delete the points a filter of ``self.models`` selects."""
+    def delete(self, name: str, where: Where) -> None:
+        """Delete the points ``where`` selects."""
 
     @abstractmethod
-    def scroll_payloads(
-        self, name: str, fields: list[str], selector: Any | None = None
-    ) -> Iterable[dict[str, Any]]: ...
+    def scroll_payloads(self, name: str, fields: list[str], where: Where | None = None) -> Iterable[dict[str, Any]]:
+        """The ``fields`` of the payload of every point ``where`` selects (all, without it)."""
 
     @abstractmethod
     def scroll_points(self, name: str) -> Iterable[ChunkPoint]:
@@ -198,7 +197,7 @@ class Store(ABC):
                     stacklevel=3,
                 )
         if excluded:
-            texts = list(self.texts(name, self.models.Filter(must=[self.of_sources(excluded)])))
+            texts = list(self.texts(name, Where.of_sources(excluded)))
             stats = stats.updated(Counter(), count_terms(texts), stats.chunks - len(texts), indexed)
         return stats
 
@@ -262,7 +261,7 @@ class Store(ABC):
         """source -> content hashes of its completely stored versions (two only after a crash
         between a new version's marker and the old version's deletion)."""
         hashes: dict[str, set[str]] = {}
-        for p in self.scroll_payloads(name, ["source", "doc_hash"], self._first_chunks()):
+        for p in self.scroll_payloads(name, ["source", "doc_hash"], Where(first_chunks=True)):
             hashes.setdefault(p["source"], set()).add(p["doc_hash"])
         return hashes
 
@@ -272,15 +271,12 @@ class Store(ABC):
         sources = None if sources is None else sorted(set(sources))
         newest: dict[str, tuple[int, str]] = {}
         if sources is None or sources:
-            selector = self._first_chunks(*([] if sources is None else [self.of_sources(sources)]))
-            for p in self.scroll_payloads(name, ["source", "doc_hash", "version"], selector):
+            where = Where(sources=None if sources is None else tuple(sources), first_chunks=True)
+            for p in self.scroll_payloads(name, ["source", "doc_hash", "version"], where):
                 version = p.get("version", 0)  # points written before versions were stamped
                 if (version, p["doc_hash"]) > newest.get(p["source"], (-1, "")):
                     newest[p["source"]] = (version, p["doc_hash"])
         return {source: digest for source, (_, digest) in newest.items()}
-
-    def _first_chunks(self, *conditions: Any) -> Any:
-        return self.models.Filter(must=[self._match("chunk_index", 0), *conditions])
 
     def sources(self, name: str) -> set[str]:
         """Every source with any point, complete or not."""
@@ -289,41 +285,47 @@ class Store(ABC):
     def delete_stale(self, name: str, current: dict[str, str], removing: TextsSeen | None = None) -> None:
         """Delete the points of these sources whose hash is not the current one."""
         if current:
-            m = self.models
-            self._delete(
-                name,
-                m.Filter(
-                    should=[
-                        m.Filter(must=[self._match("source", source)], must_not=[self._match("doc_hash", digest)])
-                        for source, digest in current.items()
-                    ]
-                ),
-                removing,
-            )
+            self._delete(name, Where(stale=tuple(sorted(current.items()))), removing)
 
     def delete_sources(self, name: str, sources: Iterable[str], removing: TextsSeen | None = None) -> None:
-        sources = sorted(sources)
-        if sources:
-            self._delete(name, self.models.Filter(must=[self.of_sources(sources)]), removing)
+        where = Where.of_sources(sources)
+        if where.sources:
+            self._delete(name, where, removing)
 
-    def _delete(self, name: str, selector: Any, removing: TextsSeen | None) -> None:
+    def _delete(self, name: str, where: Where, removing: TextsSeen | None) -> None:
         """``removing`` first reads the texts of the points about to go (ingest's term counts)."""
         if removing is not None:
-            removing(self.texts(name, selector))
-        self.delete(name, selector)
+            removing(self.texts(name, where))
+        self.delete(name, where)
 
-    def texts(self, name: str, selector: Any | None = None) -> Iterable[str]:
-        """The chunk texts of the points a filter selects (all, without one)."""
-        return (p.get("text", "") for p in self.scroll_payloads(name, ["text"], selector))
+    def texts(self, name: str, where: Where | None = None) -> Iterable[str]:
+        """The chunk texts of the points ``where`` selects (all, without it)."""
+        return (p.get("text", "") for p in self.scroll_payloads(name, ["text"], where))
 
-    def of_sources(self, sources: Iterable[str]) -> Any:
-        """The filter condition "the point's source is one of these"."""
+    def filter_of(self, where: Where | None) -> Any:
+        """``where`` as a filter of ``self.models`` (Qdrant's, in either binding); None for None."""
+        if where is None:
+            return None
         m = self.models
-        return m.FieldCondition(key="source", match=m.MatchAny(any=list(sources)))
 
-    def _match(self, key: str, value: Any) -> Any:
-        m = self.models
-        return m.FieldCondition(key=key, match=m.MatchValue(value=value))
+        def match(key: str, value: Any) -> Any:
+            return m.FieldCondition(key=key, match=m.MatchValue(value=value))
+
+        def any_source(sources: Iterable[str]) -> Any:
+            return m.FieldCondition(key="source", match=m.MatchAny(any=list(sources)))
+
+        must = [match("chunk_index", 0)] if where.first_chunks else []
+        if where.sources is not None:
+            must.append(any_source(where.sources))
+        stale = [
+            m.Filter(must=[match("source", source)], must_not=[match("doc_hash", digest)])
+            for source, digest in where.stale
+        ]
+        return m.Filter(
+            must=must or None,
+            must_not=[any_source(where.not_sources)] if where.not_sources else None,
+            should=stale or None,
+        )
 
     def __enter__(self) -> Store:
         return self

@@ -31,7 +31,7 @@ from ..embedding import Bm25Document, SparseVec
 from ..errors import StoreError, StoreInUseError
 from .base import ATTACHMENTS, QDRANT_RRF_K, CollectionManifest, Store
 from .files import held_by, read_ahead, write_atomically
-from .points import ChunkPoint, Hit, Sparse, VectorQuery
+from .points import ChunkPoint, Hit, Sparse, VectorQuery, Where
 
 MANIFEST = "manifest.json"
 SHARD = "shard"
@@ -214,8 +214,8 @@ class EdgeStore(Store):
                 ),
             )
 
-    def delete(self, name: str, selector: Any) -> None:
-        self._update(name, edge.UpdateOperation.delete_points_by_filter(selector))
+    def delete(self, name: str, where: Where) -> None:
+        self._update(name, edge.UpdateOperation.delete_points_by_filter(self.filter_of(where)))
 
     def _update(self, name: str, operation: Any) -> None:
         try:
@@ -275,14 +275,14 @@ class EdgeStore(Store):
                     read_ahead(path)
             self.current_versions(name, None)
 
-    def scroll_payloads(self, name: str, fields: list[str], selector: Any | None = None) -> Iterable[dict[str, Any]]:
+    def scroll_payloads(self, name: str, fields: list[str], where: Where | None = None) -> Iterable[dict[str, Any]]:
         shard, offset = self._shard(name), None
         while True:
             records, offset = shard.scroll(
                 edge.ScrollRequest(
                     offset=offset,
                     limit=SCROLL_PAGE,
-                    filter=selector,
+                    filter=self.filter_of(where),
                     with_payload=edge.PayloadSelector.Include(fields),
                     with_vector=False,
                 )
@@ -314,7 +314,7 @@ class EdgeStore(Store):
                 limit=q.limit,
                 query=edge.Query.Nearest(_edge_vector(q.vector), using=q.vector_name),
                 score_threshold=q.min_score,
-                filter=q.selector,
+                filter=self.filter_of(q.where),
                 with_vector=[DENSE_VECTOR],
                 with_payload=True,
                 params=edge.SearchParams(

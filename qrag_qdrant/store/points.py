@@ -81,6 +81,27 @@ class ChunkPoint:
 
 
 @dataclass(frozen=True)
+class Where:
+    """Which points a search, a scroll or a deletion reads: a value each store turns into its own
+    engine's filter (``Store.filter_of``), so no caller builds one. Each field narrows; the
+    defaults select every point."""
+
+    #: only points of these sources (None: of any source)
+    sources: tuple[str, ...] | None = None
+    #: no point of these sources
+    not_sources: tuple[str, ...] = ()
+    #: only each stored version's first chunk: one point per document version
+    first_chunks: bool = False
+    #: (source, content hash) pairs: only the points of these sources with another hash (a
+    #: replaced version's leftovers)
+    stale: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of_sources(cls, sources: Iterable[str]) -> Where:
+        return cls(sources=tuple(sorted(set(sources))))
+
+
+@dataclass(frozen=True)
 class VectorQuery:
     """One retriever's search: ``vector_name`` is ``dense`` or ``bm25``; hits scoring
     below ``min_score`` are not returned. ``hnsw_ef`` widens the HNSW search (None: the
@@ -92,8 +113,8 @@ class VectorQuery:
     min_score: float | None = None
     hnsw_ef: int | None = None
     exact: bool = False
-    #: a filter of ``Store.models`` the hits must pass (``retrieval.exclude_sources``)
-    selector: Any | None = None
+    #: the points the hits must come from (``retrieval.exclude_sources``); None: any
+    where: Where | None = None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from ..config.settings import DENSE_VECTOR, SPARSE_VECTOR, Settings
 from ..embedding import Bm25Document, SparseVec
 from ..errors import ConfigError, StoreError
 from .base import QDRANT_RRF_K, CollectionManifest, Store
-from .points import ChunkPoint, Hit, Sparse, VectorQuery
+from .points import ChunkPoint, Hit, Sparse, VectorQuery, Where
 
 SCROLL_PAGE = 1000
 #: collection metadata keys of attachments (``Store.attach``) begin so, beside the manifest's
@@ -254,17 +254,17 @@ class ServerStore(Store):
             )
 
     @_server_errors
-    def delete(self, name: str, selector: Any) -> None:
-        self.client.delete(name, points_selector=models.FilterSelector(filter=selector), wait=True)
+    def delete(self, name: str, where: Where) -> None:
+        self.client.delete(name, points_selector=models.FilterSelector(filter=self.filter_of(where)), wait=True)
 
     @_server_errors
-    def scroll_payloads(self, name: str, fields: list[str], selector: Any | None = None) -> Iterable[dict[str, Any]]:
+    def scroll_payloads(self, name: str, fields: list[str], where: Where | None = None) -> Iterable[dict[str, Any]]:
         offset = None
         payloads: list[dict[str, Any]] = []
         while True:
             records, offset = self.client.scroll(
                 name,
-                scroll_filter=selector,
+                scroll_filter=self.filter_of(where),
                 limit=SCROLL_PAGE,
                 offset=offset,
                 with_payload=fields,
@@ -306,7 +306,7 @@ class ServerStore(Store):
                     using=q.vector_name,
                     limit=q.limit,
                     score_threshold=q.min_score,
-                    filter=q.selector,
+                    filter=self.filter_of(q.where),
                     with_vector=[DENSE_VECTOR],
                     with_payload=True,
                     params=models.SearchParams(
