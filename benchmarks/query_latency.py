@@ -78,7 +78,7 @@ def main() -> None:
     sample = random.Random(args.seed).sample(rows, min(args.n + args.warmup, len(rows)))
     with QuorumRAG.from_config(args.config, store=args.store, namespace=args.namespace) as rag:
         options = rag.settings.retrieval
-        collections = [spec for spec, _ in rag.coordinator.collections]
+        collections = [spec for spec, _ in rag.coordinator.searcher.collections]
         hybrid_spec = next((s for s in collections if (s.size, s.overlap) == (100, 50)), collections[0])
         manifest = rag.store.manifest(hybrid_spec.name)
         hybrid_bm25 = SparseEmbedder(manifest.bm25_settings)

@@ -71,7 +71,7 @@ def main() -> None:
     with QuorumRAG.from_config(args.config, store=store, namespace=args.namespace) as rag:
         rag.embedder().query_embed("a first question loads the model")
         steps = {"model": rss_mb()}
-        chunks = sum(rag.store.count(spec.name) for spec, _ in rag.coordinator.collections)
+        chunks = sum(rag.store.count(spec.name) for spec, _ in rag.coordinator.searcher.collections)
         steps["opened"] = rss_mb()
         resident = [rss_by_file(store)] if args.by_file else []
         rag.retrieve(questions[0])

@@ -32,7 +32,7 @@ WARMUP = 20
 
 def hybrid_query(rag: QuorumRAG) -> Callable[[str], object]:
     """One Qdrant hybrid query on the 100-word collection, the question embedded both ways first."""
-    collections = [spec for spec, _ in rag.coordinator.collections]
+    collections = [spec for spec, _ in rag.coordinator.searcher.collections]
     spec = next((s for s in collections if (s.size, s.overlap) == (100, 50)), collections[0])
     sparse, dense = SparseEmbedder(rag.store.manifest(spec.name).bm25_settings), rag.embedder()
     options = rag.settings.retrieval

@@ -244,7 +244,9 @@ def test_bm25_searches_run_while_the_question_is_embedded_and_give_the_lists_of_
     rag = open_rag()
     rag.ingest(corpus)
     coordinator = rag.coordinator
-    expected = coordinator._search([(QUESTION, coordinator.embed(BEES_QUESTION), None)], None)  # one after the other
+    expected = coordinator.searcher._search(
+        [(QUESTION, coordinator.searcher.embed(BEES_QUESTION), None)], None
+    )  # one after the other
     started, _ = watch_bm25_searches(rag, monkeypatch)
     real_embed, seen_while_embedding = rag.embedder().query_embed, []
 
@@ -254,9 +256,9 @@ def test_bm25_searches_run_while_the_question_is_embedded_and_give_the_lists_of_
 
     monkeypatch.setattr(rag.embedder(), "query_embed", query_embed)
     timings = {}
-    vectors, lists = coordinator.embed_and_search(BEES_QUESTION, timings=timings)
+    vectors, lists = coordinator.searcher.embed_and_search(BEES_QUESTION, timings=timings)
     assert seen_while_embedding == [True] and {"embed", "search"} <= set(timings)
-    assert vectors.dense == coordinator.embed(BEES_QUESTION).dense
+    assert vectors.dense == coordinator.searcher.embed(BEES_QUESTION).dense
     assert [(ranked.retriever, ranked.collection, [hit.id for hit in ranked.hits]) for ranked in lists] == [
         (ranked.retriever, ranked.collection, [hit.id for hit in ranked.hits]) for ranked in expected
     ]

@@ -176,7 +176,7 @@ def gate_calibrate(
 
     with open_rag(config, store, namespace) as rag:
         names = [spec.name for spec in rag.settings.collections]
-        rag.coordinator.collections  # noqa: B018 (says what to do when nothing is ingested)
+        rag.coordinator.searcher.collections  # noqa: B018 (says what to do when nothing is ingested)
         if remove:
             save(rag.store, names, None)
             out.print(f"removed the calibrated gate of namespace {rag.settings.namespace!r}")

@@ -261,10 +261,10 @@ class Evaluation:
     def search_question(self, question: EvalQuestion) -> QuestionSearch:
         coordinator, timings = self.rag.coordinator, {"search": 0.0}
         if {RRF_ALL, QUORUM, *self.expanders} & set(self.systems):  # the query path's own embed and search
-            vectors, lists = coordinator.embed_and_search(question.question, self.top_k, timings)
+            vectors, lists = coordinator.searcher.embed_and_search(question.question, self.top_k, timings)
         else:
             with timed(timings, "embed"):
-                vectors, lists = coordinator.embed(question.question), []
+                vectors, lists = coordinator.searcher.embed(question.question), []
         return QuestionSearch(vectors, lists, timings["embed"], timings["search"])
 
     def answer(self, name: str, search: QuestionSearch) -> SystemAnswer:
@@ -297,7 +297,7 @@ class Evaluation:
         report = self.expansions.get(search.vectors.question, EXPANDED_SYSTEMS[name], expander)
         plan = expander.plans[0]  # this config's retrievers, whoever wrote the cached texts
         started = time.perf_counter()
-        lists = self.rag.coordinator.search_expansions(
+        lists = self.rag.coordinator.searcher.search_expansions(
             [
                 ExpandedText(label, text, plan.searchers(index))
                 for index, (label, text) in enumerate(zip(report.labels, report.texts))
@@ -368,14 +368,16 @@ class Evaluation:
         return answer
 
     def _retriever(self, name: str, vectors: QueryVectors) -> tuple[CollectionSpec, Any]:
-        for spec, _ in self.rag.coordinator.collections:
-            for retriever, query in zip(spec.retrievers, self.rag.coordinator.queries(vectors, spec, self.top_k)):
+        for spec, _ in self.rag.coordinator.searcher.collections:
+            for retriever, query in zip(
+                spec.retrievers, self.rag.coordinator.searcher.queries(vectors, spec, self.top_k)
+            ):
                 if retriever.name == name:
                     return spec, query
         raise ConfigError(f"no retriever named {name}")
 
     def _hybrid_collection(self) -> CollectionSpec:
-        specs = [spec for spec, _ in self.rag.coordinator.collections]
+        specs = [spec for spec, _ in self.rag.coordinator.searcher.collections]
         preferred = [s for s in specs if (s.size, s.overlap) == (100, 50)]
         return (preferred or specs)[0]
 

@@ -8,6 +8,7 @@ the gate (answer, or abstain on evidence too weak to answer from). ``pipeline`` 
 them once: ``Coordinator.retrieve`` = embed -> search -> ``evidence_from``.
 """
 
-from .pipeline import Coordinator, QueryVectors
+from .pipeline import Coordinator
+from .search import QueryVectors, Searcher
 
-__all__ = ["Coordinator", "QueryVectors"]
+__all__ = ["Coordinator", "QueryVectors", "Searcher"]
