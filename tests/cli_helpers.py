@@ -1,7 +1,9 @@
-"""Running the CLI in-process, checking its errors, and holding a store from another process."""
+"""Running the CLI and the repository's scripts in-process, checking their errors, and holding a
+store from another process."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,6 +16,18 @@ from qrag_qdrant.cli.app import app
 
 #: a question the sample corpus answers (the honeybees' waggle dance)
 QUESTION = "How does a honeybee forager tell her sisters the direction and distance of flowers?"
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def load_script(name: str):
+    """``scripts/<name>.py`` as a module, to call its functions."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def run(*args: str, env: dict[str, str] | None = None):

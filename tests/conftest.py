@@ -90,19 +90,30 @@ def open_rag(
 
 
 @pytest.fixture
-def teams(tmp_path, embedder):
-    """Team a holds the sample corpus, team b one document of its own; each has a key.
-    Returns a function that starts the service over them with extra settings."""
-    store, key_file = tmp_path / "store", tmp_path / "keys.toml"
-    team_a, team_b = tmp_path / "a", tmp_path / "b"
-    for folder, documents in ((team_a, DOCUMENTS), (team_b, {"gears.txt": TEAM_B_DOC})):
+def ingest_documents(tmp_path, embedder):
+    """Writes ``documents`` (name -> text) to a folder and ingests them into the store under
+    ``tmp_path`` (the namespace's); returns the store's folder."""
+    store = tmp_path / "store"
+
+    def ingest(documents: dict[str, str], namespace: str = "default"):
+        folder = tmp_path / f"corpus-{namespace}"
         for name, text in documents.items():
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text(text)
-    for namespace, folder in (("team-a", team_a), ("team-b", team_b)):
-        settings = load_settings(store=store, namespace=namespace)
-        with QuorumRAG(settings, embedder=embedder) as rag:
+        with QuorumRAG(load_settings(store=store, namespace=namespace), embedder=embedder) as rag:
             rag.ingest(folder)
+        return store
+
+    return ingest
+
+
+@pytest.fixture
+def teams(tmp_path, embedder, ingest_documents):
+    """Team a holds the sample corpus, team b one document of its own; each has a key.
+    Returns a function that starts the service over them with extra settings."""
+    key_file = tmp_path / "keys.toml"
+    ingest_documents(DOCUMENTS, "team-a")
+    store = ingest_documents({"gears.txt": TEAM_B_DOC}, "team-b")
     keys = KeyFile.load(key_file)
     auth = {
         team: {"Authorization": f"Bearer {keys.add(f'team-{namespace}', role)}"}

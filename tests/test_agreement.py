@@ -32,14 +32,8 @@ VACATION = "How many vacation days do Zentrix Labs employees get?"
 
 
 @pytest.fixture
-def zentrix(tmp_path, embedder):
-    corpus = tmp_path / "zentrix"
-    corpus.mkdir()
-    for name, text in ZENTRIX.items():
-        (corpus / name).write_text(text)
-    store = tmp_path / "store"
-    with QuorumRAG(load_settings(store=store), embedder=embedder) as rag:
-        rag.ingest(corpus)
+def zentrix(ingest_documents, embedder):
+    store = ingest_documents(ZENTRIX)
 
     def ask(question: str, tokens: list[str], readings: list[list[str]] | None = None, **generation) -> Answer:
         with ollama_standin(tokens=tokens, samples=readings) as ollama:

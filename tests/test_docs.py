@@ -6,13 +6,14 @@ from __future__ import annotations
 import importlib.util
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
 from qrag_qdrant.config.settings import RetrieverSpec, Settings
+
+from .cli_helpers import load_script
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -171,11 +172,7 @@ def test_the_history_pattern_leaves_the_product_alone(product):
 
 
 def _docs_check():
-    spec = importlib.util.spec_from_file_location("docs_check", REPO / "scripts" / "docs_check.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("docs_check")
 
 
 def test_every_example_in_the_docs_checks_against_the_code():

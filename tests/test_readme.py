@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,15 +10,13 @@ import pytest
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.generation import embedded_available
 
+from .cli_helpers import load_script
+
 REPO = Path(__file__).resolve().parent.parent
 
 
 def readme_output():
-    spec = importlib.util.spec_from_file_location("readme_output", REPO / "scripts" / "readme_output.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("readme_output")
 
 
 def test_a_changed_output_block_is_found():

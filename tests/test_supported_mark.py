@@ -33,14 +33,8 @@ CARRIED = "What is the per diem for international travel within Norway?"
 
 
 @pytest.fixture
-def fjord(tmp_path, embedder):
-    corpus = tmp_path / "fjord"
-    corpus.mkdir()
-    for name, text in FJORD.items():
-        (corpus / name).write_text(text)
-    store = tmp_path / "store"
-    with QuorumRAG(load_settings(store=store), embedder=embedder) as rag:
-        rag.ingest(corpus)
+def fjord(ingest_documents, embedder):
+    store = ingest_documents(FJORD)
 
     def ask(question, tokens, history=(), rewrites=None, **generation):
         with ollama_standin(tokens=tokens, rewrites=rewrites or {}) as ollama:

@@ -293,17 +293,13 @@ MARKS = [
 
 
 @pytest.mark.parametrize(("question", "reply", "history", "rewrite", "label"), MARKS, ids=[m[4] for m in MARKS])
-def test_each_answer_carries_its_mark_in_words(tmp_path, embedder, browser, question, reply, history, rewrite, label):
+def test_each_answer_carries_its_mark_in_words(
+    tmp_path, embedder, ingest_documents, browser, question, reply, history, rewrite, label
+):
     """Supported, not supported and why, ambiguous with both sentences highlighted, and a question
     back when two readings of a follow-up find different evidence: in the page, in plain words.
     With QRAG_TEST_SCREENSHOTS set to a folder, each is saved there (docs/assets/ holds them)."""
-    corpus = tmp_path / "fjord"
-    corpus.mkdir()
-    for name, text in FJORD.items():
-        (corpus / name).write_text(text)
-    store, key_file = tmp_path / "store", tmp_path / "keys.toml"
-    with QuorumRAG(load_settings(store=store), embedder=embedder) as rag:
-        rag.ingest(corpus)
+    store, key_file = ingest_documents(FJORD), tmp_path / "keys.toml"
     key = KeyFile.load(key_file).add("default", "read-write")
     rewrites = {question: rewrite} if rewrite else {}
     with ollama_standin(tokens=[reply], rewrites=rewrites) as ollama:
