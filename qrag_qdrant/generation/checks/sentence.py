@@ -7,7 +7,7 @@ passage on vacation days, it answers with the vacation figure, grounded and cite
 the question matter is read from how rare they are (``embedding.term_stats.key_term_weights``:
 general language and the namespace), so "call" cannot block an answer and "sick" can. The holding
 sentence, with the headings above it, must carry ``generation.min_coverage`` of the question's
-weight. And when another sentence of the cited passages matches the question at least as well and
+weight. And when another sentence of the cited passages matches the question better and
 gives a different value of the answer's kind (a number, a date, a name), the answer is ambiguous:
 the passage holds a rival ("domestic travel: NOK 550" beside "international travel: NOK 800").
 """
@@ -128,7 +128,9 @@ def rival_of(
             if not sentence.strip() or sentence.strip() == holding.strip():
                 continue
             score, _ = coverage(sentence, weights)
-            if score < own or score == 0:
+            if (
+                score <= own
+            ):  # a sentence that only ties the holding one is as often another fact the question does not ask
                 continue
             held = values_of(sentence)
             for kind, values in answer.items():
