@@ -441,6 +441,12 @@ def main() -> None:
             "copied_the_sibling": near.sibling_answer.lower() in (answer.answer or "").lower(),
             "shown_supported": shown_supported(answer),
             "marks": [claim.unsupported for claim in answer.claims],
+            "mark": answer.mark,
+            # what each rule of the mark reads, to apply other thresholds to the same answers
+            "coverage": [claim.coverage for claim in answer.claims],
+            "missing_terms": [claim.missing_terms for claim in answer.claims],
+            "relevance": [claim.relevance for claim in answer.claims],
+            "answer_probability": answer.answer_probability,
         }
         rows.append(row)
         print(json.dumps(row), flush=True)

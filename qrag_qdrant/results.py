@@ -121,6 +121,8 @@ class Evidence(BaseModel):
     gate_features: dict[str, float] | None = Field(None, exclude=True)
     #: the question's key words and their weight, for the check of the sentence an answer comes from
     key_terms: dict[str, float] = Field(default_factory=dict, exclude=True)
+    #: the question's rare words no document of the namespace holds (``term_stats.unseen_words``)
+    unseen_terms: list[str] = Field(default_factory=list, exclude=True)
 
     @property
     def searched(self) -> str:

@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from qrag_qdrant.embedding.term_stats import TermStats, count_terms, terms
+from qrag_qdrant.embedding.term_stats import TermStats, count_terms, terms, unseen_words
 from qrag_qdrant.store.base import TERM_STATS
 
 pytestmark = pytest.mark.slow  # (-m "not slow": CONTRIBUTING.md)
@@ -134,3 +134,13 @@ def test_rare_term_features_tell_a_name_the_corpus_never_mentions(open_rag, corp
     unknown = rag.retrieve("Who did Deep Blue defeat in Vladivostok?").gate_features
     assert unknown["names_in_corpus"] < 1.0 and unknown["rarest_in_corpus"] == 0.0
     assert unknown["idf_top_share"] < known["idf_top_share"]
+
+
+def test_a_rare_question_word_no_document_holds_is_unseen_and_a_common_one_is_not():
+    """"sick" over a handbook that never says it marks the question as about something else;
+    "call" (common in English) and "vacation" (held) do not."""
+    texts = ["Employees get 25 days of paid vacation per year.", "To reset your password, phone extension 4417."]
+    stats = TermStats.of(count_terms(texts), len(texts))
+    assert unseen_words("How many sick days do employees get?", stats) == ["sick"]
+    assert unseen_words("Which extension do I call to reset my password?", stats) == []
+    assert unseen_words("How many vacation days do employees get?", stats) == []

@@ -258,12 +258,13 @@ class GenerationSettings(Section):
         "the same answer (0: not checked)",
     )
     min_coverage: float = Field(
-        0.5,
+        0.3,
         ge=0.0,
         le=1.0,
         description="a grounded claim is supported only when the sentence that holds it (with its headings) "
         "carries at least this share of the question's key words, each weighed by its rarity in general language "
-        "and in the namespace, the words typed in this turn most (0: not checked)",
+        "and in the namespace, the words typed in this turn most; a rare question word no document holds makes it 0 "
+        "(0: not checked)",
     )
     rivals: bool = Field(
         True,

@@ -51,6 +51,9 @@ def word_terms(word: str) -> frozenset[int]:
 ZIPF_RARE, ZIPF_COMMON = 3.5, 6.0
 #: how much more a word the user typed in this turn counts than one the rewrite brought in
 TYPED_WEIGHT = 2.0
+#: a question word no document of the namespace holds, at least this rare in general English
+#: ("sick", not "call"), says the question asks about something the documents do not cover
+UNSEEN_RARITY = 0.3
 
 
 def general_rarity(word: str) -> float:
@@ -61,6 +64,12 @@ def general_rarity(word: str) -> float:
     return min(1.0, max(0.0, (ZIPF_COMMON - zipf) / (ZIPF_COMMON - ZIPF_RARE)))
 
 
+def question_words(question: str) -> dict[str, frozenset[int]]:
+    """The question's content words (lower case, no numbers) with their analyser terms."""
+    words = {word: word_terms(word) for word in dict.fromkeys(re.findall(r"[\w'-]+", question.lower()))}
+    return {word: ids for word, ids in words.items() if ids and not word.isdigit()}
+
+
 def key_term_weights(question: str, stats: TermStats, typed: str | None = None) -> dict[str, float]:
     """Each content word of ``question`` (lower case) with how much it says what the question is
     about: its rarity in general language (so "call" or "get" weigh little and "sick" or "Norway"
@@ -68,8 +77,7 @@ def key_term_weights(question: str, stats: TermStats, typed: str | None = None) 
     own handbook, tells no passage from another), times ``TYPED_WEIGHT`` for a word of ``typed``,
     the follow-up the user typed, when that is not the question itself (a rewrite's words weigh
     less than the user's own)."""
-    words = {word: word_terms(word) for word in dict.fromkeys(re.findall(r"[\w'-]+", question.lower()))}
-    words = {word: ids for word, ids in words.items() if ids and not word.isdigit()}
+    words = question_words(question)
     if not words:
         return {}
     wanted = sorted({term for ids in words.values() for term in ids})
@@ -82,6 +90,16 @@ def key_term_weights(question: str, stats: TermStats, typed: str | None = None) 
         weight = general_rarity(word) * corpus
         weights[word] = round(weight * (TYPED_WEIGHT if typed and ids <= own else 1.0), 4)
     return weights
+
+
+def unseen_words(question: str, stats: TermStats) -> list[str]:
+    """The question's words that no document of the namespace holds and general English uses
+    rarely enough (``UNSEEN_RARITY``) to say what the question is about: the documents do not
+    cover it, whatever passage an answer cites ("sick" over a handbook that never mentions it)."""
+    words = question_words(question)
+    wanted = sorted({term for ids in words.values() for term in ids})
+    held = {term for term, n in zip(wanted, stats.frequencies(wanted).tolist()) if n > 0}
+    return [word for word, ids in words.items() if not ids & held and general_rarity(word) >= UNSEEN_RARITY]
 
 
 def count_terms(texts: Iterable[str]) -> Counter[int]:

@@ -14,7 +14,7 @@ import numpy as np
 from ..config.sections import RetrievalSettings
 from ..config.settings import Settings
 from ..embedding import DenseEmbedder
-from ..embedding.term_stats import TermStats, key_term_weights
+from ..embedding.term_stats import TermStats, key_term_weights, unseen_words
 from ..results import Evidence, EvidenceCluster, QueryExpansion, timed
 from ..store import Store
 from ..store.base import CALIBRATED_GATE
@@ -185,6 +185,7 @@ class Coordinator:
         evidence = as_asked(evidence, asked, search, self.word_similarity, self.settings.retrieval.readings, timings)
         if evidence.key_terms and evidence.searched != asked.question:
             evidence.key_terms = key_term_weights(evidence.searched, self.term_stats, typed=asked.question)
+            evidence.unseen_terms = unseen_words(evidence.searched, self.term_stats)
         return evidence
 
     def evidence_from(
@@ -244,6 +245,7 @@ class Coordinator:
             timings_ms=timings,
             gate_features=features,
             key_terms=key_term_weights(vectors.question, self.term_stats) if ranked else {},
+            unseen_terms=unseen_words(vectors.question, self.term_stats) if ranked else [],
         )
 
     def close(self) -> None:

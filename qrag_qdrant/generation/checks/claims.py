@@ -159,7 +159,7 @@ def holding_sentences(claim: str, passage: str) -> list[str]:
 
 
 def read_sentence(
-    claim: Claim, holder: Passage, passages: Sequence[Passage], weights: Mapping[str, float]
+    claim: Claim, holder: Passage, passages: Sequence[Passage], weights: Mapping[str, float], unseen: Sequence[str] = ()
 ) -> SentenceCheck:
     """The sentence of ``holder`` that holds the claim, with the heading over it: what it says of
     the question, and a rival sentence in the passages the claim cites."""
@@ -168,7 +168,7 @@ def read_sentence(
     offset = max(holder.text.find(sentence.strip()), 0)
     heading = next((h for at, h in reversed(holder.heading_marks) if at <= offset), holder.heading)
     cited = [p for p in passages if p.citation in claim.citations] or [holder]
-    return sentence_check(bare(claim.text), sentence, heading, cited, weights, SENTENCE_END)
+    return sentence_check(bare(claim.text), sentence, heading, cited, weights, SENTENCE_END, unseen)
 
 
 def holding_offset(claim: str, passage: str) -> int:
@@ -235,7 +235,7 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         claim.grounded = holder is not None
         claim.relevance = relevance(answer.searched, claim.text, holder.text) if holder is not None else None
         claim.location = holder.location_at(holding_offset(claim.text, holder.text)) if holder is not None else None
-        read = read_sentence(claim, holder, passages, answer.key_terms) if holder is not None else None
+        read = read_sentence(claim, holder, passages, answer.key_terms, answer.unseen_terms) if holder else None
         if read is not None:
             claim.sentence, claim.coverage, claim.rival = read.sentence, read.coverage, read.rival
             claim.missing_terms = list(read.missing) if read.coverage < 1 else []

@@ -105,10 +105,17 @@ def sentence_check(
     cited: Sequence[Passage],
     weights: Mapping[str, float],
     split: re.Pattern[str],
+    unseen: Sequence[str] = (),
 ) -> SentenceCheck:
     """The holding sentence's coverage of the question, and a rival sentence in ``cited`` if one
-    answers as well (at least the same coverage) with a different value of the answer's kind."""
+    matches the question better with a different value of the answer's kind. A word of
+    ``unseen`` (rare, and in no document of the namespace) that the cited passages do not hold
+    as a near spelling either makes the coverage 0: the answer is to another question."""
     own, missing = coverage(f"{heading or ''} {holding}", weights)
+    spelled = {word for passage in cited for word in re.findall(r"\w+", passage.text.lower())}
+    absent = [word for word in unseen if not near_spelling(word, spelled)]
+    if absent:
+        own, missing = 0.0, (*absent, *(word for word in missing if word not in absent))
     return SentenceCheck(holding.strip(), own, missing, rival_of(claim_words, holding, own, cited, weights, split))
 
 
@@ -128,9 +135,8 @@ def rival_of(
             if not sentence.strip() or sentence.strip() == holding.strip():
                 continue
             score, _ = coverage(sentence, weights)
-            if (
-                score <= own
-            ):  # a sentence that only ties the holding one is as often another fact the question does not ask
+            # a sentence that only ties the holding one is as often another fact the question does not ask
+            if score <= own:
                 continue
             held = values_of(sentence)
             for kind, values in answer.items():
