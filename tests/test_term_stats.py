@@ -137,7 +137,7 @@ def test_rare_term_features_tell_a_name_the_corpus_never_mentions(open_rag, corp
 
 
 def test_a_rare_question_word_no_document_holds_is_unseen_and_a_common_one_is_not():
-    """"sick" over a handbook that never says it marks the question as about something else;
+    """ "sick" over a handbook that never says it marks the question as about something else;
     "call" (common in English) and "vacation" (held) do not."""
     texts = ["Employees get 25 days of paid vacation per year.", "To reset your password, phone extension 4417."]
     stats = TermStats.of(count_terms(texts), len(texts))

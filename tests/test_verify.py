@@ -381,6 +381,26 @@ def test_a_claim_that_cites_only_unshown_passages_is_not_grounded_by_another_cla
     assert [(c.invalid_citations, c.grounded) for c in answer.claims] == [([9], False), ([], True)]
 
 
+def test_a_sentence_wrapped_over_lines_is_read_whole_and_a_line_of_its_own_is_not_joined():
+    # Markdown wraps its lines: the claim's words cross a line break inside one sentence
+    text = (
+        "# On-call\n\n## The rotation\n\nThe platform team keeps one engineer on call at all times. The rotation "
+        "changes every Monday at\n10:00, at the end of the weekly operations review, and the outgoing engineer hands "
+        "over open\nincidents in the #ops-handover channel.\n\n## Rates\n\nWeekday pages\n- Nights: 40 euros\n"
+        "- Weekends: 60 euros"
+    )
+    passages = [Passage(citation=1, source="on-call.md", start=0, end=len(text), text=text)]
+    answer = asked("How often does the on-call rotation change?", "every Monday at 10:00 [1]", passages)
+    assert answer.claims[0].sentence == (
+        "The rotation changes every Monday at 10:00, at the end of the weekly operations review, and the "
+        "outgoing engineer hands over open incidents in the #ops-handover channel."
+    )
+    assert answer.claims[0].supported
+    # a heading, a short title line and list items stay lines of their own
+    night = asked("What is the rate for nights?", "40 euros [1]", passages)
+    assert night.claims[0].sentence == "- Nights: 40 euros"
+
+
 def test_a_claim_is_located_in_the_section_of_its_sentence_not_where_its_passage_starts():
     text = "Laptops come with disk encryption on. The VPN profile is renewed every 90 days."
     passage = Passage(

@@ -43,6 +43,11 @@ from .sentence import SentenceCheck, sentence_check
 
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*\n\s*")
+#: a line that starts a block of its own (a heading, a table row, a quote, a list item): never the
+#: rest of the line above it
+BLOCK_START = re.compile(r"\s*(?:#|\||>|[-*+•]\s|\(?(?:\d{1,3}|[a-z])[.)]\s)", re.IGNORECASE)
+#: a line at least this long that ends without a sentence's end was wrapped, not ended
+WRAPPED_LINE = 60
 #: a list item's number or letter ("8.", "b)"): not a sentence, the start of the next one
 ENUMERATOR = re.compile(r"\(?(?:\d{1,3}|[a-z])[.)]", re.IGNORECASE)
 #: the quote format's answer line, and a line's leading label
@@ -75,12 +80,31 @@ def citations_in(text: str) -> list[int]:
     return [int(n) for group in CITATION.findall(text) for n in re.split(r"\s*[,;]\s*", group)]
 
 
+def unwrapped(text: str) -> str:
+    """``text`` with the line breaks inside a wrapped sentence made spaces ("every Monday at" /
+    "10:00, at the end ..."), so a sentence is found whole; the same length, so offsets hold."""
+    lines = text.split("\n")
+    joined = [lines[0]]
+    for above, line in itertools.pairwise(lines):
+        before, now = above.strip(), line.strip()
+        wrapped = (
+            before
+            and now
+            and before[0] not in "#|"
+            and before[-1] not in ".!?:;"
+            and not BLOCK_START.match(line)
+            and (now[0].islower() or now[0].isdigit() or len(before) >= WRAPPED_LINE)
+        )
+        joined.append((" " if wrapped else "\n") + line)
+    return "".join(joined)
+
+
 def sentences(text: str) -> list[str]:
-    """The text's sentences and lines; a list item's number ("8. If no cluster ...") stays with
-    the sentence it starts."""
+    """The text's sentences and lines (a wrapped line is not an end); a list item's number ("8. If
+    no cluster ...") stays with the sentence it starts."""
     found: list[str] = []
     number = ""
-    for sentence in SENTENCE_END.split(text.strip()):
+    for sentence in SENTENCE_END.split(unwrapped(text).strip()):
         if ENUMERATOR.fullmatch(sentence.strip()):
             number += sentence.strip() + " "
         elif sentence.strip():
@@ -165,16 +189,16 @@ def read_sentence(
     the question, and a rival sentence in the passages the claim cites."""
     holding = holding_sentences(claim.text, holder.text)
     sentence = holding[0] if holding else holder.text
-    offset = max(holder.text.find(sentence.strip()), 0)
+    offset = max(unwrapped(holder.text).find(sentence.strip()), 0)
     heading = next((h for at, h in reversed(holder.heading_marks) if at <= offset), holder.heading)
     cited = [p for p in passages if p.citation in claim.citations] or [holder]
-    return sentence_check(bare(claim.text), sentence, heading, cited, weights, SENTENCE_END, unseen)
+    return sentence_check(bare(claim.text), sentence, heading, cited, weights, sentences, unseen)
 
 
 def holding_offset(claim: str, passage: str) -> int:
     """Where in ``passage`` the sentence that holds the claim's words starts (0: not one sentence)."""
     holding = holding_sentences(claim, passage)
-    return max(passage.find(holding[0].strip()), 0) if holding else 0
+    return max(unwrapped(passage).find(holding[0].strip()), 0) if holding else 0
 
 
 def answer_probability(answer: str, tokens: Sequence[tuple[str, float]] | None) -> float | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ...embedding.term_stats import terms, word_terms
@@ -104,7 +104,7 @@ def sentence_check(
     heading: str | None,
     cited: Sequence[Passage],
     weights: Mapping[str, float],
-    split: re.Pattern[str],
+    split: Callable[[str], Sequence[str]],
     unseen: Sequence[str] = (),
 ) -> SentenceCheck:
     """The holding sentence's coverage of the question, and a rival sentence in ``cited`` if one
@@ -125,13 +125,13 @@ def rival_of(
     own: float,
     cited: Sequence[Passage],
     weights: Mapping[str, float],
-    split: re.Pattern[str],
+    split: Callable[[str], Sequence[str]],
 ) -> str | None:
     answer = kinds_of(claim_words)
     if not answer or not weights:
         return None
     for passage in cited:
-        for sentence in split.split(passage.text):
+        for sentence in split(passage.text):
             if not sentence.strip() or sentence.strip() == holding.strip():
                 continue
             score, _ = coverage(sentence, weights)
