@@ -124,4 +124,5 @@ def generate_answer(
         if settings.generation.samples and opened is not None:
             with timed(result.timings_ms, "readings"):
                 read_again(result, opened, sent, settings.generation, reported.cancelled)
-        check_answer(result, sent, judge, settings.generation)
+        with timed(result.timings_ms, "checks"):
+            check_answer(result, sent, judge, settings.generation)
