@@ -1,8 +1,8 @@
 """What the answer's checks cost per answer, no model running: each question's evidence is
 retrieved as users get it, its gold answer is written as the model would cite it ("Denver
 Broncos [2]"), and the answer's checks run on it as the answer step runs them (no judge, the
-default). The question's key-word weights and unseen words, which retrieval computes for the
-checks, are timed too.
+default), counting why a right answer is not marked supported. The question's key-word weights
+and unseen words, which retrieval computes for the checks, are timed too.
 
     python benchmarks/check_cost.py --store $S --namespace eval-squad-dev \
         --questions $DATA/squad-dev/questions.jsonl --n 300
@@ -15,6 +15,7 @@ import json
 import random
 import statistics
 import time
+from collections import Counter
 from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
@@ -41,7 +42,7 @@ def main() -> None:
     rows = [json.loads(line) for line in args.questions.read_text().splitlines() if line.strip()]
     rows = random.Random(args.seed).sample([r for r in rows if r.get("answers")], args.n)
     settings = load_settings(store=args.store, namespace=args.namespace)
-    checks, weights, supported = [], [], 0
+    checks, weights, supported, why = [], [], 0, Counter[str]()
     with QuorumRAG(settings) as rag:
         for row in rows:
             evidence = rag.retrieve(row["question"])
@@ -60,12 +61,14 @@ def main() -> None:
             check_answer(answer, passages, None, settings.generation)
             checks.append((time.perf_counter() - started) * 1000)
             supported += answer.mark == "supported"
+            why.update({claim.unsupported for claim in answer.claims if claim.unsupported})
     result = {
         "questions": len(rows),
         "checked": len(checks),
         "checks": quantiles(checks),
         "key_words": quantiles(weights),
         "gold_answers_marked_supported": supported,
+        "not_supported_because": dict(why.most_common()),
     }
     print(json.dumps(result, indent=2))
     if args.json_out:
