@@ -248,7 +248,7 @@ def claim_reason(claim: Claim, answer: Answer) -> str:
         "ambiguous": f'the passage also says "{claim.rival}"',
         "unsure": f"the model was only {answer.answer_probability or 0:.0%} sure of it",
         "disputed": f"only {agreement.agreeing} of {agreement.readings} readings gave it" if agreement else "",
-        "weak evidence": f"the evidence is weak (confidence {answer.confidence or 0:.2f})",
+        "weak evidence": f"the evidence is weak (confidence {answer.confidence or 0:.3f})",
         "doubted": f"the judge doubted it (score {claim.score or 0:.2f})",
     }
     return reasons[claim.unsupported] or "it failed a check"

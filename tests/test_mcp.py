@@ -73,7 +73,7 @@ def check(seen: dict) -> None:
     ]
 
 
-def test_stdio_serves_the_three_tools_to_the_sdks_client(corpus, tmp_path):
+def test_stdio_serves_every_tool_to_the_sdks_client(corpus, tmp_path):
     store = tmp_path / "store"
     assert run("ingest", str(corpus), "--store", str(store)).exit_code == 0
     with ollama_standin(tokens=["the waggle ", "dance ", "[1]"]) as ollama:
