@@ -21,6 +21,7 @@ from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.ingest import loaders
 from qrag_qdrant.ingest.loaders import TextBlock
 from qrag_qdrant.retrieval.gate import QUORUM_FEATURES
+from qrag_qdrant.version import __version__
 
 from .cli_helpers import assert_clean_error, run
 from .ollama_standin import ollama_standin
@@ -135,7 +136,9 @@ def test_health_and_readiness_and_the_answer_models_own(teams):
         assert ready.status_code == 200
         assert ready.json() == {"ready": True, "embedder": True, "store": True, "model": False}
         assert client.get("/readyz", params={"answers": "true"}).status_code == 503
-        assert client.get("/docs").status_code == 200 and client.get("/openapi.json").json()["paths"]["/v1/query"]
+        openapi = client.get("/openapi.json").json()
+        assert client.get("/docs").status_code == 200 and openapi["paths"]["/v1/query"]
+        assert openapi["info"]["version"] == __version__  # the package's, not FastAPI's default
     with ollama_standin() as ollama, start(ollama={"host": ollama.host}, generation={"backend": "ollama"}) as client:
         answering = client.get("/readyz", params={"answers": "true"})
         assert answering.status_code == 200 and answering.json()["model"] is True
