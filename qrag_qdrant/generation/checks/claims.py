@@ -163,17 +163,17 @@ def grounding(claim: Claim, passages: Sequence[Passage], fallback: Sequence[int]
     )
 
 
-def relevance(question: str, claim: str, passage: str) -> float:
+def relevance(question: str, claim: str, passage: str, holding: Sequence[str]) -> float:
     """The share of the question's words found in the sentence of ``passage`` that holds the
-    claim's words (the whole passage when they cross a sentence boundary). 0.0 when the claim
-    adds no word to the question's (an echo, not an answer); 1.0 for a question of stopwords."""
+    claim's words (``holding``; the whole passage when they cross a sentence boundary). 0.0 when
+    the claim adds no word to the question's (an echo, not an answer); 1.0 for a question of
+    stopwords."""
     claimed, asked = terms(bare(claim)), terms(question)
     if claimed and claimed <= asked:
         return 0.0
     if not asked:
         return 1.0
-    holding = holding_sentences(claim, passage) or [passage]
-    return round(max(len(asked & terms(sentence)) for sentence in holding) / len(asked), 4)
+    return round(max(len(asked & terms(sentence)) for sentence in holding or [passage]) / len(asked), 4)
 
 
 def holding_sentences(claim: str, passage: str) -> list[str]:
@@ -183,11 +183,15 @@ def holding_sentences(claim: str, passage: str) -> list[str]:
 
 
 def read_sentence(
-    claim: Claim, holder: Passage, passages: Sequence[Passage], weights: Mapping[str, float], unseen: Sequence[str] = ()
+    claim: Claim,
+    holder: Passage,
+    holding: Sequence[str],
+    passages: Sequence[Passage],
+    weights: Mapping[str, float],
+    unseen: Sequence[str] = (),
 ) -> SentenceCheck:
-    """The sentence of ``holder`` that holds the claim, with the heading over it: what it says of
-    the question, and a rival sentence in the passages the claim cites."""
-    holding = holding_sentences(claim.text, holder.text)
+    """The sentence of ``holder`` that holds the claim (the first of ``holding``), with the heading
+    over it: what it says of the question, and a rival sentence in the passages the claim cites."""
     sentence = holding[0] if holding else holder.text
     offset = max(unwrapped(holder.text).find(sentence.strip()), 0)
     heading = next((h for at, h in reversed(holder.heading_marks) if at <= offset), holder.heading)
@@ -195,9 +199,9 @@ def read_sentence(
     return sentence_check(bare(claim.text), sentence, heading, cited, weights, sentences, unseen)
 
 
-def holding_offset(claim: str, passage: str) -> int:
-    """Where in ``passage`` the sentence that holds the claim's words starts (0: not one sentence)."""
-    holding = holding_sentences(claim, passage)
+def holding_offset(passage: str, holding: Sequence[str]) -> int:
+    """Where in ``passage`` the first of the ``holding`` sentences starts (0: none, the claim's words
+    cross a sentence boundary)."""
     return max(unwrapped(passage).find(holding[0].strip()), 0) if holding else 0
 
 
@@ -257,9 +261,13 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
     for claim in answer.claims:
         holder = grounding(claim, passages, valid)
         claim.grounded = holder is not None
-        claim.relevance = relevance(answer.searched, claim.text, holder.text) if holder is not None else None
-        claim.location = holder.location_at(holding_offset(claim.text, holder.text)) if holder is not None else None
-        read = read_sentence(claim, holder, passages, answer.key_terms, answer.unseen_terms) if holder else None
+        # the sentences that hold the claim, found once for every check that reads them
+        holding = holding_sentences(claim.text, holder.text) if holder is not None else []
+        claim.relevance = relevance(answer.searched, claim.text, holder.text, holding) if holder is not None else None
+        claim.location = holder.location_at(holding_offset(holder.text, holding)) if holder is not None else None
+        read = (
+            read_sentence(claim, holder, holding, passages, answer.key_terms, answer.unseen_terms) if holder else None
+        )
         if read is not None:
             claim.sentence, claim.coverage, claim.rival = read.sentence, read.coverage, read.rival
             claim.missing_terms = list(read.missing) if read.coverage < 1 else []
@@ -267,7 +275,7 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
             "not found"
             if claim.relevance is None or read is None
             else "instruction"
-            if any(map(reads_as_instruction, holding_sentences(claim.text, holder.text) if holder else []))
+            if any(map(reads_as_instruction, holding))
             else "ambiguous"
             if options.rivals and read.rival is not None
             else "off the question"
