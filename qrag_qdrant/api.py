@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from .results import Answer, Evidence
 from .retrieval import Coordinator
 from .retrieval.conversation import Asked, Turn
 from .store import Store, open_store
+from .store.access import Access, checked_groups
 
 if TYPE_CHECKING:  # ingest's modules load when an ingest runs: a query starts sooner
     from .ingest.documents import Documents
@@ -94,36 +95,48 @@ class QuorumRAG:
         progress: IngestProgress | None = None,
         exclude: Collection[str] = (),
         ingested_by: str | None = None,
+        readers: Sequence[str] | None = None,
     ) -> IngestReport:
         """``exclude``: sources (paths relative to ``path``) to leave out of the index, e.g. an eval's
         held-out documents; an earlier run's points of them are removed. ``ingested_by``: who
-        ingests (a service key's id, "cli"), listed with each document."""
+        ingests (a service key's id, "cli"), listed with each document. ``readers``: the groups
+        that may read every document of this run (``store/access.py``); None: a document keeps
+        the readers it had, a new one is read by everyone in the namespace."""
         from .ingest.ingestor import Ingestor
 
+        checked = None if readers is None else checked_groups(readers)
         try:
-            return Ingestor(self.settings, self.store, self.embedder, ingested_by).run(
+            return Ingestor(self.settings, self.store, self.embedder, ingested_by, checked).run(
                 Path(path), prune=prune, rebuild=rebuild, progress=progress, exclude=exclude
             )
         finally:
             self._index_changed()
 
-    def documents(self) -> Documents:
-        """The namespace's documents: list, show, remove."""
+    def documents(self, readers: Iterable[str] | None = None) -> Documents:
+        """The namespace's documents: list, show, remove, set who may read one. ``readers``: the
+        groups the caller reads as; the documents it may not read are not found (None: all)."""
         from .ingest.documents import Documents
 
-        return Documents(self.settings, self.store, on_change=self._index_changed)
+        return Documents(self.settings, self.store, on_change=self._index_changed, access=Access.of(readers))
 
     def _index_changed(self) -> None:
         if self._coordinator is not None:
             self._coordinator.index_changed()
 
-    def retrieve(self, question: str | Asked, history: Iterable[Turn | Mapping[str, Any]] = ()) -> Evidence:
+    def retrieve(
+        self,
+        question: str | Asked,
+        history: Iterable[Turn | Mapping[str, Any]] = (),
+        readers: Iterable[str] | None = None,
+    ) -> Evidence:
         """The quorum evidence for ``question``; after ``history`` (the conversation's earlier
         turns, oldest first, as ``Turn`` or ``{"role", "content"}``) a follow-up is searched as
-        the stand-alone question ``asked`` makes of it (``retrieval.conversation``)."""
+        the stand-alone question ``asked`` makes of it (``retrieval.conversation``). ``readers``:
+        the groups the caller reads as: only the documents they may read are searched (None:
+        every document; ``[]``: the documents everyone in the namespace may read)."""
         if history:
             question = self.asked(question if isinstance(question, str) else question.question, history)
-        return self.coordinator.retrieve(question)
+        return self.coordinator.retrieve(question, Access.of(readers))
 
     def asked(self, question: str, history: Iterable[Turn | Mapping[str, Any]] = ()) -> Asked:
         """What a question is searched as after ``history``: itself, or its stand-alone rewrite
@@ -155,6 +168,7 @@ class QuorumRAG:
         cancelled: threading.Event | None = None,
         on_queued: Callable[[int], None] | None = None,
         history: Iterable[Turn | Mapping[str, Any]] = (),
+        readers: Iterable[str] | None = None,
     ) -> Answer:
         """Generate from the quorum evidence, then check the answer's citations and claims;
         abstain without calling the model when the evidence is missing or too weak.
@@ -162,12 +176,13 @@ class QuorumRAG:
         A generation failure does not raise: the evidence is returned with ``error`` set, and
         ``complete`` is false when the stream broke after part of the answer arrived. With a
         scheduler, ``on_queued`` is told the answer's place while it waits for the model, and a
-        full queue raises ``QueueFull``. ``history``: as for ``retrieve``; the answer is written
-        to the stand-alone question.
+        full queue raises ``QueueFull``. ``history`` and ``readers``: as for ``retrieve``; the
+        answer is written to the stand-alone question. ``evidence`` given, it is answered as it is:
+        the caller retrieved it as the reader it is.
         """
         scheduler, namespace = self._scheduler, self.settings.namespace
         turn = (lambda left: scheduler.turn(namespace, left, on_queued)) if scheduler is not None else None
-        evidence = evidence or self.retrieve(question, history)
+        evidence = evidence or self.retrieve(question, history, readers)
         answer = answer_from(evidence, self.generator, self.settings, on_token, cancelled, turn)
         if self._on_answer is not None:
             self._on_answer(answer)

@@ -139,11 +139,12 @@ def build_server(resolve: Resolver) -> "MCPServer":
 class LocalNamespace:
     """A ``QuorumRAG`` as the tools' namespace (``qrag-qdrant mcp`` over stdio)."""
 
-    def __init__(self, rag: "QuorumRAG"):
-        self.rag = rag
+    def __init__(self, rag: "QuorumRAG", readers: "tuple[str, ...] | None" = None):
+        """``readers``: the groups the tools read as (``--as-groups``); None: every document."""
+        self.rag, self.readers = rag, readers
 
     def retrieve(self, question: str, history: "Iterable[Any]" = ()) -> "Evidence":
-        return self.rag.retrieve(question, history)
+        return self.rag.retrieve(question, history, self.readers)
 
     def answer(self, evidence: "Evidence", cancelled: "threading.Event | None" = None) -> "Answer":
         return self.rag.answer(evidence.question, evidence=evidence, cancelled=cancelled)
@@ -152,4 +153,4 @@ class LocalNamespace:
         return self.rag.collections()
 
     def documents(self, offset: int, limit: int) -> "DocumentPage":
-        return self.rag.documents().page(offset, limit)
+        return self.rag.documents(self.readers).page(offset, limit)

@@ -1,10 +1,9 @@
-"""The administrative command groups: ``gate train``, ``key`` (add, list, revoke, rotate) and
-``feedback export``; ``cli`` adds them to the ``qrag-qdrant`` command."""
+"""The administrative command groups: ``gate train|calibrate`` and ``feedback export``; ``cli``
+adds them to the ``qrag-qdrant`` command (``keys.py`` has ``key``)."""
 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from enum import StrEnum
 from pathlib import Path
@@ -12,16 +11,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..config.service import Role
-from ..config.settings import Settings, load_settings
-from ..errors import ConfigError, QragError
-from ..service.auth.keys import KeyEntry, KeyFile, digest
+from ..config.settings import load_settings
+from ..errors import QragError
 from ..service.feedback import FeedbackFile, gate_rows
-from .options import ConfigOption, JsonOption, KeyOption, NamespaceOption, StoreOption, open_rag
+from .options import ConfigOption, JsonOption, NamespaceOption, StoreOption, open_rag
 from .render import (
     err,
     friendly_errors,
-    key_view,
     out,
     plural,
     print_json,
@@ -255,108 +251,6 @@ def print_calibration(result: CalibrationResult, seconds: float) -> None:
         f"{rate_text(rates['answerable'])} in-corpus, {rate_text(rates['out_of_corpus'])} out-of-corpus; "
         f"AURC {result.aurc:.3f}; {seconds:.2f} s per question"
     )
-
-
-key_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Team keys for `qrag-qdrant serve`.")
-
-
-@key_app.command("add")
-@friendly_errors
-def key_add(
-    namespace: Annotated[str, typer.Option("--namespace", help="the one namespace this key reaches")],
-    read_only: Annotated[bool, typer.Option("--read-only", help="query only, no ingest")] = False,
-    admin: Annotated[bool, typer.Option("--admin", help="may also ingest a folder on the server's disk")] = False,
-    name: Annotated[str | None, typer.Option("--name", help="a name to list, revoke or rotate it by")] = None,
-    expires: Annotated[
-        str | None, typer.Option("--expires", help="lifetime: 90m, 12h, 30d, 2w [default: none]")
-    ] = None,
-    config: ConfigOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Mint a key for a team's namespace, store its SHA-256 in the key file, and print the key once.
-    A running service accepts it from its next request."""
-    from ..store.tokens import parse_ttl
-
-    if read_only and admin:
-        raise ConfigError("--read-only and --admin exclude each other")
-    settings = load_settings(config, namespace=namespace)  # validates the namespace's name
-    role: Role = "read" if read_only else "admin" if admin else "read-write"
-    keys = KeyFile.load(settings.service.keys)
-    key = keys.add(settings.namespace, role, name, parse_ttl(expires, "--expires") if expires else None)
-    entry = next(e for e in keys.entries() if e.sha256 == digest(key))
-    audited(settings, "added", entry)
-    if as_json:
-        print_json({"key": key, "key_file": str(settings.service.keys.resolve()), **key_view(entry)})
-    else:
-        sys.stdout.write(key + "\n")
-        err.print(f"stored its SHA-256 in {settings.service.keys.resolve()} (service.keys)", markup=False)
-
-
-def audited(settings: Settings, action: str, entry: KeyEntry) -> None:
-    """A key change's line in the audit log (service.audit): who it is for, never the key."""
-    service = settings.service
-    if service.audit:
-        from ..service.audit import append_now
-
-        fields = {"action": action, "key": entry.id, "name": entry.name, "namespace": entry.namespace}
-        append_now(
-            service.audit_log,
-            service.audit_max_bytes,
-            service.audit_backups,
-            "key",
-            **fields,
-            role=entry.role,
-            client="cli",
-            outcome="ok",
-        )
-
-
-@key_app.command("list")
-@friendly_errors
-def key_list(config: ConfigOption = None, as_json: JsonOption = False) -> None:
-    """The keys in the key file: id, name, namespace, role, created and expiry; never a key or its hash."""
-    entries = [key_view(entry) for entry in KeyFile.load(load_settings(config).service.keys).entries()]
-    if as_json:
-        print_json(entries)
-        return
-    from rich.table import Table
-
-    table = Table("id", "name", "namespace", "role", "created", "expires")
-    for entry in entries:
-        table.add_row(
-            *(str(entry[column] or "-") for column in ("id", "name", "namespace", "role", "created", "expires"))
-        )
-    print_table(table)
-
-
-@key_app.command("revoke")
-@friendly_errors
-def key_revoke(which: KeyOption, config: ConfigOption = None, as_json: JsonOption = False) -> None:
-    """Remove a key: a running service refuses it from its next request."""
-    settings = load_settings(config)
-    entry = KeyFile.load(settings.service.keys).revoke(which)
-    audited(settings, "revoked", entry)
-    if as_json:
-        print_json({"revoked": key_view(entry)})
-    else:
-        out.print(
-            f"revoked key {entry.id}" + (f" ({entry.name})" if entry.name else "") + f" of namespace {entry.namespace}",
-            markup=False,
-        )
-
-
-@key_app.command("rotate")
-@friendly_errors
-def key_rotate(which: KeyOption, config: ConfigOption = None, as_json: JsonOption = False) -> None:
-    """Replace a key with a new one (same namespace, role, name and lifetime) and print it once; the
-    old key stops working at the service's next request."""
-    settings = load_settings(config)
-    key, entry = KeyFile.load(settings.service.keys).rotate(which)
-    audited(settings, "rotated", entry)
-    if as_json:
-        print_json({"key": key, **key_view(entry)})
-    else:
-        sys.stdout.write(key + "\n")
 
 
 feedback_app = typer.Typer(

@@ -26,15 +26,26 @@ from ..errors import ConfigError
 from ..plugins import install_hint
 from ..results import Answer
 from ..service.auth.keys import KeyFile
+from ..store.access import groups_of
 from ..store.files import SERVE_RECORD
 from ..version import __version__
-from .admin import feedback_app, gate_app, key_app
+from .admin import feedback_app, gate_app
 from .chat import chat
 from .documents import documents_app
 from .eval import evaluate
+from .keys import key_app
 from .logs import LogFormat, configure_logging, uvicorn_log_config
 from .operator import audit, usage
-from .options import ConfigOption, JsonOption, NamespaceOption, StoreOption, open_rag
+from .options import (
+    AsGroupsOption,
+    ConfigOption,
+    JsonOption,
+    NamespaceOption,
+    ReadersOption,
+    StoreOption,
+    as_groups,
+    open_rag,
+)
 from .render import (
     AnswerStream,
     err,
@@ -151,15 +162,19 @@ def ingest(
             "(queries see the old index until then; needs the server's API key)",
         ),
     ] = False,
+    readers: ReadersOption = None,
     config: ConfigOption = None,
     store: StoreOption = None,
     namespace: NamespaceOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Chunk, embed and store every document once per retriever config."""
+    groups = None if readers is None else groups_of(readers)
     with open_rag(config, store, namespace) as rag:
         with ingest_progress() as progress:
-            report = rag.ingest(path, prune=prune, rebuild=rebuild, progress=progress, ingested_by="cli")
+            report = rag.ingest(
+                path, prune=prune, rebuild=rebuild, progress=progress, ingested_by="cli", readers=groups
+            )
     if as_json:
         print_json(dataclasses.asdict(report))
     else:
@@ -171,14 +186,16 @@ def ingest(
 def query(
     question: Annotated[str, typer.Argument(help="the question")],
     no_generate: Annotated[bool, typer.Option("--no-generate", help="show the evidence only")] = False,
+    groups: AsGroupsOption = None,
     config: ConfigOption = None,
     store: StoreOption = None,
     namespace: NamespaceOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Answer from the evidence the retrievers agree on, or abstain."""
+    readers = as_groups(groups)
     with open_rag(config, store, namespace) as rag:
-        evidence = rag.retrieve(question)
+        evidence = rag.retrieve(question, readers=readers)
         if no_generate:
             result = Answer.from_evidence(evidence)
         elif as_json or evidence.abstained:
@@ -324,15 +341,21 @@ def serve(
 
 @app.command("mcp")
 @friendly_errors
-def mcp_stdio(config: ConfigOption = None, store: StoreOption = None, namespace: NamespaceOption = None) -> None:
+def mcp_stdio(
+    groups: AsGroupsOption = None,
+    config: ConfigOption = None,
+    store: StoreOption = None,
+    namespace: NamespaceOption = None,
+) -> None:
     """Serve the namespace to a local agent over MCP (stdio): the tools search_evidence, ask, list_documents and
     list_collections.
     Agents on other machines use the service's /v1/mcp/ with a team key instead."""
     from ..mcp import LocalNamespace, build_server
 
+    readers = as_groups(groups)
     with open_rag(config, store, namespace) as rag:
         rag.warm()
-        local = LocalNamespace(rag)
+        local = LocalNamespace(rag, readers)
         build_server(lambda ctx: local).run("stdio")
 
 

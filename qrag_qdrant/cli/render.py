@@ -299,6 +299,7 @@ def key_view(entry: KeyEntry) -> dict[str, Any]:
         "name": entry.name,
         "namespace": entry.namespace,
         "role": entry.role,
+        "groups": list(entry.groups),
         "created": entry.created and entry.created.isoformat(),
         "expires": entry.expires and entry.expires.isoformat(),
     }

@@ -39,6 +39,11 @@ class OidcSettings(Section):
         "groups",
         description="the token claim whose values are mapped (a string or a list; a dotted path reads nested claims)",
     )
+    groups_claim: str = Field(
+        "groups",
+        description="the token claim whose values are the groups it reads documents as (a string or a list; a "
+        "dotted path reads nested claims); values that are not group names are ignored",
+    )
     mapping: dict[str, str] = Field(
         default_factory=dict,
         description='claim value -> "namespace:role": "team-a-writers" = "team-a:read-write"; a token none of whose '

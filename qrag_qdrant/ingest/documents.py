@@ -15,7 +15,8 @@ would.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
@@ -24,7 +25,9 @@ from ..config.settings import Settings
 from ..embedding.term_stats import TermLedger, TermStats
 from ..errors import DocumentNotFound, RequestError
 from ..store import Store, Where
+from ..store.access import ALL, Access, checked_groups
 from ..store.base import TERM_STATS
+from ..store.points import READERS
 
 #: the most documents one page lists
 MAX_PAGE = 1000
@@ -43,6 +46,9 @@ class DocumentInfo(BaseModel):
     chunks: dict[str, int] = Field(description="chunks per collection (alias)")
     ingested_at: datetime | None = Field(None, description="when this version was ingested")
     ingested_by: str | None = Field(None, description="the key id (or 'cli') that ingested it; None: not recorded")
+    readers: list[str] = Field(
+        default_factory=list, description="the groups that may read it; none: everyone in the namespace"
+    )
 
 
 class DocumentPage(BaseModel):
@@ -56,6 +62,12 @@ class DocumentDetail(DocumentInfo):
     locations: dict[str, list[ChunkLocation]] = Field(description="each collection's chunks, in order")
 
 
+class ReadersReport(BaseModel):
+    source: str
+    readers: list[str] = Field(description="the groups that may read it now; none: everyone in the namespace")
+    changed: dict[str, int] = Field(description="points given the readers per collection (alias)")
+
+
 class RemovalReport(BaseModel):
     source: str
     removed: dict[str, int] = Field(description="points deleted per collection (alias)")
@@ -65,16 +77,30 @@ class RemovalReport(BaseModel):
 class Documents:
     """One namespace's documents, on its store."""
 
-    def __init__(self, settings: Settings, store: Store, on_change: Callable[[], None] | None = None):
-        """``on_change``: told after a removal changed the index (a pipeline's cached counts)."""
-        self.settings, self.store, self._on_change = settings, store, on_change
+    def __init__(
+        self, settings: Settings, store: Store, on_change: Callable[[], None] | None = None, access: Access = ALL
+    ):
+        """``on_change``: told after a removal changed the index (a pipeline's cached counts);
+        ``access``: the documents the caller may read; the others are not there for it (not found)."""
+        self.settings, self.store, self._on_change, self.access = settings, store, on_change, access
+
+    def _readable(self, current: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        """``current`` less the sources the caller may not read."""
+        if self.access.reads_all:
+            return current
+        hidden: set[str] = set()
+        for name, versions in current.items():
+            readers = self.store.document_readers(name, versions) if versions else {}
+            hidden |= {source for source in versions if not self.access.may_read(readers.get(source, ()))}
+        return {name: {s: h for s, h in versions.items() if s not in hidden} for name, versions in current.items()}
 
     def _collections(self) -> list[str]:
         return [spec.name for spec in self.settings.collections if self.store.manifest(spec.name) is not None]
 
     def _current(self, sources: Iterable[str] | None) -> dict[str, dict[str, str]]:
         """collection -> source -> hash of its newest complete version."""
-        return {name: self.store.current_versions(name, sources) for name in self._collections()}
+        current = {name: self.store.current_versions(name, sources) for name in self._collections()}
+        return self._readable(current)
 
     def page(self, offset: int = 0, limit: int = 100) -> DocumentPage:
         """Documents ``offset`` to ``offset + limit``, sorted by source (``limit`` at most 1,000)."""
@@ -100,7 +126,7 @@ class Documents:
             return []
         found: dict[str, DocumentDetail] = {}
         for name, versions in current.items():
-            fields = ["source", "doc_hash", "chunk_index", "start", "end", "version", "ingested_by"]
+            fields = ["source", "doc_hash", "chunk_index", "start", "end", "version", "ingested_by", READERS]
             for p in self.store.scroll_payloads(name, fields, Where.of_sources(sources)):
                 if versions.get(p["source"]) != p["doc_hash"]:
                     continue  # an older or unfinished version
@@ -113,6 +139,7 @@ class Documents:
                         chunks={},
                         ingested_at=datetime.fromtimestamp(p["version"] / 1e9, UTC) if p.get("version") else None,
                         ingested_by=p.get("ingested_by"),
+                        readers=sorted(p.get(READERS) or ()),
                         locations={},
                     ),
                 )
@@ -127,9 +154,42 @@ class Documents:
                 chunks.sort(key=lambda c: c.chunk)
         return [found[s] for s in sources if s in found]
 
+    def set_readers(self, source: str, readers: Sequence[str]) -> ReadersReport:
+        """``source`` may be read by ``readers`` from now on (none: everyone in the namespace), in
+        every collection, without embedding anything again. Result caches start over."""
+        readers = checked_groups(readers)
+        self._require(source)
+        changed: dict[str, int] = {}
+        try:
+            for name in self._collections():
+                if points := self.store.set_readers(name, source, readers):
+                    changed[name] = points
+                    self._restamp(name)
+        finally:
+            if changed and self._on_change is not None:
+                self._on_change()
+        return ReadersReport(source=source, readers=list(readers), changed=changed)
+
+    def _restamp(self, name: str) -> None:
+        """The collection changed without a word changing: result caches start over, and its term
+        counts, still right, are kept under the new stamp."""
+        manifest = self.store.manifest(name)
+        counts = TermStats.current(self.store.attachment(name, TERM_STATS), manifest.indexed if manifest else 0)
+        stamp = time.time_ns()
+        self.store.stamp_indexed(name, stamp)
+        if counts is not None:
+            self.store.attach(name, TERM_STATS, counts.updated(Counter(), Counter(), counts.chunks, stamp).to_bytes())
+
+    def _require(self, source: str) -> None:
+        """Not found unless ``source`` has a complete version the caller may read."""
+        if not any(source in versions for versions in self._current([source]).values()):
+            raise DocumentNotFound(f"no document {source[:200]!r} in namespace {self.settings.namespace!r}")
+
     def remove(self, source: str) -> RemovalReport:
         """Every point of ``source``, every version, leaves every collection of the namespace."""
         started = time.perf_counter()
+        if not self.access.reads_all:
+            self._require(source)
         removed: dict[str, int] = {}
         try:
             for name in self._collections():

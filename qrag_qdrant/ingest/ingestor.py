@@ -23,15 +23,13 @@ import itertools
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from ..config.settings import CollectionSpec, Settings
-from ..embedding import Bm25Embedder, DenseEmbedder, model_dim
+from ..embedding import DenseEmbedder, model_dim
 from ..embedding.term_stats import TermLedger, TermStats
 from ..errors import ConfigError, CorpusError
 from ..store import ChunkPayload, ChunkPoint, CollectionManifest, Store
@@ -41,6 +39,8 @@ from .chunking import Chunk, iter_chunks
 from .corpus import Document, SkippedFile, open_corpus
 from .locations import marks_covering
 from .progress import IngestProgress, NoProgress
+from .readers import IngestReaders
+from .writer import Chunked, CollectionWriter
 
 #: Chunks gathered per collection before they are embedded together and handed to the writer.
 FLUSH_CHUNKS = 256
@@ -50,10 +50,6 @@ POOLED_BATCH_CHARS = 50_000
 DOCUMENT_JOINT = "\n\n"
 #: Write jobs that may wait for the store while the embedder goes on.
 WRITES_IN_FLIGHT = 2
-
-
-#: a chunk for one writer, with its dense vector when pooling gave one already
-Chunked = tuple["CollectionWriter", Chunk, "np.ndarray | None"]
 
 log = logging.getLogger(__name__)
 
@@ -75,35 +71,6 @@ class IngestReport:
     seconds: float = 0.0
 
 
-@dataclass
-class CollectionWriter:
-    """One collection's chunks waiting for dense embeddings, and the documents they finish.
-
-    A document's chunk 0 is held back until the document has ended and all its other chunks
-    have gone to the writer, so a large file can be flushed in pieces and still be marked
-    complete only when it is.
-    """
-
-    spec: CollectionSpec
-    #: where the points go: the alias, or during a rebuild the fresh collection
-    target: str
-    sparse: Bm25Embedder
-    stored_hashes: dict[str, set[str]]
-    #: chunks waiting to be written, with their dense vector when late or anchored pooling gave one already
-    pending: list[tuple[Document, Chunk, np.ndarray | None]] = field(default_factory=list)
-    first_chunks: dict[str, ChunkPoint] = field(default_factory=dict)
-    finished: list[Document] = field(default_factory=list)
-    written: bool = False
-    #: this run's changes to the collection's term counts (the evidence gate's rare-term features)
-    terms: TermLedger = field(default_factory=lambda: TermLedger(None))
-
-    def is_current(self, document: Document) -> bool:
-        return self.stored_hashes.get(document.source) == {document.content_hash}
-
-    def chunks(self, document: Document) -> Iterator[Chunk]:
-        return iter_chunks(document.blocks(), self.spec.size, self.spec.overlap)
-
-
 class Ingestor:
     def __init__(
         self,
@@ -111,9 +78,14 @@ class Ingestor:
         store: Store,
         embedder: Callable[[], DenseEmbedder],
         ingested_by: str | None = None,
+        readers: Sequence[str] | None = None,
     ):
-        """``ingested_by``: who runs it (a service key's id, "cli"), kept with every point written."""
+        """``ingested_by``: who runs it (a service key's id, "cli"), kept with every point written.
+        ``readers``: the groups that may read every document of the run, unchanged ones included
+        (``store/access.py``); None: each document keeps the readers its stored version has, a new
+        one has none (everyone in the namespace may read it)."""
         self.settings = settings
+        self.readers = IngestReaders(None if readers is None else tuple(sorted(set(readers))))
         self.store = store
         self._embedder_factory = embedder
         self._embedder: DenseEmbedder | None = None
@@ -141,6 +113,7 @@ class Ingestor:
         report = IngestReport(root=str(path), rebuilt=rebuild)
         progress.files_found(len(corpus.files))
         stored = {spec.name: self._stored_hashes(spec, rebuild) for spec in self.settings.collections}
+        self.readers.read_stored(self.store, self.settings)
         documents = corpus.documents(
             needs_text=lambda source, digest: any(h.get(source) != {digest} for h in stored.values()),
             on_read=progress.file_read,
@@ -154,11 +127,11 @@ class Ingestor:
         self.settings = self._with_pooling_resolved(rebuild)
         report.dropped = self.store.drop_unserved(self.settings.namespace)
         writers = [self._open(spec, rebuild, stored[spec.name]) for spec in self.settings.collections]
-        sources: set[str] = set()
+        sources: dict[str, str] = {}  # source -> its content hash in this run
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="qrag-writer") as pool:
             in_flight: list[Future[None]] = []
             for document, stale, chunks in self._chunked(itertools.chain([first], documents), writers):
-                sources.add(document.source)
+                sources[document.source] = document.content_hash
                 report.documents += 1
                 if not stale:
                     report.unchanged += 1
@@ -176,22 +149,7 @@ class Ingestor:
                 future.result()
         report.skipped = corpus.skipped
         for writer in writers:
-            if (prune or exclude) and not rebuild:
-                indexed = self.store.sources(writer.target)
-                # an excluded source an earlier run indexed leaves too: an eval's held-out document
-                # still in the namespace would answer the questions meant to be out of its corpus
-                gone = (indexed - sources if prune else set()) | (indexed & set(exclude))
-                if gone:
-                    self._writing(writer)
-                self.store.delete_sources(writer.target, gone, writer.terms.removing)
-                report.pruned_sources = max(report.pruned_sources, len(gone))
-            stamp = None
-            if writer.written or rebuild:
-                self.store.finish_bulk(writer.target)
-                stamp = time.time_ns()
-                self.store.stamp_indexed(writer.target, stamp)  # result caches start over
-            report.chunks[writer.spec.name] = self.store.count(writer.target)
-            self._save_term_stats(writer, report.chunks[writer.spec.name], stamp)
+            self._finish(writer, sources, report, prune, exclude, rebuild)
         if rebuild:
             report.dropped += self._switch({writer.spec.name: writer.target for writer in writers})
         report.collections = {
@@ -277,6 +235,44 @@ class Ingestor:
                 return self.settings.model_copy(update={"embedding": embedding.pooling_recorded(recorded.pop())})
         pooling = "anchored" if self.settings.anchor is not None and self.embedder.mean_pools else "chunk"
         return self.settings.model_copy(update={"embedding": embedding.model_copy(update={"pooling": pooling})})
+
+    def _finish(
+        self,
+        writer: CollectionWriter,
+        sources: dict[str, str],
+        report: IngestReport,
+        prune: bool,
+        exclude: Collection[str],
+        rebuild: bool,
+    ) -> None:
+        """After the run's documents are written: new readers of unchanged documents, the pruned
+        and excluded sources' points gone, the collection's bulk write finished and stamped, and
+        its term counts saved."""
+        if self._set_readers(writer, sources):
+            self._writing(writer)
+        if (prune or exclude) and not rebuild:
+            indexed = self.store.sources(writer.target)
+            # an excluded source an earlier run indexed leaves too: an eval's held-out document
+            # still in the namespace would answer the questions meant to be out of its corpus
+            gone = (indexed - sources.keys() if prune else set()) | (indexed & set(exclude))
+            if gone:
+                self._writing(writer)
+            self.store.delete_sources(writer.target, gone, writer.terms.removing)
+            report.pruned_sources = max(report.pruned_sources, len(gone))
+        stamp = None
+        if writer.written or rebuild:
+            self.store.finish_bulk(writer.target)
+            stamp = time.time_ns()
+            self.store.stamp_indexed(writer.target, stamp)  # result caches start over
+        report.chunks[writer.spec.name] = self.store.count(writer.target)
+        self._save_term_stats(writer, report.chunks[writer.spec.name], stamp)
+
+    def _set_readers(self, writer: CollectionWriter, sources: dict[str, str]) -> bool:
+        """Unchanged documents given other readers than they have get them in place (``sources``:
+        source -> content hash in this run). Whether any point changed."""
+        given = self.readers.given
+        changed = self.readers.changed(writer.stored_hashes, sources)
+        return given is not None and sum(self.store.set_readers(writer.target, s, given) for s in changed) > 0
 
     def _stored_hashes(self, spec: CollectionSpec, rebuild: bool) -> dict[str, set[str]]:
         """The documents the collection holds already, read before anything is created."""
@@ -393,5 +389,6 @@ class Ingestor:
                 version=self.version,
                 marks=tuple(marks_covering(document.marks, chunk.start, chunk.end)) if document.marks else (),
                 ingested_by=self.ingested_by,
+                readers=self.readers.of(document.source),
             ),
         )

@@ -7,6 +7,7 @@ systems): fusion, clustering, quorum, ranking, context, the gate's confidence an
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -16,7 +17,8 @@ from ..config.settings import Settings
 from ..embedding import DenseEmbedder
 from ..embedding.term_stats import TermStats, key_term_weights, unseen_words
 from ..results import Evidence, EvidenceCluster, QueryExpansion, timed
-from ..store import Store
+from ..store import Store, Where
+from ..store.access import ALL, Access
 from ..store.base import CALIBRATED_GATE
 from .context import adaptive_plan, build_context
 from .conversation import Asked, Conversation
@@ -55,6 +57,10 @@ class Coordinator:
         self.conversation = Conversation(settings.retrieval, completer or no_completer)
         self._gate: GateModel | None = None
         self._term_stats: TermStats | None = None
+        #: what a caller who may not read every document counts: its points per collection and the
+        #: finest chunking's term counts, less the documents it may not read (by ``Access.key``)
+        self._views: dict[tuple[str, ...], tuple[dict[str, int], TermStats]] = {}
+        self._views_lock = threading.Lock()
         self._warm = False
 
     def index_changed(self) -> None:
@@ -62,6 +68,8 @@ class Coordinator:
         (and warm them again, if this process asked for it)."""
         self.searcher.forget()
         self._term_stats = None
+        with self._views_lock:
+            self._views.clear()
         if self._warm:
             self.warm()
 
@@ -101,6 +109,26 @@ class Coordinator:
             )
         return self._term_stats
 
+    def counts_for(self, access: Access) -> tuple[dict[str, int], TermStats]:
+        """The points per collection and the finest chunking's term counts a caller reading as
+        ``access`` sees: the documents it may not read leave no trace in the gate's features, the
+        key terms or the words "no document holds" (docs/teams.md). Counted once per set of
+        groups until the index changes."""
+        if access.groups is None or (key := access.key) is None:
+            return self.searcher.points, self.term_stats
+        with self._views_lock:
+            view = self._views.get(key)
+        if view is None:
+            name, where = self.finest, Where(readers=access.groups)
+            points = {collection: self.store.count(collection, where) for collection in self.searcher.points}
+            stats = self.store.term_stats(
+                name, self.searcher.points[name], self.settings.retrieval.exclude_sources, access.groups
+            )
+            view = (points, stats)
+            with self._views_lock:
+                self._views[key] = view
+        return view
+
     def min_confidence(self, options: RetrievalSettings) -> float:
         """``retrieval.min_confidence``, or when unset the gate model's own threshold."""
         if options.min_confidence is not None:
@@ -115,11 +143,13 @@ class Coordinator:
         formed: int,
         context: list[EvidenceCluster],
         options: RetrievalSettings,
+        access: Access = ALL,
     ) -> tuple[dict[str, float] | None, float]:
         """The gate's features of one retrieval and its confidence that ``context`` holds the answer;
         no features and confidence 0 when nothing reached quorum."""
         if not ranked:
             return None, 0.0
+        points, stats = self.counts_for(access)
         features = quorum_features(
             GateInput(
                 vectors.question,
@@ -130,18 +160,19 @@ class Coordinator:
                 [" ".join(p.text for p in cluster.passages) for cluster in context],
                 len(self.settings.retrievers),
                 options.context_clusters,
-                self.searcher.points,
-                self.term_stats,
+                points,
+                stats,
                 formed,
             )
         )
         return features, self.gate.confidence("quorum", features) or 0.0
 
-    def retrieve(self, question: str | Asked) -> Evidence:
+    def retrieve(self, question: str | Asked, access: Access = ALL) -> Evidence:
         """The question's evidence: ``question`` as typed, or what ``conversation.asked`` made of
         a follow-up (the stand-alone question is searched). Its expansions, if any are configured,
         are written by the model while the question itself is embedded and searched; their lists
-        join the fusion, but the gate reads the question's own lists, which its features describe."""
+        join the fusion, but the gate reads the question's own lists, which its features describe.
+        ``access``: the documents the caller may read; every search carries it as a filter."""
         options = self.settings.retrieval
         timings: dict[str, float] = {}
         asked = question if isinstance(question, Asked) else None
@@ -151,7 +182,7 @@ class Coordinator:
         checked = checked_question(text, options.max_question_chars)
         pending = self.expander.start(checked) if self.expander else None
         try:
-            vectors, lists = self.searcher.embed_and_search(text, timings=timings)
+            vectors, lists = self.searcher.embed_and_search(text, timings=timings, access=access)
         except BaseException:
             if pending is not None:  # nothing will read what the model writes
                 pending.cancelled.set()
@@ -162,10 +193,10 @@ class Coordinator:
             with timed(timings, "expansion_wait"):
                 texts, expansions = pending.collect()
             with timed(timings, "expansion_search"):
-                expanded = self.searcher.search_expansions(texts)
-        evidence = self.evidence_from(vectors, lists, options, expanded, expansions, timings)
+                expanded = self.searcher.search_expansions(texts, access=access)
+        evidence = self.evidence_from(vectors, lists, options, expanded, expansions, timings, access=access)
         if asked is not None:
-            evidence = self.as_asked(evidence, asked, timings)
+            evidence = self.as_asked(evidence, asked, timings, access)
         log.info("retrieve: %d clusters, %s; ms: %s", len(evidence.clusters), evidence.abstain_reason, timings)
         return evidence
 
@@ -175,17 +206,19 @@ class Coordinator:
         a, b = embedder.query_embed(first), embedder.query_embed(second)
         return float(np.dot(a, b) / ((np.linalg.norm(a) * np.linalg.norm(b)) or 1.0))
 
-    def as_asked(self, evidence: Evidence, asked: Asked, timings: dict[str, float]) -> Evidence:
+    def as_asked(self, evidence: Evidence, asked: Asked, timings: dict[str, float], access: Access = ALL) -> Evidence:
         """A follow-up's evidence as the user asked it (``readings.as_asked``), the user's typed
         words weighing most in its key terms."""
 
         def search(text: str) -> Evidence:
-            return self.evidence_from(*self.searcher.embed_and_search(text), self.settings.retrieval)
+            found = self.searcher.embed_and_search(text, access=access)
+            return self.evidence_from(*found, self.settings.retrieval, access=access)
 
         evidence = as_asked(evidence, asked, search, self.word_similarity, self.settings.retrieval.readings, timings)
         if evidence.key_terms and evidence.searched != asked.question:
-            evidence.key_terms = key_term_weights(evidence.searched, self.term_stats, typed=asked.question)
-            evidence.unseen_terms = unseen_words(evidence.searched, self.term_stats)
+            stats = self.counts_for(access)[1]
+            evidence.key_terms = key_term_weights(evidence.searched, stats, typed=asked.question)
+            evidence.unseen_terms = unseen_words(evidence.searched, stats)
         return evidence
 
     def evidence_from(
@@ -197,6 +230,7 @@ class Coordinator:
         expansions: Sequence[QueryExpansion] = (),
         timings: dict[str, float] | None = None,
         on_ranked: Callable[[list[ScoredCluster]], None] | None = None,
+        access: Access = ALL,
     ) -> Evidence:
         """The question's evidence from its searched ``lists`` (and its expansions' ``expanded``):
         rank, build the context, assess it and decide. The gate reads the question's own lists,
@@ -211,7 +245,7 @@ class Coordinator:
         with timed(timings, "context"):
             evidence = build_context(ranked, options.context_clusters, options.word_budget)
         with timed(timings, "gate"):
-            features, confidence = self.assess(vectors, lists, ranked, formed, evidence, options)
+            features, confidence = self.assess(vectors, lists, ranked, formed, evidence, options, access)
         threshold = self.min_confidence(options)
         reason = decide(len(ranked), confidence, threshold)
         log.debug(
@@ -244,8 +278,8 @@ class Coordinator:
             expansions=list(expansions),
             timings_ms=timings,
             gate_features=features,
-            key_terms=key_term_weights(vectors.question, self.term_stats) if ranked else {},
-            unseen_terms=unseen_words(vectors.question, self.term_stats) if ranked else [],
+            key_terms=key_term_weights(vectors.question, self.counts_for(access)[1]) if ranked else {},
+            unseen_terms=unseen_words(vectors.question, self.counts_for(access)[1]) if ranked else [],
         )
 
     def close(self) -> None:

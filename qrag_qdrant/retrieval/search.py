@@ -15,6 +15,7 @@ from ..config.settings import CollectionSpec, RetrieverSpec, Settings
 from ..embedding import Bm25Embedder, DenseEmbedder
 from ..results import timed
 from ..store import Hit, Store, VectorQuery, Where, open_collections
+from ..store.access import ALL, Access
 from ..store.points import Sparse
 from .expansion import ExpandedText
 from .fusion import QUESTION, RankedList
@@ -41,6 +42,8 @@ class Searcher:
         self._embedder_factory = embedder
         self._collections: list[tuple[CollectionSpec, Bm25Embedder]] | None = None
         self._points: dict[str, int] = {}
+        #: collection -> (its index stamp, the groups its documents name as readers)
+        self._groups: dict[str, tuple[int, frozenset[str]]] = {}
         self._pool = ThreadPoolExecutor(max_workers=2 * len(settings.collections), thread_name_prefix="qrag-query")
         #: the BM25 searches of ``embed_and_search``, while this thread computes the dense vector
         self._lexical = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qrag-bm25")
@@ -79,35 +82,61 @@ class Searcher:
         return {spec.name: sparse.query_embed(question) for spec, sparse in self.collections}
 
     def embed_and_search(
-        self, question: str, top_k: int | None = None, timings: dict[str, float] | None = None
+        self,
+        question: str,
+        top_k: int | None = None,
+        timings: dict[str, float] | None = None,
+        access: Access = ALL,
     ) -> tuple[QueryVectors, list[RankedList]]:
         """Every retriever's ranked list for the question, embedded here. The BM25 searches need
         only the question's words, so they run on a worker thread while this one computes the
         dense vector (the ONNX run lets go of the GIL), and only the dense searches wait for it.
         On 2 idle cores a retrieve took 0.9-1.3 ms less (p50, about 9%), and up to 0.9 ms more with
         the other core busy (docs/benchmarks.md). ``timings``: ``embed`` (the dense vector) and
-        ``search`` (what follows until every list is in)."""
+        ``search`` (what follows until every list is in); ``access``: the documents the hits may come from."""
         timings = {} if timings is None else timings
         question = checked_question(question, self.settings.retrieval.max_question_chars)
         sparse = self._sparse(question)
         lexical = self._lexical.submit(
-            self._search, [(QUESTION, QueryVectors(question, [], sparse), self._lexical_names)], top_k
+            self._search, [(QUESTION, QueryVectors(question, [], sparse), self._lexical_names)], top_k, access
         )
         try:
             with timed(timings, "embed"):
                 vectors = QueryVectors(question, self._embedder_factory().query_embed(question).tolist(), sparse)
             with timed(timings, "search"):
-                lists = self._search([(QUESTION, vectors, self._dense_names)], top_k) + lexical.result()
+                lists = self._search([(QUESTION, vectors, self._dense_names)], top_k, access) + lexical.result()
         except BaseException:
             wait([lexical])  # nothing searches on after the question failed
             raise
         return vectors, sorted(lists, key=lambda ranked: self._list_order[ranked.collection, ranked.retriever])
 
-    def queries(self, vectors: QueryVectors, spec: CollectionSpec, top_k: int | None = None) -> list[VectorQuery]:
-        """One search per retriever of a collection; dense hits under ``min_similarity`` are dropped."""
+    def named_groups(self, name: str) -> frozenset[str]:
+        """Every group collection ``name``'s documents name as readers, read again whenever its
+        index stamp changes (every change of readers stamps it). A caller's filter names them:
+        there is none when the caller's groups cover them all (a namespace that restricts nothing,
+        a reader of every restricted document), where a filter passing every point cost 13% of a
+        query (docs/benchmarks.md#permissions). Readers changed by another process since are
+        caught by the check of every hit (``_search_collection``)."""
+        manifest = self.store.manifest(name)
+        stamp = manifest.indexed if manifest is not None else -1
+        known = self._groups.get(name)
+        if known is None or known[0] != stamp:
+            known = self._groups[name] = (stamp, self.store.reader_groups(name))
+        return known[1]
+
+    def queries(
+        self, vectors: QueryVectors, spec: CollectionSpec, top_k: int | None = None, access: Access = ALL
+    ) -> list[VectorQuery]:
+        """One search per retriever of a collection; dense hits under ``min_similarity`` are dropped.
+        Each carries the caller's filter: only documents ``access`` may read are searched, unless it
+        may read every one (``named_groups``)."""
         options = self.settings.retrieval
         limit = top_k or options.top_k
-        where = Where(not_sources=tuple(options.exclude_sources)) if options.exclude_sources else None
+        named = None if access.groups is None else self.named_groups(spec.name)
+        if named is not None and access.groups is not None and named <= access.groups:
+            access = ALL  # nothing it may not read
+        narrowed = options.exclude_sources or not access.reads_all
+        where = Where(not_sources=tuple(options.exclude_sources), readers=access.groups) if narrowed else None
         return [
             VectorQuery(r.vector, vectors.dense, limit, options.min_similarity or None, options.hnsw_ef, where=where)
             if r.kind == "dense"
@@ -115,7 +144,9 @@ class Searcher:
             for r in spec.retrievers
         ]
 
-    def search_expansions(self, texts: Sequence[ExpandedText], top_k: int | None = None) -> list[RankedList]:
+    def search_expansions(
+        self, texts: Sequence[ExpandedText], top_k: int | None = None, access: Access = ALL
+    ) -> list[RankedList]:
         """The ranked lists of the question's expansions, each searched by the retrievers that
         asked for it, all of a collection's in one round trip."""
         if not texts:
@@ -135,10 +166,14 @@ class Searcher:
                 for text in texts
             ],
             top_k,
+            access,
         )
 
     def _search(
-        self, queries: Sequence[tuple[str, QueryVectors, Collection[str] | None]], top_k: int | None
+        self,
+        queries: Sequence[tuple[str, QueryVectors, Collection[str] | None]],
+        top_k: int | None,
+        access: Access = ALL,
     ) -> list[RankedList]:
         """``queries``: (label, vectors, the retrievers that search them; None: all). On a server the
         collections are searched concurrently; in-process (Edge) one after another: on 2 cores
@@ -148,14 +183,14 @@ class Searcher:
             planned = [
                 (label, retriever, request)
                 for label, vectors, wanted in queries
-                for retriever, request in zip(spec.retrievers, self.queries(vectors, spec, top_k))
+                for retriever, request in zip(spec.retrievers, self.queries(vectors, spec, top_k, access))
                 if wanted is None or retriever.name in wanted
             ]
             if planned:
                 searches.append((spec, planned))
         specs, plans = [spec for spec, _ in searches], [planned for _, planned in searches]
         mapper = self._pool.map if self.store.concurrent_queries else map
-        results = list(mapper(self._search_collection, specs, plans))
+        results = list(mapper(self._search_collection, specs, plans, [access] * len(specs)))
         return [
             RankedList(retriever.name, spec.name, hits, label)
             for (spec, planned), per_query in zip(searches, results)
@@ -163,11 +198,15 @@ class Searcher:
         ]
 
     def _search_collection(
-        self, spec: CollectionSpec, planned: Sequence[tuple[str, RetrieverSpec, VectorQuery]]
+        self, spec: CollectionSpec, planned: Sequence[tuple[str, RetrieverSpec, VectorQuery]], access: Access = ALL
     ) -> list[list[Hit]]:
         """One collection's searches, keeping only hits of each file's newest complete version:
-        a query during a rewrite sees the old file or the new one, never both (one more lookup)."""
+        a query during a rewrite sees the old file or the new one, never both (one more lookup).
+        A hit the caller may not read is dropped, filter or not: readers changed by another
+        process since ``named_groups`` looked are not seen."""
         results = self.store.query(spec.name, [request for _, _, request in planned])
+        if not access.reads_all:
+            results = [[hit for hit in hits if access.may_read(hit.payload.readers)] for hits in results]
         sources = {hit.payload.source for hits in results for hit in hits}
         current = self.store.current_versions(spec.name, sources)
         return [[hit for hit in hits if current.get(hit.payload.source) == hit.payload.doc_hash] for hits in results]

@@ -248,7 +248,11 @@ def mcp_app(state: ServiceState) -> Starlette | None:
         request = ctx.request_context.request  # its state: the key's principal, and whether the client left
         principal = request.state.principal
         return ServiceNamespace(
-            state.spaces(), principal.namespace, request.state.client_gone, CallerMeter(state, principal, request)
+            state.spaces(),
+            principal.namespace,
+            request.state.client_gone,
+            CallerMeter(state, principal, request),
+            principal.readers,
         )
 
     return build_server(caller_namespace).streamable_http_app(

@@ -42,6 +42,7 @@ EVENTS = (
     ("POST", "/v1/chat/completions", "query"),
     ("POST", "/v1/ingest", "ingest"),
     ("DELETE", "/v1/documents/", "remove"),
+    ("PUT", "/v1/documents/", "readers"),
     ("POST", "/v1/mcp", "mcp"),
 )
 REFUSED = {401, 403, 429}
@@ -166,11 +167,12 @@ class AuditTrail:
 
     def _write(self, scope: Scope, status: int, request_id: str, state: dict[str, Any]) -> None:
         audit = self.audit()
-        event = event_of(scope["method"], scope["path"], status)
+        details = {key: value for key, value in (state.get("audit") or {}).items() if value is not None}
+        # a route may name the event: a document the caller may not read is a 404 to it, a refusal here
+        event = details.pop("event", None) or event_of(scope["method"], scope["path"], status)
         if audit is None or event is None:
             return
         principal = state.get("principal")
-        details = {key: value for key, value in (state.get("audit") or {}).items() if value is not None}
         answer = details.pop("answer", None)
         common = {
             "key": details.pop("key", principal.key_id if principal is not None else None),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -76,11 +76,12 @@ class Namespaces:
         call, made outside the namespace's retrieval lock."""
         return self.rag(namespace).asked(question, history)
 
-    def retrieve(self, namespace: str, question: str | Asked) -> Evidence:
+    def retrieve(self, namespace: str, question: str | Asked, readers: Iterable[str] | None = None) -> Evidence:
+        """``readers``: the groups the caller reads as (``QuorumRAG.retrieve``)."""
         started = time.perf_counter()
         rag, lock = self._open(namespace)
         with lock:
-            evidence = rag.retrieve(question)
+            evidence = rag.retrieve(question, readers=readers)
         if self.on_retrieved is not None:
             self.on_retrieved(time.perf_counter() - started)
         return evidence
@@ -93,11 +94,12 @@ class Namespaces:
         prune: bool = False,
         rebuild: bool = False,
         ingested_by: str | None = None,
+        readers: Sequence[str] | None = None,
     ) -> IngestReport:
         """Outside the retrieval lock: queries go on during an ingest and see the old index until
         each document's new version is complete."""
         return self.rag(namespace).ingest(
-            path, prune=prune, rebuild=rebuild, progress=progress, ingested_by=ingested_by
+            path, prune=prune, rebuild=rebuild, progress=progress, ingested_by=ingested_by, readers=readers
         )
 
     def collections(self, namespace: str) -> list[CollectionInfo]:
@@ -143,10 +145,13 @@ class ServiceNamespace:
         namespace: str,
         client_gone: threading.Event | None = None,
         meter: Meter | None = None,
+        readers: tuple[str, ...] | None = (),
     ):
         """``client_gone``: set when the caller disconnects; an answer then stops its model.
-        ``meter``: counts the caller's use against its quotas, as the HTTP routes do."""
+        ``meter``: counts the caller's use against its quotas, as the HTTP routes do. ``readers``:
+        the groups the caller reads as (None: every document)."""
         self.spaces, self.namespace, self.client_gone, self.meter = spaces, namespace, client_gone, meter
+        self.readers = readers
 
     def _charge(self, counts: dict[str, int]) -> None:
         if self.meter is not None:
@@ -157,7 +162,8 @@ class ServiceNamespace:
 
     def retrieve(self, question: str, history: Iterable[Any] = ()) -> Evidence:
         self._charge({"queries": 1})
-        return self.spaces.retrieve(self.namespace, self.spaces.asked(self.namespace, question, history))
+        asked = self.spaces.asked(self.namespace, question, history)
+        return self.spaces.retrieve(self.namespace, asked, self.readers)
 
     def answer(self, evidence: Evidence, cancelled: threading.Event | None = None) -> Answer:
         if not evidence.abstained:
@@ -173,4 +179,4 @@ class ServiceNamespace:
         return self.spaces.collections(self.namespace)
 
     def documents(self, offset: int, limit: int) -> DocumentPage:
-        return self.spaces.rag(self.namespace).documents().page(offset, limit)
+        return self.spaces.rag(self.namespace).documents(self.readers).page(offset, limit)

@@ -40,6 +40,11 @@ class IngestPathRequest(BaseModel):
     path: str = Field(description="a folder or file on the server")
     prune: bool = Field(False, description="remove the chunks of files that are gone from the folder")
     rebuild: bool = Field(False, description="build fresh collections, then switch to them at once")
+    readers: list[str] | None = Field(
+        None,
+        description="the groups that may read every document ingested; unset: a document keeps the readers it has, "
+        "a new one is read by everyone in the namespace",
+    )
 
 
 class FeedbackRequest(BaseModel):
@@ -64,7 +69,13 @@ INGEST_BODY = {
                             "type": "array",
                             "items": {"type": "string", "format": "binary"},
                             "description": "documents; each file name (may hold folders) becomes its source",
-                        }
+                        },
+                        "readers": {
+                            "type": "string",
+                            "description": "the groups that may read the uploaded documents, comma-separated "
+                            "(hr,legal); unset: a document keeps the readers it has, a new one is read by everyone "
+                            "in the namespace",
+                        },
                     },
                 }
             },
@@ -72,3 +83,13 @@ INGEST_BODY = {
         },
     }
 }
+
+
+class ReadersRequest(BaseModel):
+    """Who may read a document from now on."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    readers: list[str] = Field(
+        max_length=64, description="the groups that may read it; an empty list: everyone in the namespace"
+    )

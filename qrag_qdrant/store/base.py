@@ -29,7 +29,7 @@ from ..config.settings import CollectionSpec
 from ..embedding import BM25_SOURCES, Bm25Embedder, Bm25Settings
 from ..embedding.term_stats import TermStats, count_terms
 from ..errors import ModelMismatchError
-from .points import ChunkPoint, Hit, Sparse, VectorQuery, Where
+from .points import READERS, ChunkPoint, Hit, Sparse, VectorQuery, Where
 
 #: Qdrant's default k for its RRF fusion; the qdrant-hybrid baseline uses Qdrant as a peer would.
 QDRANT_RRF_K = 2
@@ -155,7 +155,8 @@ class Store(ABC):
         A baseline, so it fetches what a plain hybrid RAG needs: payloads, no vectors."""
 
     @abstractmethod
-    def count(self, name: str) -> int: ...
+    def count(self, name: str, where: Where | None = None) -> int:
+        """The points ``where`` selects (all, without it)."""
 
     def count_in_any_namespace(self, name: str) -> int:
         """``count`` for a listing of every namespace (the server checks the key)."""
@@ -180,9 +181,13 @@ class Store(ABC):
 
     # Shared semantics built on the primitives above.
 
-    def term_stats(self, name: str, points: int, excluded: Sequence[str]) -> TermStats:
-        """The document frequencies ``name`` keeps, less ``excluded`` sources'. A collection written
-        before they were kept, or by a store that keeps none, has them counted from its texts."""
+    def term_stats(
+        self, name: str, points: int, excluded: Sequence[str], groups: frozenset[str] | None = None
+    ) -> TermStats:
+        """The document frequencies ``name`` keeps, less ``excluded`` sources' and, for a caller
+        reading as ``groups`` (None: every document), less the documents it may not read. A
+        collection written before they were kept, or by a store that keeps none, has them
+        counted from its texts."""
         manifest = self.manifest(name)
         indexed = manifest.indexed if manifest is not None else 0
         stats = TermStats.current(self.attachment(name, TERM_STATS), indexed)
@@ -196,8 +201,11 @@ class Store(ABC):
                     "qrag-qdrant ingest on them once if none is running",
                     stacklevel=3,
                 )
-        if excluded:
-            texts = list(self.texts(name, Where.of_sources(excluded)))
+        hidden = [Where.of_sources(excluded)] if excluded else []
+        if groups is not None:
+            hidden.append(Where(not_sources=tuple(excluded), unreadable_by=groups))
+        for where in hidden:
+            texts = list(self.texts(name, where))
             stats = stats.updated(Counter(), count_terms(texts), stats.chunks - len(texts), indexed)
         return stats
 
@@ -265,6 +273,21 @@ class Store(ABC):
             hashes.setdefault(p["source"], set()).add(p["doc_hash"])
         return hashes
 
+    def document_readers(self, name: str, sources: Iterable[str] | None = None) -> dict[str, tuple[str, ...]]:
+        """source -> the readers its stored versions name, for the sources (of ``sources``; None:
+        of all) that name any."""
+        where = Where(sources=None if sources is None else tuple(sorted(set(sources))), first_chunks=True)
+        readers: dict[str, tuple[str, ...]] = {}
+        for p in self.scroll_payloads(name, ["source", READERS], where):
+            if p.get(READERS):
+                readers[p["source"]] = tuple(sorted(p[READERS]))
+        return readers
+
+    def reader_groups(self, name: str) -> frozenset[str]:
+        """Every group any point of ``name`` names among its readers."""
+        restricted = Where(unreadable_by=frozenset())  # points whose readers name a group
+        return frozenset(group for p in self.scroll_payloads(name, [READERS], restricted) for group in p[READERS])
+
     def current_versions(self, name: str, sources: Iterable[str] | None) -> dict[str, str]:
         """source -> hash of its newest complete version: what a reader may see of it
         (``sources`` None: of every source in the collection)."""
@@ -317,15 +340,40 @@ class Store(ABC):
         must = [match("chunk_index", 0)] if where.first_chunks else []
         if where.sources is not None:
             must.append(any_source(where.sources))
+
+        def readable(groups: frozenset[str]) -> Any:  # no readers, or one of the groups
+            either = [self.is_empty(READERS)]
+            if groups:
+                either.append(m.FieldCondition(key=READERS, match=m.MatchAny(any=sorted(groups))))
+            return m.Filter(should=either)
+
+        if where.readers is not None:
+            must.append(readable(where.readers))
+        must_not = [any_source(where.not_sources)] if where.not_sources else []
+        if where.unreadable_by is not None:
+            must_not.append(readable(where.unreadable_by))
         stale = [
             m.Filter(must=[match("source", source)], must_not=[match("doc_hash", digest)])
             for source, digest in where.stale
         ]
-        return m.Filter(
-            must=must or None,
-            must_not=[any_source(where.not_sources)] if where.not_sources else None,
-            should=stale or None,
-        )
+        return m.Filter(must=must or None, must_not=must_not or None, should=stale or None)
+
+    def is_empty(self, key: str) -> Any:
+        """The condition "``key`` is missing, null or an empty list", as ``self.models`` spells it."""
+        return self.models.IsEmptyCondition(key=key)
+
+    def set_readers(self, name: str, source: str, readers: Sequence[str]) -> int:
+        """Every point of ``source`` (every version) in ``name`` now names ``readers`` (none:
+        everyone); no vector is written again. How many points changed."""
+        where = Where.of_sources([source])
+        points = sum(1 for _ in self.scroll_payloads(name, ["source"], where))
+        if points:
+            self.set_payload(name, where, {READERS: list(readers)})
+        return points
+
+    @abstractmethod
+    def set_payload(self, name: str, where: Where, payload: dict[str, Any]) -> None:
+        """Write ``payload``'s fields into every point ``where`` selects (the others kept)."""
 
     def __enter__(self) -> Store:
         return self

@@ -31,7 +31,7 @@ from ..embedding import Bm25Document, SparseVec
 from ..errors import StoreError, StoreInUseError
 from .base import ATTACHMENTS, QDRANT_RRF_K, CollectionManifest, Store
 from .files import held_by, read_ahead, write_atomically
-from .points import ChunkPoint, Hit, Sparse, VectorQuery, Where
+from .points import READERS, ChunkPoint, Hit, Sparse, VectorQuery, Where
 
 MANIFEST = "manifest.json"
 SHARD = "shard"
@@ -149,6 +149,7 @@ class EdgeStore(Store):
         self._written.add(name)
         shard.update(edge.UpdateOperation.create_field_index("source", edge.PayloadSchemaType.Keyword))
         shard.update(edge.UpdateOperation.create_field_index("chunk_index", edge.PayloadSchemaType.Integer))
+        shard.update(edge.UpdateOperation.create_field_index(READERS, edge.PayloadSchemaType.Keyword))
         self._shards[name] = shard
         write_atomically(folder / MANIFEST, manifest.model_dump_json(indent=2))
 
@@ -216,6 +217,11 @@ class EdgeStore(Store):
 
     def delete(self, name: str, where: Where) -> None:
         self._update(name, edge.UpdateOperation.delete_points_by_filter(self.filter_of(where)))
+
+    def set_payload(self, name: str, where: Where, payload: dict[str, Any]) -> None:
+        if READERS in payload:  # a collection created before documents had readers has no index of them
+            self._update(name, edge.UpdateOperation.create_field_index(READERS, edge.PayloadSchemaType.Keyword))
+        self._update(name, edge.UpdateOperation.set_payload_by_filter(self.filter_of(where), payload))
 
     def _update(self, name: str, operation: Any) -> None:
         try:
@@ -345,8 +351,8 @@ class EdgeStore(Store):
         )
         return [Hit.of(p) for p in self._shard(name).query(request)]
 
-    def count(self, name: str) -> int:
-        return self._shard(name).count(edge.CountRequest(exact=True))
+    def count(self, name: str, where: Where | None = None) -> int:
+        return self._shard(name).count(edge.CountRequest(exact=True, filter=self.filter_of(where)))
 
     def count_in_any_namespace(self, name: str) -> int:
         """For an admin's listing of every namespace: another namespace is locked briefly."""

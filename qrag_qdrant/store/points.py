@@ -47,18 +47,27 @@ class ChunkPayload:
     marks: tuple[Sequence[Any], ...] = ()
     #: who ingested this version: the service key's id, or "cli"; absent in points written before it was kept
     ingested_by: str | None = None
+    #: the groups that may read the document (``access.py``); none: everyone in the namespace
+    readers: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, payload: dict[str, Any]) -> ChunkPayload:
-        return cls(**{name: payload[name] for name in PAYLOAD_FIELDS if name in payload})
+        fields = {name: payload[name] for name in PAYLOAD_FIELDS if name in payload}
+        if "readers" in fields:
+            fields["readers"] = tuple(fields["readers"] or ())
+        return cls(**fields)
 
     def as_dict(self) -> dict[str, Any]:
-        stored = {name: getattr(self, name) for name in PAYLOAD_FIELDS if name not in ("marks", "ingested_by")}
+        optional = ("marks", "ingested_by", "readers")
+        stored = {name: getattr(self, name) for name in PAYLOAD_FIELDS if name not in optional}
         by = {"ingested_by": self.ingested_by} if self.ingested_by is not None else {}
-        return stored | by | ({"marks": [list(mark) for mark in self.marks]} if self.marks else {})
+        readers = {READERS: list(self.readers)} if self.readers else {}
+        return stored | by | readers | ({"marks": [list(mark) for mark in self.marks]} if self.marks else {})
 
 
 PAYLOAD_FIELDS = tuple(field.name for field in dataclasses.fields(ChunkPayload))
+#: the payload field of a document's readers, indexed as a keyword in every collection
+READERS = "readers"
 
 
 @dataclass(frozen=True)
@@ -95,10 +104,15 @@ class Where:
     #: (source, content hash) pairs: only the points of these sources with another hash (a
     #: replaced version's leftovers)
     stale: tuple[tuple[str, str], ...] = ()
+    #: only points of documents these groups may read (``Access.groups``): those with no readers
+    #: or naming one of them (None: every point)
+    readers: frozenset[str] | None = None
+    #: only points of documents these groups may NOT read (what a caller's counts leave out)
+    unreadable_by: frozenset[str] | None = None
 
     @classmethod
-    def of_sources(cls, sources: Iterable[str]) -> Where:
-        return cls(sources=tuple(sorted(set(sources))))
+    def of_sources(cls, sources: Iterable[str], readers: frozenset[str] | None = None) -> Where:
+        return cls(sources=tuple(sorted(set(sources))), readers=readers)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from ..config.settings import DENSE_VECTOR, SPARSE_VECTOR, Settings
 from ..embedding import Bm25Document, SparseVec
 from ..errors import ConfigError, StoreError
 from .base import QDRANT_RRF_K, CollectionManifest, Store
-from .points import ChunkPoint, Hit, Sparse, VectorQuery, Where
+from .points import READERS, ChunkPoint, Hit, Sparse, VectorQuery, Where
 
 SCROLL_PAGE = 1000
 #: collection metadata keys of attachments (``Store.attach``) begin so, beside the manifest's
@@ -152,6 +152,7 @@ class ServerStore(Store):
         )
         self.client.create_payload_index(name, "source", models.PayloadSchemaType.KEYWORD, wait=True)
         self.client.create_payload_index(name, "chunk_index", models.PayloadSchemaType.INTEGER, wait=True)
+        self.client.create_payload_index(name, READERS, models.PayloadSchemaType.KEYWORD, wait=True)
 
     def _require(self, since: tuple[int, int, int], lacking: str, instead: str) -> None:
         """A feature a new collection needs, checked against the server's version before creating it."""
@@ -258,6 +259,13 @@ class ServerStore(Store):
         self.client.delete(name, points_selector=models.FilterSelector(filter=self.filter_of(where)), wait=True)
 
     @_server_errors
+    def set_payload(self, name: str, where: Where, payload: dict[str, Any]) -> None:
+        if READERS in payload:  # a collection created before documents had readers has no index of them
+            self.client.create_payload_index(name, READERS, models.PayloadSchemaType.KEYWORD, wait=True)
+        selector = models.FilterSelector(filter=self.filter_of(where))
+        self.client.set_payload(name, payload=payload, points=selector, wait=True)
+
+    @_server_errors
     def scroll_payloads(self, name: str, fields: list[str], where: Where | None = None) -> Iterable[dict[str, Any]]:
         offset = None
         payloads: list[dict[str, Any]] = []
@@ -340,8 +348,11 @@ class ServerStore(Store):
         return [Hit.of(p) for p in response.points]
 
     @_server_errors
-    def count(self, name: str) -> int:
-        return self.client.count(name, exact=True).count
+    def count(self, name: str, where: Where | None = None) -> int:
+        return self.client.count(name, count_filter=self.filter_of(where), exact=True).count
+
+    def is_empty(self, key: str) -> Any:
+        return models.IsEmptyCondition(is_empty=models.PayloadField(key=key))
 
     def close(self) -> None:
         self.client.close()

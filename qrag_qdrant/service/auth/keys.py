@@ -1,5 +1,6 @@
 """Team keys: a bearer key maps to exactly one namespace and a role: read (query), read-write
-(also ingest uploaded files) or admin (also ingest a path on the server's own disk).
+(also ingest uploaded files) or admin (also ingest a path on the server's own disk), and to the
+groups whose documents it may read (``store/access.py``; ``*``: every document of the namespace).
 
 The key file (TOML, ``service.keys``, mode 0600) holds each key's SHA-256, never the key:
 whoever reads the file cannot call the service. One design serves both stores: the embedded
@@ -16,19 +17,21 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import re
 import secrets
 import threading
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from ...config.service import ROLES, Role
-from ...errors import ConfigError
+from ...errors import ConfigError, RequestError
+from ...store.access import EVERY_GROUP, Access, checked_groups
 from ...store.files import write_atomically
 
 KEY_PREFIX = "qrag_"
@@ -44,6 +47,17 @@ class Principal:
     role: Role
     #: the key's id, for per-key rate limits; not part of who the caller is
     key_id: str = field(default="", compare=False)
+    #: the groups whose documents it reads besides everyone's (``*``: every document)
+    groups: tuple[str, ...] = ()
+
+    @property
+    def access(self) -> Access:
+        return Access.of(self.groups)
+
+    @property
+    def readers(self) -> tuple[str, ...] | None:
+        """The groups to read as (``QuorumRAG``'s ``readers``): None reads every document."""
+        return self.access.key
 
     @property
     def can_write(self) -> bool:
@@ -66,6 +80,8 @@ class KeyEntry:
     expires: datetime | None = None
     #: when ``key revoke`` ended it: kept, so a refused request with it is still attributed to it
     revoked: datetime | None = None
+    #: the groups whose documents it reads besides everyone's
+    groups: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -90,6 +106,7 @@ class KeyEntry:
                 )
                 if value is not None
             ),
+            *([f"groups = [{', '.join(json.dumps(group) for group in self.groups)}]"] if self.groups else []),
         ]
         return "\n".join(lines) + "\n"
 
@@ -111,13 +128,32 @@ def _entry(raw: dict[str, object]) -> KeyEntry:
     name = raw.get("name")
     if name is not None and not isinstance(name, str):
         raise ValueError(f"name {name!r} is not a string")
+    groups = raw.get("groups", [])
+    if not isinstance(groups, list) or not all(isinstance(group, str) for group in groups):
+        raise ValueError(f"groups {groups!r} is not a list of strings")
     return KeyEntry(
         str(raw["sha256"]),
         str(raw["namespace"]),
         role,
         name,
-        *(_when(raw.get(part)) for part in ("created", "expires", "revoked")),
+        created=_when(raw.get("created")),
+        expires=_when(raw.get("expires")),
+        revoked=_when(raw.get("revoked")),
+        groups=key_groups(groups),
     )
+
+
+def key_groups(groups: Iterable[str]) -> tuple[str, ...]:
+    """A key's groups, checked: group names, or ``*`` alone for every document."""
+    named = sorted(set(groups))
+    if EVERY_GROUP in named:
+        if len(named) > 1:
+            raise ConfigError(f"groups: {EVERY_GROUP!r} reads every document; name it alone")
+        return (EVERY_GROUP,)
+    try:
+        return checked_groups(named, "groups")
+    except RequestError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _when(value: object) -> datetime | None:
@@ -181,17 +217,34 @@ class KeyFile:
                 found = entry
         if found is None or found.expired(now):
             return None
-        return Principal(found.namespace, found.role, found.id)
+        return Principal(found.namespace, found.role, found.id, found.groups)
 
-    def add(self, namespace: str, role: Role, name: str | None = None, ttl_seconds: int | None = None) -> str:
-        """Mint a key for ``namespace``, store its hash, and return the key (shown once)."""
+    def add(
+        self,
+        namespace: str,
+        role: Role,
+        name: str | None = None,
+        ttl_seconds: int | None = None,
+        groups: Iterable[str] = (),
+    ) -> str:
+        """Mint a key for ``namespace`` reading as ``groups``, store its hash, and return the key (shown once)."""
         if name is not None and not KEY_NAME.fullmatch(name):
             raise ConfigError(f"key name {name!r}: use 1-64 letters, digits, '.', '_' or '-'")
+        checked = key_groups(groups)
         key, created = KEY_PREFIX + secrets.token_urlsafe(32), datetime.now(UTC).replace(microsecond=0)
         expires = created + timedelta(seconds=ttl_seconds) if ttl_seconds else None
         with self._writing() as entries:
-            entries.append(KeyEntry(digest(key), namespace, role, name, created, expires))
+            entries.append(KeyEntry(digest(key), namespace, role, name, created, expires, groups=checked))
         return key
+
+    def set_groups(self, which: str, groups: Iterable[str]) -> KeyEntry:
+        """The key whose id or name is ``which`` reads as ``groups`` from the service's next request."""
+        checked = key_groups(groups)
+        with self._writing() as entries:
+            entry = self._find(entries, which)
+            changed = replace(entry, groups=checked)
+            entries[entries.index(entry)] = changed
+        return changed
 
     def revoke(self, which: str) -> KeyEntry:
         """End the key whose id or name is ``which``: the service refuses it from its next request,

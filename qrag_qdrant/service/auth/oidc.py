@@ -29,6 +29,7 @@ import httpx
 import jwt
 
 from ...config.service import OidcSettings, Role
+from ...store.access import GROUP, MAX_GROUPS
 from .keys import Principal
 
 #: a discovery document or key set larger than this is refused (they are a few KB)
@@ -175,17 +176,7 @@ class OidcSignIn:
     def principal(self, claims: dict[str, Any], namespace: str | None) -> Principal:
         """The namespace and role the token's claim values map to; several namespaces need the
         ``X-Qrag-Namespace`` header to pick one."""
-        value: Any = claims
-        for part in self.settings.claim.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
-        # a string or a list of strings; any other shape (an object of flags, a number) grants nothing
-        values = (
-            [value]
-            if isinstance(value, str)
-            else [v for v in value if isinstance(v, str)]
-            if isinstance(value, list)
-            else []
-        )
+        values = claim_values(claims, self.settings.claim)
         roles: dict[str, Role] = {}
         for granted, role in (self.grants[v] for v in values if v in self.grants):
             if granted not in roles or ROLE_ORDER[role] > ROLE_ORDER[roles[granted]]:
@@ -201,7 +192,19 @@ class OidcSignIn:
             refusal = f"the token gives access to {names}: name one in the X-Qrag-Namespace header"
             raise SignInRefused(403, refusal, who={"subject": f"oidc:{claims['sub']}"})
         ((granted, role),) = roles.items()
-        return Principal(granted, role, f"oidc:{claims['sub']}")
+        groups = sorted({v for v in claim_values(claims, self.settings.groups_claim) if GROUP.fullmatch(v)})
+        return Principal(granted, role, f"oidc:{claims['sub']}", tuple(groups[:MAX_GROUPS]))
+
+
+def claim_values(claims: dict[str, Any], path: str) -> list[str]:
+    """The strings of the claim at the dotted ``path``: a string or a list of strings; any other
+    shape (an object of flags, a number) holds none."""
+    value: Any = claims
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def _digest(token: str, namespace: str | None) -> str:

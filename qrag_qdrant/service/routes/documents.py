@@ -1,19 +1,28 @@
 """The team's documents: ``GET /v1/documents`` (a page, sorted by source),
-``GET /v1/documents/{source}`` (one, with its chunks' locations) and
-``DELETE /v1/documents/{source}`` (read-write keys). The key decides the namespace, so a team
-never sees or touches another's documents: another team's source is simply not there (404).
-A new version is an upload under the same name (``POST /v1/ingest``)."""
+``GET /v1/documents/{source}`` (one, with its chunks' locations),
+``DELETE /v1/documents/{source}`` (read-write keys) and ``PUT /v1/documents/{source}/readers``
+(read-write keys: who may read it). The key decides the namespace, so a team never sees or
+touches another's documents: another team's source is simply not there (404). Inside the
+namespace the key's groups decide: a document it may not read is not there either (404, the same
+answer as for a name no document has). A new version is an upload under the same name
+(``POST /v1/ingest``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from pydantic import Field
 
-from ...ingest.documents import MAX_PAGE, DocumentDetail, DocumentPage, RemovalReport
+from ...errors import DocumentNotFound
+from ...ingest.documents import MAX_PAGE, DocumentDetail, DocumentPage, ReadersReport, RemovalReport
+from ..auth.keys import Principal
 from ..errors import ServiceError
-from ..state import IngestCaller, LookupCaller, QueryCaller, State
+from ..schemas import ReadersRequest
+from ..state import IngestCaller, LookupCaller, QueryCaller, ServiceState, State
+from .ingest import checked_readers
 
 documents = APIRouter(prefix="/v1", tags=["documents"])
 #: the longest source a request may name
@@ -37,13 +46,55 @@ def list_documents(
     offset: Annotated[int, Query(ge=0, description="documents to skip, sorted by source")] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="documents to list")] = 100,
 ) -> DocumentList:
-    page = state.spaces().rag(principal.namespace).documents().page(offset, limit)
+    page = state.spaces().rag(principal.namespace).documents(principal.readers).page(offset, limit)
     return DocumentList(**page.model_dump(), can_remove=principal.can_write)
 
 
 @documents.get("/documents/{source:path}")
-def show_document(source: str, state: State, principal: LookupCaller) -> DocumentDetail:
-    return state.spaces().rag(principal.namespace).documents().get(checked_source(source))
+def show_document(source: str, request: Request, state: State, principal: LookupCaller) -> DocumentDetail:
+    with refusal_noted(state, request, principal, checked_source(source)):
+        return state.spaces().rag(principal.namespace).documents(principal.readers).get(source)
+
+
+@documents.put("/documents/{source:path}/readers")
+def set_readers(
+    source: str, body: ReadersRequest, request: Request, state: State, principal: IngestCaller
+) -> ReadersReport:
+    """Who may read the document from now on, in every collection, without embedding it again;
+    an empty list lets everyone in the namespace read it. Result caches start over."""
+    if not principal.can_write:
+        raise ServiceError(403, "forbidden", "this key may only read; setting readers needs a read-write key")
+    readers = checked_readers(body.readers)
+    state.note(request, source=checked_source(source)[:300], readers=list(readers), groups=list(principal.groups))
+    with refusal_noted(state, request, principal, source):
+        return state.spaces().rag(principal.namespace).documents(principal.readers).set_readers(source, readers)
+
+
+@contextmanager
+def refusal_noted(state: ServiceState, request: Request, principal: Principal, source: str) -> Iterator[None]:
+    """A document the caller may not read answers 404 like a missing one; the audit log, which
+    only the operator reads, tells them apart (``refused``, ``not_a_reader``)."""
+    try:
+        yield
+    except DocumentNotFound:
+        if principal.readers is not None and source_exists(state, principal.namespace, source):
+            state.note(
+                request,
+                event="refused",
+                outcome="refused",
+                reason="not_a_reader",
+                source=source[:300],
+                groups=list(principal.groups),
+            )
+        raise
+
+
+def source_exists(state: ServiceState, namespace: str, source: str) -> bool:
+    try:
+        state.spaces().rag(namespace).documents().get(source)
+    except DocumentNotFound:
+        return False
+    return True
 
 
 @documents.delete("/documents/{source:path}")
@@ -52,6 +103,7 @@ def remove_document(source: str, request: Request, state: State, principal: Inge
     if not principal.can_write:
         raise ServiceError(403, "forbidden", "this key may only read; removing a document needs a read-write key")
     state.note(request, source=checked_source(source)[:300])
-    report = state.spaces().rag(principal.namespace).documents().remove(source)
+    with refusal_noted(state, request, principal, source):
+        report = state.spaces().rag(principal.namespace).documents(principal.readers).remove(source)
     state.note(request, points=sum(report.removed.values()))
     return report

@@ -12,6 +12,8 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
+from ...errors import RequestError
+from ...store.access import checked_groups
 from ..auth.keys import Principal
 from ..errors import ServiceError
 from ..schemas import INGEST_BODY, IngestPathRequest
@@ -37,6 +39,7 @@ async def ingest(request: Request, state: State, principal: IngestCaller) -> JSO
                 files = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
                 if not files:
                     raise ServiceError(422, "invalid_request", "files: upload at least one file in the field 'files'")
+                readers = upload_readers(form.get("readers"))
                 folder, names = await run_in_threadpool(state.uploads.save, principal.namespace, files, upload)
         try:
             state.charge(principal, ingest_bytes=upload.bytes)
@@ -49,22 +52,28 @@ async def ingest(request: Request, state: State, principal: IngestCaller) -> JSO
             folder,
             source,
             release=state.uploads.release,
-            options={"ingested_by": principal.key_id},
+            options={"ingested_by": principal.key_id, "readers": readers},
         )
-        state.note(request, job=job.id, files=len(names))
+        state.note(request, job=job.id, files=len(names), readers=readers)
     elif content_type.startswith("application/json"):
         try:
             body = IngestPathRequest.model_validate_json(await request.body())
         except ValidationError as exc:
             raise RequestValidationError(exc.errors()) from None
         path = server_path(state, principal, body.path)
+        readers = None if body.readers is None else checked_readers(body.readers)
         job = state.jobs.submit(
             principal.namespace,
             path,
             body.path,
-            options={"prune": body.prune, "rebuild": body.rebuild, "ingested_by": principal.key_id},
+            options={
+                "prune": body.prune,
+                "rebuild": body.rebuild,
+                "ingested_by": principal.key_id,
+                "readers": readers,
+            },
         )
-        state.note(request, job=job.id, server_path=body.path)
+        state.note(request, job=job.id, server_path=body.path, readers=readers)
     else:
         raise ServiceError(
             415, "unsupported_media_type", "send the files as multipart/form-data, or a server path as application/json"
@@ -72,6 +81,22 @@ async def ingest(request: Request, state: State, principal: IngestCaller) -> JSO
     return JSONResponse(
         job.view(principal.can_read_server_paths), status_code=202, headers={"Location": f"/v1/jobs/{job.id}"}
     )
+
+
+def upload_readers(field: object) -> tuple[str, ...] | None:
+    """The upload's ``readers`` field (comma-separated groups), checked; None when absent."""
+    if field is None:
+        return None
+    if not isinstance(field, str):
+        raise ServiceError(422, "invalid_request", "readers: a comma-separated list of groups, not a file")
+    return checked_readers(field.split(","))
+
+
+def checked_readers(groups: list[str]) -> tuple[str, ...]:
+    try:
+        return checked_groups(groups)
+    except RequestError as exc:
+        raise ServiceError(422, "invalid_request", str(exc)) from None
 
 
 def server_path(state: ServiceState, principal: Principal, asked: str) -> Path:

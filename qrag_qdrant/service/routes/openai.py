@@ -139,7 +139,7 @@ async def chat_completions(
     result, stamp = await evidence_for(state, request, principal, query)
     rag = state.spaces().rag(namespace)
     remember = state.noting_answer(
-        request, principal, functools.partial(remember_answer, state, namespace, stamp=stamp)
+        request, principal, functools.partial(remember_answer, state, principal, stamp=stamp)
     )
     generate, result = answer_allowed(state, request, principal, query.generate, result)
     if body.stream:

@@ -49,7 +49,7 @@ async def query(
     query_id = uuid.uuid4().hex
     state.recent.add(query_id, AskedQuery.of(namespace, result))
     remember = state.noting_answer(
-        request, principal, functools.partial(remember_answer, state, namespace, stamp=stamp)
+        request, principal, functools.partial(remember_answer, state, principal, stamp=stamp)
     )
     rag = spaces.rag(namespace)
     generate, result = answer_allowed(state, request, principal, body.generate, result)
@@ -78,10 +78,9 @@ async def evidence_for(
 ) -> tuple[Evidence, tuple[int, ...]]:
     """``cached_or_retrieved`` on a worker thread, once the question is taken from the caller's
     quota, with the question (and a cached answer) noted for the request's audit line."""
-    namespace = principal.namespace
     state.note_question(request, body)
     state.charge(principal, queries=1)
-    result, stamp = await run_in_threadpool(cached_or_retrieved, state, namespace, body)
+    result, stamp = await run_in_threadpool(cached_or_retrieved, state, principal, body)
     if isinstance(result, Answer):
         state.note(request, answer=answer_fields(result) | {"cached": True})
     return result, stamp
@@ -114,9 +113,13 @@ def room_for_an_answer(state: ServiceState, namespace: str) -> None:
         raise busy(full) from None
 
 
-def cached_or_retrieved(state: ServiceState, namespace: str, body: QueryRequest) -> tuple[Evidence, tuple[int, ...]]:
-    """The cached result of the same question, or a fresh retrieval (then cached)."""
-    spaces, cache = state.spaces(), state.cache
+def cached_or_retrieved(
+    state: ServiceState, principal: Principal, body: QueryRequest
+) -> tuple[Evidence, tuple[int, ...]]:
+    """The cached result of the same question asked by a caller who may read the same documents,
+    or a fresh retrieval (then cached)."""
+    spaces, cache, namespace = state.spaces(), state.cache, principal.namespace
+    cached_for = cache_key(principal)
     started = time.perf_counter()
     # taken before retrieval, so an ingest that lands meanwhile leaves the entry stale; with the
     # cache off there is nothing to compare, and no manifests are read
@@ -124,23 +127,29 @@ def cached_or_retrieved(state: ServiceState, namespace: str, body: QueryRequest)
     asked = spaces.asked(namespace, body.question, body.history)  # a follow-up's rewrite: a model call
     question = normalise(asked.searched_for)
     wanted = "answer" if body.generate else "evidence"
-    cached = cache.get((namespace, question, wanted), stamp) or (
-        cache.get((namespace, question, "evidence"), stamp) if body.generate else None
+    cached = cache.get((*cached_for, question, wanted), stamp) or (
+        cache.get((*cached_for, question, "evidence"), stamp) if body.generate else None
     )
     lookup_ms = round((time.perf_counter() - started) * 1000, 3)
     if cached is not None:
         asked_now = {"question": asked.question, "conversation": conversation_step(asked)}
         return cached.model_copy(update={"timings_ms": {"cache_hit": lookup_ms}, **asked_now}), stamp
-    result = spaces.retrieve(namespace, asked)
+    result = spaces.retrieve(namespace, asked, principal.readers)
     result.timings_ms["cache_miss"] = lookup_ms
-    cache.put((namespace, question, "evidence"), stamp, result)
+    cache.put((*cached_for, question, "evidence"), stamp, result)
     return result, stamp
 
 
-def remember_answer(state: ServiceState, namespace: str, answer: Answer, stamp: tuple[int, ...]) -> None:
+def cache_key(principal: Principal) -> tuple[str, tuple[str, ...] | None]:
+    """Whose results an entry is: the namespace and the groups read as, so a result is served only
+    to callers who may read exactly the same documents."""
+    return principal.namespace, principal.readers
+
+
+def remember_answer(state: ServiceState, principal: Principal, answer: Answer, stamp: tuple[int, ...]) -> None:
     """A complete, checked answer is reused for the same question until the index changes."""
     if answer.complete and answer.error is None and (answer.answer is not None or answer.abstained):
-        state.cache.put((namespace, normalise(answer.searched), "answer"), stamp, answer)
+        state.cache.put((*cache_key(principal), normalise(answer.searched), "answer"), stamp, answer)
 
 
 @queries.post("/feedback", status_code=201)
