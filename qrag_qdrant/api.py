@@ -96,17 +96,22 @@ class QuorumRAG:
         exclude: Collection[str] = (),
         ingested_by: str | None = None,
         readers: Sequence[str] | None = None,
+        metadata: str | Path | None = None,
     ) -> IngestReport:
         """``exclude``: sources (paths relative to ``path``) to leave out of the index, e.g. an eval's
         held-out documents; an earlier run's points of them are removed. ``ingested_by``: who
         ingests (a service key's id, "cli"), listed with each document. ``readers``: the groups
         that may read every document of this run (``store/access.py``); None: a document keeps
-        the readers it had, a new one is read by everyone in the namespace."""
+        the readers it had (or the ones ``metadata`` names), a new one is read by everyone in the
+        namespace. ``metadata``: a JSON Lines sidecar of the documents' title, publisher, author,
+        date, URL and readers (``ingest/metadata.py``)."""
         from .ingest.ingestor import Ingestor
+        from .ingest.metadata import read_sidecar
 
         checked = None if readers is None else checked_groups(readers)
+        known = read_sidecar(Path(metadata)) if metadata is not None else None
         try:
-            return Ingestor(self.settings, self.store, self.embedder, ingested_by, checked).run(
+            return Ingestor(self.settings, self.store, self.embedder, ingested_by, checked, known).run(
                 Path(path), prune=prune, rebuild=rebuild, progress=progress, exclude=exclude
             )
         finally:

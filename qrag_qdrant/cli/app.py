@@ -163,6 +163,14 @@ def ingest(
         ),
     ] = False,
     readers: ReadersOption = None,
+    metadata: Annotated[
+        Path | None,
+        typer.Option(
+            "--metadata",
+            help="JSON Lines of the documents' title, publisher (source), author, published_at, url and readers, "
+            'one object per document naming it by "doc" (its path under PATH)',
+        ),
+    ] = None,
     config: ConfigOption = None,
     store: StoreOption = None,
     namespace: NamespaceOption = None,
@@ -173,7 +181,13 @@ def ingest(
     with open_rag(config, store, namespace) as rag:
         with ingest_progress() as progress:
             report = rag.ingest(
-                path, prune=prune, rebuild=rebuild, progress=progress, ingested_by="cli", readers=groups
+                path,
+                prune=prune,
+                rebuild=rebuild,
+                progress=progress,
+                ingested_by="cli",
+                readers=groups,
+                metadata=metadata,
             )
     if as_json:
         print_json(dataclasses.asdict(report))

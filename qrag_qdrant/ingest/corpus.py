@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from ..errors import CorpusError
+from ..errors import CorpusError, RequestError
 from .loaders import LOADERS, Loader, LoaderError, loader_for
 from .locations import HEADING_SEPARATOR, Mark
+from .metadata import DocumentMetadata, normalized
 
 BLOCK_BYTES = 1 << 20
 #: documents whose text is larger than this spool to a temporary file instead of memory
@@ -44,6 +45,8 @@ class Document:
     content_hash: str
     marks: tuple[Mark, ...] = ()
     spool: IO[str] | None = field(default=None, repr=False)
+    #: what the file says of itself (its loader's ``metadata``); None for a document not extracted
+    metadata: DocumentMetadata | None = None
 
     def blocks(self) -> Iterator[str]:
         assert self.spool is not None, "the document was closed"
@@ -139,7 +142,19 @@ def extract(source: str, path: Path, loader: Loader, digest: str) -> Document:
     except BaseException:
         spool.close()
         raise
-    return Document(source, path, digest, tuple(marks), spool)
+    return Document(source, path, digest, tuple(marks), spool, own_metadata(loader, path))
+
+
+def own_metadata(loader: Loader, path: Path) -> DocumentMetadata | None:
+    """What the file says of itself, if its loader reads any; a field it cannot use makes the
+    file unusable, with the field named, so nothing wrong is stored quietly."""
+    read = getattr(loader, "metadata", None)
+    if read is None:
+        return None
+    try:
+        return normalized(read(path))
+    except (ValueError, RequestError) as exc:
+        raise LoaderError(f"metadata: {exc}") from None
 
 
 def visible(root: Path, folder: str, name: str) -> bool:

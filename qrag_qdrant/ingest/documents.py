@@ -27,7 +27,7 @@ from ..errors import DocumentNotFound, RequestError
 from ..store import Store, Where
 from ..store.access import ALL, Access, checked_groups
 from ..store.base import TERM_STATS
-from ..store.points import READERS
+from ..store.points import METADATA_FIELDS, READERS
 
 #: the most documents one page lists
 MAX_PAGE = 1000
@@ -49,6 +49,11 @@ class DocumentInfo(BaseModel):
     readers: list[str] = Field(
         default_factory=list, description="the groups that may read it; none: everyone in the namespace"
     )
+    title: str | None = Field(None, description="its title, from the metadata sidecar (ingest --metadata)")
+    publisher: str | None = Field(None, description="who published it (the sidecar's source or publisher)")
+    author: str | None = None
+    published: str | None = Field(None, description="when it was published, ISO 8601 in UTC")
+    url: str | None = None
 
 
 class DocumentPage(BaseModel):
@@ -127,6 +132,7 @@ class Documents:
         found: dict[str, DocumentDetail] = {}
         for name, versions in current.items():
             fields = ["source", "doc_hash", "chunk_index", "start", "end", "version", "ingested_by", READERS]
+            fields += METADATA_FIELDS
             for p in self.store.scroll_payloads(name, fields, Where.of_sources(sources)):
                 if versions.get(p["source"]) != p["doc_hash"]:
                     continue  # an older or unfinished version
@@ -141,6 +147,7 @@ class Documents:
                         ingested_by=p.get("ingested_by"),
                         readers=sorted(p.get(READERS) or ()),
                         locations={},
+                        **{name: p.get(name) for name in METADATA_FIELDS},
                     ),
                 )
                 doc.size = max(doc.size, p["end"])

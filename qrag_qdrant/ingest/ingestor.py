@@ -37,9 +37,10 @@ from ..store.base import CALIBRATED_GATE, TERM_STATS
 from ..store.points import Sparse, point_id
 from .chunking import Chunk, iter_chunks
 from .corpus import Document, SkippedFile, open_corpus
+from .labels import DocumentLabels
 from .locations import marks_covering
+from .metadata import DocumentMetadata
 from .progress import IngestProgress, NoProgress
-from .readers import IngestReaders
 from .writer import Chunked, CollectionWriter
 
 #: Chunks gathered per collection before they are embedded together and handed to the writer.
@@ -79,13 +80,16 @@ class Ingestor:
         embedder: Callable[[], DenseEmbedder],
         ingested_by: str | None = None,
         readers: Sequence[str] | None = None,
+        metadata: dict[str, DocumentMetadata] | None = None,
     ):
         """``ingested_by``: who runs it (a service key's id, "cli"), kept with every point written.
         ``readers``: the groups that may read every document of the run, unchanged ones included
         (``store/access.py``); None: each document keeps the readers its stored version has, a new
-        one has none (everyone in the namespace may read it)."""
+        one has none (everyone in the namespace may read it). ``metadata``: source -> what the
+        metadata sidecar says of it (``metadata.py``), readers included."""
         self.settings = settings
-        self.readers = IngestReaders(None if readers is None else tuple(sorted(set(readers))))
+        given = None if readers is None else tuple(sorted(set(readers)))
+        self.labels = DocumentLabels(given, metadata or {})
         self.store = store
         self._embedder_factory = embedder
         self._embedder: DenseEmbedder | None = None
@@ -113,7 +117,7 @@ class Ingestor:
         report = IngestReport(root=str(path), rebuilt=rebuild)
         progress.files_found(len(corpus.files))
         stored = {spec.name: self._stored_hashes(spec, rebuild) for spec in self.settings.collections}
-        self.readers.read_stored(self.store, self.settings)
+        self.labels.read_stored(self.store, self.settings)
         documents = corpus.documents(
             needs_text=lambda source, digest: any(h.get(source) != {digest} for h in stored.values()),
             on_read=progress.file_read,
@@ -245,10 +249,10 @@ class Ingestor:
         exclude: Collection[str],
         rebuild: bool,
     ) -> None:
-        """After the run's documents are written: new readers of unchanged documents, the pruned
+        """After the run's documents are written: new labels of unchanged documents, the pruned
         and excluded sources' points gone, the collection's bulk write finished and stamped, and
         its term counts saved."""
-        if self._set_readers(writer, sources):
+        if self._relabel(writer, sources):
             self._writing(writer)
         if (prune or exclude) and not rebuild:
             indexed = self.store.sources(writer.target)
@@ -267,12 +271,11 @@ class Ingestor:
         report.chunks[writer.spec.name] = self.store.count(writer.target)
         self._save_term_stats(writer, report.chunks[writer.spec.name], stamp)
 
-    def _set_readers(self, writer: CollectionWriter, sources: dict[str, str]) -> bool:
-        """Unchanged documents given other readers than they have get them in place (``sources``:
-        source -> content hash in this run). Whether any point changed."""
-        given = self.readers.given
-        changed = self.readers.changed(writer.stored_hashes, sources)
-        return given is not None and sum(self.store.set_readers(writer.target, s, given) for s in changed) > 0
+    def _relabel(self, writer: CollectionWriter, sources: dict[str, str]) -> bool:
+        """Unchanged documents given other readers or metadata than they have get them in place
+        (``sources``: source -> content hash in this run). Whether any point changed."""
+        changed = self.labels.changed(writer.stored_hashes, sources)
+        return sum(self.store.set_document_payload(writer.target, s, self.labels.payload(s)) for s in changed) > 0
 
     def _stored_hashes(self, spec: CollectionSpec, rebuild: bool) -> dict[str, set[str]]:
         """The documents the collection holds already, read before anything is created."""
@@ -389,6 +392,7 @@ class Ingestor:
                 version=self.version,
                 marks=tuple(marks_covering(document.marks, chunk.start, chunk.end)) if document.marks else (),
                 ingested_by=self.ingested_by,
-                readers=self.readers.of(document.source),
+                readers=self.labels.readers(document.source, document.metadata),
+                **self.labels.metadata(document.source, document.metadata),
             ),
         )

@@ -29,7 +29,7 @@ from ..config.settings import CollectionSpec
 from ..embedding import BM25_SOURCES, Bm25Embedder, Bm25Settings
 from ..embedding.term_stats import TermStats, count_terms
 from ..errors import ModelMismatchError
-from .points import READERS, ChunkPoint, Hit, Sparse, VectorQuery, Where
+from .points import METADATA_FIELDS, READERS, ChunkPoint, Hit, Sparse, VectorQuery, Where
 
 #: Qdrant's default k for its RRF fusion; the qdrant-hybrid baseline uses Qdrant as a peer would.
 QDRANT_RRF_K = 2
@@ -273,15 +273,20 @@ class Store(ABC):
             hashes.setdefault(p["source"], set()).add(p["doc_hash"])
         return hashes
 
-    def document_readers(self, name: str, sources: Iterable[str] | None = None) -> dict[str, tuple[str, ...]]:
-        """source -> the readers its stored versions name, for the sources (of ``sources``; None:
-        of all) that name any."""
+    def document_labels(self, name: str, sources: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        """source -> the readers and metadata its stored versions' first chunks carry (of the
+        sources in ``sources``; None: of all), for the sources that carry any."""
         where = Where(sources=None if sources is None else tuple(sorted(set(sources))), first_chunks=True)
-        readers: dict[str, tuple[str, ...]] = {}
-        for p in self.scroll_payloads(name, ["source", READERS], where):
-            if p.get(READERS):
-                readers[p["source"]] = tuple(sorted(p[READERS]))
-        return readers
+        labels: dict[str, dict[str, Any]] = {}
+        for p in self.scroll_payloads(name, ["source", READERS, *METADATA_FIELDS], where):
+            if found := {field: value for field, value in p.items() if field != "source" and value}:
+                labels[p["source"]] = found
+        return labels
+
+    def document_readers(self, name: str, sources: Iterable[str] | None = None) -> dict[str, tuple[str, ...]]:
+        """source -> the readers its stored versions name, for the sources that name any."""
+        labels = self.document_labels(name, sources)
+        return {source: tuple(sorted(found[READERS])) for source, found in labels.items() if found.get(READERS)}
 
     def reader_groups(self, name: str) -> frozenset[str]:
         """Every group any point of ``name`` names among its readers."""
@@ -365,10 +370,15 @@ class Store(ABC):
     def set_readers(self, name: str, source: str, readers: Sequence[str]) -> int:
         """Every point of ``source`` (every version) in ``name`` now names ``readers`` (none:
         everyone); no vector is written again. How many points changed."""
+        return self.set_document_payload(name, source, {READERS: list(readers)})
+
+    def set_document_payload(self, name: str, source: str, payload: dict[str, Any]) -> int:
+        """``payload``'s fields written into every point of ``source`` (every version) in ``name``,
+        no vector again. How many points changed."""
         where = Where.of_sources([source])
         points = sum(1 for _ in self.scroll_payloads(name, ["source"], where))
         if points:
-            self.set_payload(name, where, {READERS: list(readers)})
+            self.set_payload(name, where, payload)
         return points
 
     @abstractmethod

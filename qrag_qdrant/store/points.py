@@ -49,6 +49,13 @@ class ChunkPayload:
     ingested_by: str | None = None
     #: the groups that may read the document (``access.py``); none: everyone in the namespace
     readers: tuple[str, ...] = ()
+    #: what is known of the document beyond its text (``ingest/metadata.py``); absent: not known
+    title: str | None = None
+    publisher: str | None = None
+    author: str | None = None
+    #: ISO 8601 in UTC
+    published: str | None = None
+    url: str | None = None
 
     @classmethod
     def of(cls, payload: dict[str, Any]) -> ChunkPayload:
@@ -58,16 +65,23 @@ class ChunkPayload:
         return cls(**fields)
 
     def as_dict(self) -> dict[str, Any]:
-        optional = ("marks", "ingested_by", "readers")
-        stored = {name: getattr(self, name) for name in PAYLOAD_FIELDS if name not in optional}
-        by = {"ingested_by": self.ingested_by} if self.ingested_by is not None else {}
-        readers = {READERS: list(self.readers)} if self.readers else {}
-        return stored | by | readers | ({"marks": [list(mark) for mark in self.marks]} if self.marks else {})
+        """The stored payload: an optional field only when it has a value."""
+        stored = {name: getattr(self, name) for name in PAYLOAD_FIELDS if name not in OPTIONAL_FIELDS}
+        known = {name: value for name in OPTIONAL_FIELDS if (value := getattr(self, name))}
+        if self.readers:
+            known[READERS] = list(self.readers)
+        if self.marks:
+            known["marks"] = [list(mark) for mark in self.marks]
+        return stored | known
 
 
 PAYLOAD_FIELDS = tuple(field.name for field in dataclasses.fields(ChunkPayload))
 #: the payload field of a document's readers, indexed as a keyword in every collection
 READERS = "readers"
+#: the document's metadata fields (``ingest/metadata.py``), stored when known
+METADATA_FIELDS = ("title", "publisher", "author", "published", "url")
+#: the fields a payload holds only when they have a value
+OPTIONAL_FIELDS = ("marks", "ingested_by", READERS, *METADATA_FIELDS)
 
 
 @dataclass(frozen=True)

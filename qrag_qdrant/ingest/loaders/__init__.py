@@ -1,10 +1,11 @@
 """Document loaders behind one small interface, found by file suffix or by sniffing the bytes.
 
 A loader turns one file into text blocks in reading order, each with where it came from (a
-PDF page, an HTML or Word heading path). The built-ins (text, pdf, html, docx) register
-exactly as a plug-in does: an entry point in the group ``qrag_qdrant.loaders`` naming a
-class with ``suffixes``, ``sniff`` and ``blocks`` (see pyproject.toml), through
-``plugins.Registry``. In-process code may also call ``register_loader``.
+PDF page, an HTML or Word heading path), and may say what the file holds of its title, author,
+date and publisher (an optional ``metadata`` method: ``ingest/metadata.py`` reads its fields).
+The built-ins (text, pdf, html, docx) register exactly as a plug-in does: an entry point in the
+group ``qrag_qdrant.loaders`` naming a class with ``suffixes``, ``sniff`` and ``blocks`` (see
+pyproject.toml), through ``plugins.Registry``. In-process code may also call ``register_loader``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ class LoaderError(Exception):
 
 
 class Loader(Protocol):
+    """Optionally also ``metadata(path) -> dict``: what the file says of itself, by the metadata
+    sidecar's field names (``title``, ``publisher``, ``author``, ``published_at``, ``url``,
+    ``readers``), {} when nothing."""
+
     #: lower-case suffixes this loader reads, e.g. (".pdf",)
     suffixes: tuple[str, ...]
 

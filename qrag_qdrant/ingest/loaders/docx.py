@@ -1,11 +1,13 @@
 """Word (.docx) through python-docx. Paragraphs styled "Heading N" or "Title" make the heading
-path; a zip that would inflate far beyond its size (a zip bomb) is refused before parsing."""
+path; a zip that would inflate far beyond its size (a zip bomb) is refused before parsing. The
+metadata is the core properties' title, author and creation time."""
 
 from __future__ import annotations
 
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from . import LoaderError, TextBlock, require
 
@@ -40,6 +42,16 @@ class DocxLoader:
 
     def sniff(self, head: bytes) -> bool:
         return head.startswith(b"PK\x03\x04") and b"word/" in head
+
+    def metadata(self, path: Path) -> dict[str, Any]:
+        docx = require("docx", "docx")
+        check_zip(path)
+        try:
+            properties = docx.Document(str(path)).core_properties
+            fields = {"title": properties.title, "author": properties.author, "published_at": properties.created}
+        except Exception:  # a damaged file: ``blocks`` says why it cannot be used
+            return {}
+        return {name: value for name, value in fields.items() if value}
 
     def blocks(self, path: Path) -> Iterator[TextBlock]:
         docx = require("docx", "docx")

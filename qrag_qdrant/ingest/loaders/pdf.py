@@ -1,11 +1,13 @@
 """PDF through pypdf: pure Python, well kept, and reads objects lazily from an open file. Its
 cache of parsed objects is dropped after each page, so a large PDF is extracted page by page
-in bounded memory. Each block is one page, so chunks know their pages."""
+in bounded memory. Each block is one page, so chunks know their pages. The metadata is the
+document information's title, author and creation date."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from . import LoaderError, TextBlock, require
 
@@ -15,6 +17,17 @@ class PdfLoader:
 
     def sniff(self, head: bytes) -> bool:
         return head.lstrip()[:5] == b"%PDF-"
+
+    def metadata(self, path: Path) -> dict[str, Any]:
+        pypdf = require("pypdf", "pdf")
+        try:
+            info = pypdf.PdfReader(str(path)).metadata
+            if info is None:
+                return {}
+            fields = {"title": info.title, "author": info.author, "published_at": info.creation_date}
+        except Exception:  # damaged or encrypted: ``blocks`` says why the file cannot be used
+            return {}
+        return {name: value for name, value in fields.items() if value}
 
     def blocks(self, path: Path) -> Iterator[TextBlock]:
         pypdf = require("pypdf", "pdf")
