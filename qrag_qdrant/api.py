@@ -18,8 +18,10 @@ from .generation.scheduler import GenerationScheduler
 from .results import Answer, Evidence
 from .retrieval import Coordinator
 from .retrieval.conversation import Asked, Turn
+from .retrieval.search import Scope
 from .store import Store, open_store
 from .store.access import Access, checked_groups
+from .store.filters import DocumentFilter
 
 if TYPE_CHECKING:  # ingest's modules load when an ingest runs: a query starts sooner
     from .ingest.documents import Documents
@@ -133,15 +135,19 @@ class QuorumRAG:
         question: str | Asked,
         history: Iterable[Turn | Mapping[str, Any]] = (),
         readers: Iterable[str] | None = None,
+        where: DocumentFilter | Mapping[str, Any] | None = None,
     ) -> Evidence:
         """The quorum evidence for ``question``; after ``history`` (the conversation's earlier
         turns, oldest first, as ``Turn`` or ``{"role", "content"}``) a follow-up is searched as
         the stand-alone question ``asked`` makes of it (``retrieval.conversation``). ``readers``:
         the groups the caller reads as: only the documents they may read are searched (None:
-        every document; ``[]``: the documents everyone in the namespace may read)."""
+        every document; ``[]``: the documents everyone in the namespace may read). ``where``: only
+        documents its filter passes (``DocumentFilter``: ``{"publisher": "TechCrunch", "after":
+        "2023-10-01"}``); one no document passes raises NoDocumentPasses."""
+        scope = Scope(Access.of(readers), DocumentFilter.of(dict(where) if isinstance(where, Mapping) else where))
         if history:
             question = self.asked(question if isinstance(question, str) else question.question, history)
-        return self.coordinator.retrieve(question, Access.of(readers))
+        return self.coordinator.retrieve(question, scope)
 
     def asked(self, question: str, history: Iterable[Turn | Mapping[str, Any]] = ()) -> Asked:
         """What a question is searched as after ``history``: itself, or its stand-alone rewrite
@@ -174,6 +180,7 @@ class QuorumRAG:
         on_queued: Callable[[int], None] | None = None,
         history: Iterable[Turn | Mapping[str, Any]] = (),
         readers: Iterable[str] | None = None,
+        where: DocumentFilter | Mapping[str, Any] | None = None,
     ) -> Answer:
         """Generate from the quorum evidence, then check the answer's citations and claims;
         abstain without calling the model when the evidence is missing or too weak.
@@ -181,13 +188,13 @@ class QuorumRAG:
         A generation failure does not raise: the evidence is returned with ``error`` set, and
         ``complete`` is false when the stream broke after part of the answer arrived. With a
         scheduler, ``on_queued`` is told the answer's place while it waits for the model, and a
-        full queue raises ``QueueFull``. ``history`` and ``readers``: as for ``retrieve``; the
+        full queue raises ``QueueFull``. ``history``, ``readers`` and ``where``: as for ``retrieve``; the
         answer is written to the stand-alone question. ``evidence`` given, it is answered as it is:
         the caller retrieved it as the reader it is.
         """
         scheduler, namespace = self._scheduler, self.settings.namespace
         turn = (lambda left: scheduler.turn(namespace, left, on_queued)) if scheduler is not None else None
-        evidence = evidence or self.retrieve(question, history, readers)
+        evidence = evidence or self.retrieve(question, history, readers, where)
         answer = answer_from(evidence, self.generator, self.settings, on_token, cancelled, turn)
         if self._on_answer is not None:
             self._on_answer(answer)

@@ -37,10 +37,28 @@ INSTRUCTIONS = (
 )
 
 
+SEARCH_EVIDENCE = (
+    "Find the passages of the team's documents that several independent retrievers agree answer the "
+    "question, best first, with each passage's source, location and citation number, each cluster's support "
+    "(how many retrievers found it) and the evidence gate's confidence. No answer is written. If abstained "
+    "is true, the documents hold no reliable evidence (abstain_reason says why). In a conversation, pass the "
+    "earlier turns as history: a follow-up is searched as the stand-alone question searched_for shows. filter "
+    "narrows the documents searched by publisher, author, publication date (after, before) or path prefix."
+)
+ASK = (
+    "Answer the question from the team's documents with a short answer and [n] citations of the agreed "
+    "passages, or abstain. abstained true means no reliable answer is in the documents (abstain_reason: "
+    "no_quorum, low_confidence, model_declined or unsupported_answer): report that rather than guessing. In a "
+    "conversation, pass the earlier turns as history; filter narrows the documents as for search_evidence."
+)
+
+
 class Namespace(Protocol):
     """What the tools need of one team's namespace: the CLI's ``QuorumRAG`` or the service's."""
 
-    def retrieve(self, question: str, history: "Iterable[Any]" = ()) -> "Evidence": ...
+    def retrieve(
+        self, question: str, history: "Iterable[Any]" = (), where: "dict[str, Any] | None" = None
+    ) -> "Evidence": ...
 
     def answer(self, evidence: "Evidence", cancelled: "threading.Event | None" = None) -> "Answer": ...
 
@@ -54,6 +72,20 @@ class Turn(TypedDict):
 
     role: Literal["user", "assistant"]
     content: str
+
+
+class Filter(TypedDict, total=False):
+    """Only the documents that pass: each field narrows."""
+
+    #: a name, or a list of names any of which passes
+    publisher: str | list[str]
+    author: str | list[str]
+    #: ISO 8601: published at or after
+    after: str
+    #: ISO 8601: published before
+    before: str
+    #: a path prefix of the documents' sources
+    path: str
 
 
 #: the namespace a tool call runs in, from its context (stdio: the configured one; HTTP: the key's)
@@ -76,43 +108,41 @@ def build_server(resolve: Resolver) -> "MCPServer":
         except QragError as exc:
             raise ToolError(str(exc)) from None
 
-    @server.tool(
-        description=(
-            "Find the passages of the team's documents that several independent retrievers agree answer the "
-            "question, best first, with each passage's source, location and citation number, each cluster's support "
-            "(how many retrievers found it) and the evidence gate's confidence. No answer is written. If abstained "
-            "is true, the documents hold no reliable evidence (abstain_reason says why). In a conversation, pass the "
-            "earlier turns as history: a follow-up is searched as the stand-alone question searched_for shows."
-        )
-    )
+    @server.tool(description=SEARCH_EVIDENCE)
     async def search_evidence(
-        question: str, ctx: Context, clusters: int | None = None, history: list[Turn] | None = None
+        question: str,
+        ctx: Context,
+        clusters: int | None = None,
+        history: list[Turn] | None = None,
+        filter: Filter | None = None,
     ) -> dict[str, Any]:
         import anyio
 
         with told(ctx) as namespace:
-            found = await anyio.to_thread.run_sync(lambda: namespace.retrieve(question, history or ()))
+            found = await anyio.to_thread.run_sync(
+                lambda: namespace.retrieve(question, history or (), dict(filter) if filter else None)
+            )
             shown = found.model_dump(mode="json")
         if clusters is not None:
             shown["clusters"] = shown["clusters"][: max(clusters, 1)]
         return shown
 
-    @server.tool(
-        description=(
-            "Answer the question from the team's documents with a short answer and [n] citations of the agreed "
-            "passages, or abstain. abstained true means no reliable answer is in the documents (abstain_reason: "
-            "no_quorum, low_confidence, model_declined or unsupported_answer): report that rather than guessing. In a "
-            "conversation, pass the earlier turns as history."
-        )
-    )
-    async def ask(question: str, ctx: Context, history: list[Turn] | None = None) -> dict[str, Any]:
+    @server.tool(description=ASK)
+    async def ask(
+        question: str,
+        ctx: Context,
+        history: list[Turn] | None = None,
+        filter: Filter | None = None,
+    ) -> dict[str, Any]:
         import anyio
 
         cancelled = threading.Event()  # set when the call is cancelled (its client left): the model stops
         with told(ctx) as namespace:
             try:
                 answer = await anyio.to_thread.run_sync(
-                    lambda: namespace.answer(namespace.retrieve(question, history or ()), cancelled),
+                    lambda: namespace.answer(
+                        namespace.retrieve(question, history or (), dict(filter) if filter else None), cancelled
+                    ),
                     abandon_on_cancel=True,
                 )
             except anyio.get_cancelled_exc_class():
@@ -143,8 +173,10 @@ class LocalNamespace:
         """``readers``: the groups the tools read as (``--as-groups``); None: every document."""
         self.rag, self.readers = rag, readers
 
-    def retrieve(self, question: str, history: "Iterable[Any]" = ()) -> "Evidence":
-        return self.rag.retrieve(question, history, self.readers)
+    def retrieve(
+        self, question: str, history: "Iterable[Any]" = (), where: "dict[str, Any] | None" = None
+    ) -> "Evidence":
+        return self.rag.retrieve(question, history, self.readers, where)
 
     def answer(self, evidence: "Evidence", cancelled: "threading.Event | None" = None) -> "Answer":
         return self.rag.answer(evidence.question, evidence=evidence, cancelled=cancelled)

@@ -37,13 +37,17 @@ from .keys import key_app
 from .logs import LogFormat, configure_logging, uvicorn_log_config
 from .operator import audit, usage
 from .options import (
+    AfterOption,
     AsGroupsOption,
+    BeforeOption,
     ConfigOption,
     JsonOption,
     NamespaceOption,
     ReadersOption,
     StoreOption,
+    WhereOption,
     as_groups,
+    document_filter,
     open_rag,
 )
 from .render import (
@@ -201,15 +205,18 @@ def query(
     question: Annotated[str, typer.Argument(help="the question")],
     no_generate: Annotated[bool, typer.Option("--no-generate", help="show the evidence only")] = False,
     groups: AsGroupsOption = None,
+    where: WhereOption = None,
+    after: AfterOption = None,
+    before: BeforeOption = None,
     config: ConfigOption = None,
     store: StoreOption = None,
     namespace: NamespaceOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Answer from the evidence the retrievers agree on, or abstain."""
-    readers = as_groups(groups)
+    readers, documents = as_groups(groups), document_filter(where, after, before)
     with open_rag(config, store, namespace) as rag:
-        evidence = rag.retrieve(question, readers=readers)
+        evidence = rag.retrieve(question, readers=readers, where=documents)
         if no_generate:
             result = Answer.from_evidence(evidence)
         elif as_json or evidence.abstained:

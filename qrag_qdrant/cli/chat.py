@@ -18,7 +18,19 @@ from ..api import QuorumRAG
 from ..errors import QuestionError
 from ..results import Answer
 from ..retrieval.conversation import Turn
-from .options import AsGroupsOption, ConfigOption, NamespaceOption, StoreOption, as_groups, open_rag
+from ..store.filters import DocumentFilter
+from .options import (
+    AfterOption,
+    AsGroupsOption,
+    BeforeOption,
+    ConfigOption,
+    NamespaceOption,
+    StoreOption,
+    WhereOption,
+    as_groups,
+    document_filter,
+    open_rag,
+)
 from .render import AnswerStream, friendly_errors, out, print_answer_checks, print_evidence
 
 PROMPT = "you> "
@@ -28,8 +40,14 @@ HELP = "/new starts a new conversation, /evidence shows the last answer's eviden
 class Chat:
     """One terminal conversation: its turns, and the last answer for ``/evidence``."""
 
-    def __init__(self, rag: QuorumRAG, generate: bool, readers: tuple[str, ...] | None = None):
-        self.rag, self.generate, self.readers = rag, generate, readers
+    def __init__(
+        self,
+        rag: QuorumRAG,
+        generate: bool,
+        readers: tuple[str, ...] | None = None,
+        documents: DocumentFilter | None = None,
+    ):
+        self.rag, self.generate, self.readers, self.documents = rag, generate, readers, documents
         self.turns: list[Turn] = []
         self.last: Answer | None = None
 
@@ -53,7 +71,7 @@ class Chat:
     def ask(self, question: str) -> None:
         """Searches and answers ``question`` after the conversation so far, then adds both turns."""
         try:
-            evidence = self.rag.retrieve(question, self.turns, self.readers)
+            evidence = self.rag.retrieve(question, self.turns, self.readers, self.documents)
         except QuestionError as exc:
             out.print(f"error: {exc}", markup=False, style="red")
             return
@@ -90,16 +108,19 @@ class Chat:
 def chat(
     no_generate: Annotated[bool, typer.Option("--no-generate", help="show the evidence only")] = False,
     groups: AsGroupsOption = None,
+    where: WhereOption = None,
+    after: AfterOption = None,
+    before: BeforeOption = None,
     config: ConfigOption = None,
     store: StoreOption = None,
     namespace: NamespaceOption = None,
 ) -> None:
     """Hold a conversation: follow-up questions are searched with the earlier turns."""
-    readers = as_groups(groups)
+    readers, documents = as_groups(groups), document_filter(where, after, before)
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401 (input() edits lines and recalls earlier ones once it is loaded)
     with open_rag(config, store, namespace) as rag:
-        session = Chat(rag, generate=not no_generate, readers=readers)
+        session = Chat(rag, generate=not no_generate, readers=readers, documents=documents)
         out.print(f"Chatting with namespace {rag.settings.namespace!r}. {HELP}", markup=False)
         while True:
             try:

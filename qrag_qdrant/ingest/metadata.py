@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, fields
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import CorpusError, RequestError
 from ..store.access import checked_groups
+from ..store.filters import utc_time
 
 #: the longest value of a text field kept
 MAX_FIELD_CHARS = 1000
@@ -107,10 +108,7 @@ def normalized(raw: dict[str, Any]) -> DocumentMetadata:
 
 
 def published_time(text: str) -> str:
-    """An ISO 8601 date or time as UTC (a date is its midnight; a time without zone is UTC)."""
     try:
-        when = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise ValueError(f"published_at: {text[:40]!r} is not an ISO 8601 date or time") from None
-    when = when if when.tzinfo else when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        return utc_time(text)
+    except ValueError as exc:
+        raise ValueError(f"published_at: {exc}") from None

@@ -20,6 +20,7 @@ from ..results import Evidence, EvidenceCluster, QueryExpansion, timed
 from ..store import Store, Where
 from ..store.access import ALL, Access
 from ..store.base import CALIBRATED_GATE
+from ..store.filters import NoDocumentPasses
 from .context import adaptive_plan, build_context
 from .conversation import Asked, Conversation
 from .expansion import Expander, ExpansionPlan, no_completer
@@ -28,7 +29,7 @@ from .gate import GateInput, GateModel, decide, quorum_features
 from .question import checked_question
 from .ranking import ScoredCluster, fused_and_ranked
 from .readings import as_asked
-from .search import QueryVectors, Searcher
+from .search import EVERYTHING, QueryVectors, Scope, Searcher
 
 log = logging.getLogger(__name__)
 
@@ -167,12 +168,13 @@ class Coordinator:
         )
         return features, self.gate.confidence("quorum", features) or 0.0
 
-    def retrieve(self, question: str | Asked, access: Access = ALL) -> Evidence:
+    def retrieve(self, question: str | Asked, scope: Scope = EVERYTHING) -> Evidence:
         """The question's evidence: ``question`` as typed, or what ``conversation.asked`` made of
         a follow-up (the stand-alone question is searched). Its expansions, if any are configured,
         are written by the model while the question itself is embedded and searched; their lists
         join the fusion, but the gate reads the question's own lists, which its features describe.
-        ``access``: the documents the caller may read; every search carries it as a filter."""
+        ``scope``: the documents the caller may read, narrowed by its filter; every search carries
+        it. A filter no document the caller may read passes raises NoDocumentPasses."""
         options = self.settings.retrieval
         timings: dict[str, float] = {}
         asked = question if isinstance(question, Asked) else None
@@ -180,9 +182,11 @@ class Coordinator:
         if asked is not None and asked.seconds:
             timings["conversation"] = round(asked.seconds * 1000, 3)
         checked = checked_question(text, options.max_question_chars)
+        if scope.documents is not None:
+            self.require_passing(scope)
         pending = self.expander.start(checked) if self.expander else None
         try:
-            vectors, lists = self.searcher.embed_and_search(text, timings=timings, access=access)
+            vectors, lists = self.searcher.embed_and_search(text, timings=timings, scope=scope)
         except BaseException:
             if pending is not None:  # nothing will read what the model writes
                 pending.cancelled.set()
@@ -193,12 +197,20 @@ class Coordinator:
             with timed(timings, "expansion_wait"):
                 texts, expansions = pending.collect()
             with timed(timings, "expansion_search"):
-                expanded = self.searcher.search_expansions(texts, access=access)
-        evidence = self.evidence_from(vectors, lists, options, expanded, expansions, timings, access=access)
+                expanded = self.searcher.search_expansions(texts, scope=scope)
+        evidence = self.evidence_from(vectors, lists, options, expanded, expansions, timings, access=scope.access)
         if asked is not None:
-            evidence = self.as_asked(evidence, asked, timings, access)
+            evidence = self.as_asked(evidence, asked, timings, scope)
         log.info("retrieve: %d clusters, %s; ms: %s", len(evidence.clusters), evidence.abstain_reason, timings)
         return evidence
+
+    def require_passing(self, scope: Scope) -> None:
+        """NoDocumentPasses, naming the filter, when no document the caller may read passes it:
+        the caller learns that, not an empty evidence."""
+        assert scope.documents is not None
+        where = self.searcher.where(self.finest, scope)
+        if (where is not None and where.sources == ()) or not self.store.count(self.finest, where):
+            raise NoDocumentPasses(f"no document passes the filter ({scope.documents.describe()})")
 
     def word_similarity(self, first: str, second: str) -> float:
         """The cosine of two words' (or short phrases') question vectors."""
@@ -206,17 +218,19 @@ class Coordinator:
         a, b = embedder.query_embed(first), embedder.query_embed(second)
         return float(np.dot(a, b) / ((np.linalg.norm(a) * np.linalg.norm(b)) or 1.0))
 
-    def as_asked(self, evidence: Evidence, asked: Asked, timings: dict[str, float], access: Access = ALL) -> Evidence:
+    def as_asked(
+        self, evidence: Evidence, asked: Asked, timings: dict[str, float], scope: Scope = EVERYTHING
+    ) -> Evidence:
         """A follow-up's evidence as the user asked it (``readings.as_asked``), the user's typed
         words weighing most in its key terms."""
 
         def search(text: str) -> Evidence:
-            found = self.searcher.embed_and_search(text, access=access)
-            return self.evidence_from(*found, self.settings.retrieval, access=access)
+            found = self.searcher.embed_and_search(text, scope=scope)
+            return self.evidence_from(*found, self.settings.retrieval, access=scope.access)
 
         evidence = as_asked(evidence, asked, search, self.word_similarity, self.settings.retrieval.readings, timings)
         if evidence.key_terms and evidence.searched != asked.question:
-            stats = self.counts_for(access)[1]
+            stats = self.counts_for(scope.access)[1]
             evidence.key_terms = key_term_weights(evidence.searched, stats, typed=asked.question)
             evidence.unseen_terms = unseen_words(evidence.searched, stats)
         return evidence

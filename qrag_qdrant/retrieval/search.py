@@ -16,6 +16,7 @@ from ..embedding import Bm25Embedder, DenseEmbedder
 from ..results import timed
 from ..store import Hit, Store, VectorQuery, Where, open_collections
 from ..store.access import ALL, Access
+from ..store.filters import DocumentFilter
 from ..store.points import Sparse
 from .expansion import ExpandedText
 from .fusion import QUESTION, RankedList
@@ -30,6 +31,17 @@ class QueryVectors:
     question: str
     dense: list[float]
     sparse: dict[str, Sparse]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a caller's searches may find: the documents it may read, narrowed by its filter."""
+
+    access: Access = ALL
+    documents: DocumentFilter | None = None
+
+
+EVERYTHING = Scope()
 
 
 class Searcher:
@@ -86,25 +98,25 @@ class Searcher:
         question: str,
         top_k: int | None = None,
         timings: dict[str, float] | None = None,
-        access: Access = ALL,
+        scope: Scope = EVERYTHING,
     ) -> tuple[QueryVectors, list[RankedList]]:
         """Every retriever's ranked list for the question, embedded here. The BM25 searches need
         only the question's words, so they run on a worker thread while this one computes the
         dense vector (the ONNX run lets go of the GIL), and only the dense searches wait for it.
         On 2 idle cores a retrieve took 0.9-1.3 ms less (p50, about 9%), and up to 0.9 ms more with
         the other core busy (docs/benchmarks.md). ``timings``: ``embed`` (the dense vector) and
-        ``search`` (what follows until every list is in); ``access``: the documents the hits may come from."""
+        ``search`` (what follows until every list is in); ``scope``: the documents the hits may come from."""
         timings = {} if timings is None else timings
         question = checked_question(question, self.settings.retrieval.max_question_chars)
         sparse = self._sparse(question)
         lexical = self._lexical.submit(
-            self._search, [(QUESTION, QueryVectors(question, [], sparse), self._lexical_names)], top_k, access
+            self._search, [(QUESTION, QueryVectors(question, [], sparse), self._lexical_names)], top_k, scope
         )
         try:
             with timed(timings, "embed"):
                 vectors = QueryVectors(question, self._embedder_factory().query_embed(question).tolist(), sparse)
             with timed(timings, "search"):
-                lists = self._search([(QUESTION, vectors, self._dense_names)], top_k, access) + lexical.result()
+                lists = self._search([(QUESTION, vectors, self._dense_names)], top_k, scope) + lexical.result()
         except BaseException:
             wait([lexical])  # nothing searches on after the question failed
             raise
@@ -125,18 +137,13 @@ class Searcher:
         return known[1]
 
     def queries(
-        self, vectors: QueryVectors, spec: CollectionSpec, top_k: int | None = None, access: Access = ALL
+        self, vectors: QueryVectors, spec: CollectionSpec, top_k: int | None = None, scope: Scope = EVERYTHING
     ) -> list[VectorQuery]:
         """One search per retriever of a collection; dense hits under ``min_similarity`` are dropped.
-        Each carries the caller's filter: only documents ``access`` may read are searched, unless it
-        may read every one (``named_groups``)."""
+        Each carries the caller's filter (``where``)."""
         options = self.settings.retrieval
         limit = top_k or options.top_k
-        named = None if access.groups is None else self.named_groups(spec.name)
-        if named is not None and access.groups is not None and named <= access.groups:
-            access = ALL  # nothing it may not read
-        narrowed = options.exclude_sources or not access.reads_all
-        where = Where(not_sources=tuple(options.exclude_sources), readers=access.groups) if narrowed else None
+        where = self.where(spec.name, scope)
         return [
             VectorQuery(r.vector, vectors.dense, limit, options.min_similarity or None, options.hnsw_ef, where=where)
             if r.kind == "dense"
@@ -144,8 +151,26 @@ class Searcher:
             for r in spec.retrievers
         ]
 
+    def where(self, name: str, scope: Scope) -> Where | None:
+        """The points a caller's searches of collection ``name`` read: not the excluded sources
+        (``retrieval.exclude_sources``), only documents it may read unless it may read every one
+        (``named_groups``), and those its filter passes (a path prefix as the sources under it)."""
+        options, access, documents = self.settings.retrieval, scope.access, scope.documents
+        named = None if access.groups is None else self.named_groups(name)
+        if named is not None and access.groups is not None and named <= access.groups:
+            access = ALL  # nothing it may not read
+        if not (options.exclude_sources or not access.reads_all or documents is not None):
+            return None
+        sources = self.store.sources_under(name, documents.path) if documents and documents.path else None
+        return Where(
+            sources=sources,
+            not_sources=tuple(options.exclude_sources),
+            readers=access.groups,
+            documents=documents,
+        )
+
     def search_expansions(
-        self, texts: Sequence[ExpandedText], top_k: int | None = None, access: Access = ALL
+        self, texts: Sequence[ExpandedText], top_k: int | None = None, scope: Scope = EVERYTHING
     ) -> list[RankedList]:
         """The ranked lists of the question's expansions, each searched by the retrievers that
         asked for it, all of a collection's in one round trip."""
@@ -166,14 +191,14 @@ class Searcher:
                 for text in texts
             ],
             top_k,
-            access,
+            scope,
         )
 
     def _search(
         self,
         queries: Sequence[tuple[str, QueryVectors, Collection[str] | None]],
         top_k: int | None,
-        access: Access = ALL,
+        scope: Scope = EVERYTHING,
     ) -> list[RankedList]:
         """``queries``: (label, vectors, the retrievers that search them; None: all). On a server the
         collections are searched concurrently; in-process (Edge) one after another: on 2 cores
@@ -183,14 +208,14 @@ class Searcher:
             planned = [
                 (label, retriever, request)
                 for label, vectors, wanted in queries
-                for retriever, request in zip(spec.retrievers, self.queries(vectors, spec, top_k, access))
+                for retriever, request in zip(spec.retrievers, self.queries(vectors, spec, top_k, scope))
                 if wanted is None or retriever.name in wanted
             ]
             if planned:
                 searches.append((spec, planned))
         specs, plans = [spec for spec, _ in searches], [planned for _, planned in searches]
         mapper = self._pool.map if self.store.concurrent_queries else map
-        results = list(mapper(self._search_collection, specs, plans, [access] * len(specs)))
+        results = list(mapper(self._search_collection, specs, plans, [scope.access] * len(specs)))
         return [
             RankedList(retriever.name, spec.name, hits, label)
             for (spec, planned), per_query in zip(searches, results)

@@ -28,12 +28,14 @@ from ..errors import (
     StoreInUseError,
     redacted,
 )
+from ..store.filters import NoDocumentPasses
 
 log = logging.getLogger(__name__)
 
 #: the CLI's error classes as HTTP statuses and stable codes, most specific first
 ERROR_CODES: tuple[tuple[type[QragError], int, str], ...] = (
     (QuestionError, 400, "bad_question"),
+    (NoDocumentPasses, 404, "no_document_passes_filter"),
     (RequestError, 400, "bad_request"),
     (DocumentNotFound, 404, "unknown_document"),
     (CorpusError, 400, "bad_corpus"),

@@ -21,6 +21,7 @@ from ..ingest.ingestor import IngestReport
 from ..ingest.progress import IngestProgress
 from ..results import Answer, Evidence
 from ..retrieval.conversation import Asked
+from ..store.filters import DocumentFilter
 
 
 class Namespaces:
@@ -76,12 +77,18 @@ class Namespaces:
         call, made outside the namespace's retrieval lock."""
         return self.rag(namespace).asked(question, history)
 
-    def retrieve(self, namespace: str, question: str | Asked, readers: Iterable[str] | None = None) -> Evidence:
-        """``readers``: the groups the caller reads as (``QuorumRAG.retrieve``)."""
+    def retrieve(
+        self,
+        namespace: str,
+        question: str | Asked,
+        readers: Iterable[str] | None = None,
+        where: DocumentFilter | None = None,
+    ) -> Evidence:
+        """``readers``: the groups the caller reads as; ``where``: its filter (``QuorumRAG.retrieve``)."""
         started = time.perf_counter()
         rag, lock = self._open(namespace)
         with lock:
-            evidence = rag.retrieve(question, readers=readers)
+            evidence = rag.retrieve(question, readers=readers, where=where)
         if self.on_retrieved is not None:
             self.on_retrieved(time.perf_counter() - started)
         return evidence
@@ -160,10 +167,10 @@ class ServiceNamespace:
             except HTTPException as refused:  # over a quota: the agent reads the reason
                 raise QragError(str(refused.detail)) from None
 
-    def retrieve(self, question: str, history: Iterable[Any] = ()) -> Evidence:
+    def retrieve(self, question: str, history: Iterable[Any] = (), where: dict[str, Any] | None = None) -> Evidence:
         self._charge({"queries": 1})
         asked = self.spaces.asked(self.namespace, question, history)
-        return self.spaces.retrieve(self.namespace, asked, self.readers)
+        return self.spaces.retrieve(self.namespace, asked, self.readers, DocumentFilter.of(where))
 
     def answer(self, evidence: Evidence, cancelled: threading.Event | None = None) -> Answer:
         if not evidence.abstained:

@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..store.filters import DocumentFilter
+
 
 class HistoryTurn(BaseModel):
     """One earlier message of the conversation; an assistant turn is what the client says was
@@ -30,6 +32,12 @@ class QueryRequest(BaseModel):
     )
     generate: bool = Field(True, description="answer with the generation backend; false: the evidence only")
     stream: bool = Field(False, description="Server-Sent Events: evidence, then answer tokens, then done")
+    filter: DocumentFilter | None = Field(
+        None,
+        strict=False,
+        description="only documents that pass: publisher, author (each a name or a list), after, before (ISO 8601), "
+        "path (a prefix); none passing is a 404 no_document_passes_filter",
+    )
 
 
 class IngestPathRequest(BaseModel):

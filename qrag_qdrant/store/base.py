@@ -22,69 +22,16 @@ from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 from typing import Any
 
-from pydantic import BaseModel
-
 from ..config.names import VERSIONED, collection_pattern, namespace_of, versioned_name
-from ..config.settings import CollectionSpec
-from ..embedding import BM25_SOURCES, Bm25Embedder, Bm25Settings
 from ..embedding.term_stats import TermStats, count_terms
 from ..errors import ModelMismatchError
+from .manifest import CollectionManifest
 from .points import METADATA_FIELDS, READERS, ChunkPoint, Hit, Sparse, VectorQuery, Where
 
 #: Qdrant's default k for its RRF fusion; the qdrant-hybrid baseline uses Qdrant as a peer would.
 QDRANT_RRF_K = 2
 
 __all__ = ["CollectionManifest", "Store"]
-
-
-class CollectionManifest(BaseModel):
-    """What a collection was built with; a query or ingest with anything else is refused."""
-
-    format: int = 1
-    namespace: str
-    size: int
-    overlap: int
-    model: str
-    dim: int
-    bm25: dict[str, Any]
-    #: who computes the BM25 vectors, a name in ``embedding.BM25_SOURCES``; fixed at creation
-    bm25_source: str = "client"
-    #: how the dense vectors were pooled (``EmbeddingSettings.pooled_as``); fixed at creation, checked by
-    #: ingest only: a question is embedded the same way for all
-    pooling: str = "chunk"
-    #: stamped by every ingest that writes, when it starts and when it ends, so a result cache
-    #: can tell that the index changed (not part of what must match)
-    indexed: int = 0
-
-    @classmethod
-    def expected(
-        cls, namespace: str, spec: CollectionSpec, model: str, dim: int, bm25_source: str = "client"
-    ) -> CollectionManifest:
-        """What a collection for ``spec`` must hold; BM25's avg_len is the chunk length."""
-        bm25 = Bm25Settings(avg_len=float(spec.size))
-        return cls(
-            namespace=namespace,
-            size=spec.size,
-            overlap=spec.overlap,
-            model=model,
-            dim=dim,
-            bm25=bm25.as_dict(),
-            bm25_source=bm25_source,
-        )
-
-    @property
-    def bm25_settings(self) -> Bm25Settings:
-        return Bm25Settings(**self.bm25)
-
-    def bm25_embedder(self) -> Bm25Embedder:
-        """The BM25 this collection was built with, for its ingest and its queries alike."""
-        return BM25_SOURCES.get(self.bm25_source)(self.bm25_settings)
-
-    def mismatch(self, other: CollectionManifest) -> str | None:
-        for field in ("model", "dim", "bm25", "size", "overlap"):
-            if getattr(self, field) != getattr(other, field):
-                return f"{field} {getattr(self, field)!r} (asked for {getattr(other, field)!r})"
-        return None
 
 
 #: What a collection keeps beside its points: its term counts (``term_stats.py``) and its
@@ -354,6 +301,12 @@ class Store(ABC):
 
         if where.readers is not None:
             must.append(readable(where.readers))
+        if (documents := where.documents) is not None:
+            for key, values in (("publisher", documents.publisher), ("author", documents.author)):
+                if values:
+                    must.append(m.FieldCondition(key=key, match=m.MatchAny(any=list(values))))
+            if documents.after or documents.before:
+                must.append(self.datetime_range("published", documents.after, documents.before))
         must_not = [any_source(where.not_sources)] if where.not_sources else []
         if where.unreadable_by is not None:
             must_not.append(readable(where.unreadable_by))
@@ -366,6 +319,15 @@ class Store(ABC):
     def is_empty(self, key: str) -> Any:
         """The condition "``key`` is missing, null or an empty list", as ``self.models`` spells it."""
         return self.models.IsEmptyCondition(key=key)
+
+    def datetime_range(self, key: str, after: str | None, before: str | None) -> Any:
+        """The condition "``key`` is a time at or after ``after`` and before ``before``"."""
+        m = self.models
+        return m.FieldCondition(key=key, range=m.RangeDateTime(gte=after, lt=before))
+
+    def sources_under(self, name: str, prefix: str) -> tuple[str, ...]:
+        """The sources of the documents whose path starts with ``prefix``."""
+        return tuple(sorted(source for source in self.current_versions(name, None) if source.startswith(prefix)))
 
     def set_readers(self, name: str, source: str, readers: Sequence[str]) -> int:
         """Every point of ``source`` (every version) in ``name`` now names ``readers`` (none:

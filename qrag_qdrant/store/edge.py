@@ -31,7 +31,7 @@ from ..embedding import Bm25Document, SparseVec
 from ..errors import StoreError, StoreInUseError
 from .base import ATTACHMENTS, QDRANT_RRF_K, CollectionManifest, Store
 from .files import held_by, read_ahead, write_atomically
-from .points import READERS, ChunkPoint, Hit, Sparse, VectorQuery, Where
+from .points import PAYLOAD_INDEXES, READERS, ChunkPoint, Hit, Sparse, VectorQuery, Where
 
 MANIFEST = "manifest.json"
 SHARD = "shard"
@@ -147,9 +147,8 @@ class EdgeStore(Store):
         )
         shard = edge.EdgeShard.create(str(folder / SHARD), config)
         self._written.add(name)
-        shard.update(edge.UpdateOperation.create_field_index("source", edge.PayloadSchemaType.Keyword))
-        shard.update(edge.UpdateOperation.create_field_index("chunk_index", edge.PayloadSchemaType.Integer))
-        shard.update(edge.UpdateOperation.create_field_index(READERS, edge.PayloadSchemaType.Keyword))
+        for key, kind in PAYLOAD_INDEXES.items():
+            shard.update(edge.UpdateOperation.create_field_index(key, getattr(edge.PayloadSchemaType, kind.title())))
         self._shards[name] = shard
         write_atomically(folder / MANIFEST, manifest.model_dump_json(indent=2))
 

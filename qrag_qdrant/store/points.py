@@ -19,6 +19,7 @@ import numpy as np
 
 from ..config.settings import DENSE_VECTOR, SPARSE_VECTOR
 from ..embedding import Bm25Document, SparseVec
+from .filters import DocumentFilter
 
 #: A BM25 vector, or the text the server turns into one.
 Sparse = SparseVec | Bm25Document
@@ -80,6 +81,15 @@ PAYLOAD_FIELDS = tuple(field.name for field in dataclasses.fields(ChunkPayload))
 READERS = "readers"
 #: the document's metadata fields (``ingest/metadata.py``), stored when known
 METADATA_FIELDS = ("title", "publisher", "author", "published", "url")
+#: the payload fields every collection indexes, and how: what searches and scrolls filter on
+PAYLOAD_INDEXES = {
+    "source": "keyword",
+    "chunk_index": "integer",
+    READERS: "keyword",
+    "publisher": "keyword",
+    "author": "keyword",
+    "published": "datetime",
+}
 #: the fields a payload holds only when they have a value
 OPTIONAL_FIELDS = ("marks", "ingested_by", READERS, *METADATA_FIELDS)
 
@@ -123,6 +133,8 @@ class Where:
     readers: frozenset[str] | None = None
     #: only points of documents these groups may NOT read (what a caller's counts leave out)
     unreadable_by: frozenset[str] | None = None
+    #: only points of documents that pass the caller's filter (its ``path`` given as ``sources``)
+    documents: DocumentFilter | None = None
 
     @classmethod
     def of_sources(cls, sources: Iterable[str], readers: frozenset[str] | None = None) -> Where:

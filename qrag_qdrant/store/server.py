@@ -22,7 +22,7 @@ from ..config.settings import DENSE_VECTOR, SPARSE_VECTOR, Settings
 from ..embedding import Bm25Document, SparseVec
 from ..errors import ConfigError, StoreError
 from .base import QDRANT_RRF_K, CollectionManifest, Store
-from .points import READERS, ChunkPoint, Hit, Sparse, VectorQuery, Where
+from .points import PAYLOAD_INDEXES, READERS, ChunkPoint, Hit, Sparse, VectorQuery, Where
 
 SCROLL_PAGE = 1000
 #: collection metadata keys of attachments (``Store.attach``) begin so, beside the manifest's
@@ -150,9 +150,8 @@ class ServerStore(Store):
             write_consistency_factor=layout.write_consistency_factor,
             metadata=manifest.model_dump(),
         )
-        self.client.create_payload_index(name, "source", models.PayloadSchemaType.KEYWORD, wait=True)
-        self.client.create_payload_index(name, "chunk_index", models.PayloadSchemaType.INTEGER, wait=True)
-        self.client.create_payload_index(name, READERS, models.PayloadSchemaType.KEYWORD, wait=True)
+        for key, kind in PAYLOAD_INDEXES.items():
+            self.client.create_payload_index(name, key, getattr(models.PayloadSchemaType, kind.upper()), wait=True)
 
     def _require(self, since: tuple[int, int, int], lacking: str, instead: str) -> None:
         """A feature a new collection needs, checked against the server's version before creating it."""
@@ -353,6 +352,9 @@ class ServerStore(Store):
 
     def is_empty(self, key: str) -> Any:
         return models.IsEmptyCondition(is_empty=models.PayloadField(key=key))
+
+    def datetime_range(self, key: str, after: str | None, before: str | None) -> Any:
+        return models.FieldCondition(key=key, range=models.DatetimeRange(gte=after, lt=before))
 
     def close(self) -> None:
         self.client.close()

@@ -29,6 +29,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ...api import QuorumRAG
 from ...results import Answer, Evidence
+from ...store.filters import DocumentFilter
 from ..errors import ServiceError
 from ..schemas import HistoryTurn, QueryRequest
 from ..state import QueryCaller, State
@@ -75,6 +76,10 @@ class ChatRequest(BaseModel):
     n: StrictInt | None = Field(None, description="1 only")
     tools: list[Any] | None = Field(None, description="not supported")
     functions: list[Any] | None = Field(None, description="not supported")
+    filter: DocumentFilter | None = Field(
+        None,
+        description="an extra field: only documents that pass (as /v1/query's filter; extra_body in the openai SDK)",
+    )
 
     def question(self) -> str:
         if self.model not in MODELS:
@@ -134,12 +139,14 @@ def models(principal: QueryCaller) -> dict[str, Any]:
 async def chat_completions(
     body: ChatRequest, request: Request, state: State, principal: QueryCaller
 ) -> JSONResponse | EventSourceResponse:
-    query = QueryRequest(question=body.question(), history=body.history(), generate=body.model == ANSWER_MODEL)
+    query = QueryRequest(
+        question=body.question(), history=body.history(), generate=body.model == ANSWER_MODEL, filter=body.filter
+    )
     namespace, completion = principal.namespace, f"chatcmpl-{uuid.uuid4().hex}"
     result, stamp = await evidence_for(state, request, principal, query)
     rag = state.spaces().rag(namespace)
     remember = state.noting_answer(
-        request, principal, functools.partial(remember_answer, state, principal, stamp=stamp)
+        request, principal, functools.partial(remember_answer, state, principal, stamp=stamp, documents=query.filter)
     )
     generate, result = answer_allowed(state, request, principal, query.generate, result)
     if body.stream:

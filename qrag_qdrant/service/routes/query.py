@@ -20,6 +20,7 @@ from ...api import CollectionInfo
 from ...generation.scheduler import QueueFull
 from ...results import Answer, Evidence
 from ...retrieval.conversation import conversation_step
+from ...store.filters import DocumentFilter
 from ..audit import answer_fields
 from ..auth.keys import Principal
 from ..cache import normalise
@@ -49,7 +50,7 @@ async def query(
     query_id = uuid.uuid4().hex
     state.recent.add(query_id, AskedQuery.of(namespace, result))
     remember = state.noting_answer(
-        request, principal, functools.partial(remember_answer, state, principal, stamp=stamp)
+        request, principal, functools.partial(remember_answer, state, principal, stamp=stamp, documents=body.filter)
     )
     rag = spaces.rag(namespace)
     generate, result = answer_allowed(state, request, principal, body.generate, result)
@@ -119,7 +120,7 @@ def cached_or_retrieved(
     """The cached result of the same question asked by a caller who may read the same documents,
     or a fresh retrieval (then cached)."""
     spaces, cache, namespace = state.spaces(), state.cache, principal.namespace
-    cached_for = cache_key(principal)
+    cached_for = (*cache_key(principal), body.filter)
     started = time.perf_counter()
     # taken before retrieval, so an ingest that lands meanwhile leaves the entry stale; with the
     # cache off there is nothing to compare, and no manifests are read
@@ -134,7 +135,7 @@ def cached_or_retrieved(
     if cached is not None:
         asked_now = {"question": asked.question, "conversation": conversation_step(asked)}
         return cached.model_copy(update={"timings_ms": {"cache_hit": lookup_ms}, **asked_now}), stamp
-    result = spaces.retrieve(namespace, asked, principal.readers)
+    result = spaces.retrieve(namespace, asked, principal.readers, body.filter)
     result.timings_ms["cache_miss"] = lookup_ms
     cache.put((*cached_for, question, "evidence"), stamp, result)
     return result, stamp
@@ -146,10 +147,16 @@ def cache_key(principal: Principal) -> tuple[str, tuple[str, ...] | None]:
     return principal.namespace, principal.readers
 
 
-def remember_answer(state: ServiceState, principal: Principal, answer: Answer, stamp: tuple[int, ...]) -> None:
-    """A complete, checked answer is reused for the same question until the index changes."""
+def remember_answer(
+    state: ServiceState,
+    principal: Principal,
+    answer: Answer,
+    stamp: tuple[int, ...],
+    documents: DocumentFilter | None = None,
+) -> None:
+    """A complete, checked answer is reused for the same question (and filter) until the index changes."""
     if answer.complete and answer.error is None and (answer.answer is not None or answer.abstained):
-        state.cache.put((*cache_key(principal), normalise(answer.searched), "answer"), stamp, answer)
+        state.cache.put((*cache_key(principal), documents, normalise(answer.searched), "answer"), stamp, answer)
 
 
 @queries.post("/feedback", status_code=201)
