@@ -29,7 +29,7 @@ from qrag_qdrant.eval.metrics import (
     support_profile,
     token_f1,
 )
-from qrag_qdrant.results import Answer, Claim
+from qrag_qdrant.results import Answer, Claim, Passage
 
 
 def test_squad_normalisation():
@@ -458,3 +458,29 @@ def test_paired_comparison_counts_the_questions_only_one_system_answers():
     assert recall["p_value"] == pytest.approx(2 / 2**8)  # exact McNemar: 8 of 8 discordant one way
     assert paired["mrr"]["wins"] == 8 and paired["mrr"]["p_value"] < 0.05  # Wilcoxon on 1/rank
     assert paired_comparison(questions, first, first, "qa")["answer_recall"]["p_value"] is None
+
+
+def test_gold_documents_in_the_context_per_kind_of_question():
+    """MultiHop-RAG's layout: each question names its gold documents and its kind."""
+
+    def passages(*sources: str) -> list[Passage]:
+        return [Passage(citation=n, source=s, start=0, end=1, text="x") for n, s in enumerate(sources, 1)]
+
+    questions = [
+        EvalQuestion("1", "q", ("Yes",), relevant_docs=("a", "b"), question_kind="comparison_query"),
+        EvalQuestion("2", "q", ("Trump",), relevant_docs=("c", "d", "e", "f"), question_kind="inference_query"),
+        EvalQuestion("3", "q", (), unanswerable=True, question_kind="null_query"),
+    ]
+    answers = [
+        SystemAnswer(units=[["x"]], docs=["a", "z", "b"], passages=passages("a", "b")),
+        SystemAnswer(units=[["x"]], docs=["z", "y", "x", "w", "c", "d"], passages=passages("c", "z")),
+        SystemAnswer(units=[]),
+    ]
+    found = qa_metrics(questions, answers)["evidence_docs"]
+    assert found["all"]["coverage"] == pytest.approx((1.0 + 0.25) / 2)
+    assert found["all"]["all_evidence"] == 0.5
+    assert found["all"]["doc_recall@4"] == pytest.approx((1.0 + 0.0) / 2)
+    assert found["all"]["doc_recall@10"] == pytest.approx((1.0 + 0.5) / 2)
+    assert found["comparison_query"]["all_evidence"] == 1.0 and found["inference_query"]["all_evidence"] == 0.0
+    assert found["null_query"]["coverage"] is None and found["null_query"]["abstain_rate"]["unanswerable"] == 1.0
+    assert "evidence_docs" not in qa_metrics(questions[2:], answers[2:])  # no question names gold documents

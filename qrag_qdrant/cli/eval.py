@@ -184,7 +184,7 @@ def evaluate(
     namespace = namespace or dataset.namespace
     with open_rag(config, store, namespace) as rag:
         with ingest_progress() as progress:
-            rag.ingest(dataset.corpus, progress=progress, exclude=dataset.held_out)
+            rag.ingest(dataset.corpus, progress=progress, exclude=dataset.held_out, metadata=dataset.metadata)
         evaluation = Evaluation(rag, dataset, systems.split(",") if systems else None, top_k, expansions_cache, chunks)
         with progress_bar() as bar:
             task = bar.add_task("questions", total=len(dataset.questions))
@@ -204,9 +204,19 @@ def evaluate(
 
 def show_result(result: Any, json_out: Path | None, rows_out: Path | None, report: Path | None) -> None:
     """The tables on the terminal, and the files asked for."""
-    from ..eval.report import answers_table, decline_table, expansions_table, sweep_table, systems_table, write_report
+    from ..eval.report import (
+        answers_table,
+        decline_table,
+        evidence_docs_table,
+        expansions_table,
+        sweep_table,
+        systems_table,
+        write_report,
+    )
 
     print_table(systems_table(result))
+    if (documents := evidence_docs_table(result)) is not None:
+        print_table(documents)
     if (expanded := expansions_table(result)) is not None:
         print_table(expanded)
     if result.generation:

@@ -41,6 +41,8 @@ class EvalQuestion:
     doc: str | None = None
     #: nothing in the index can answer it: its document was held out, or it is from another data set
     out_of_corpus: bool = False
+    #: the data set's own kind of question (MultiHop-RAG's ``comparison_query``, ...), if it names one
+    question_kind: str | None = None
 
     @property
     def answerable(self) -> bool:
@@ -71,6 +73,12 @@ class Dataset:
     @property
     def corpus(self) -> Path:
         return self.root / "corpus"
+
+    @property
+    def metadata(self) -> Path | None:
+        """The corpus's metadata sidecar (``corpus-metadata.jsonl``: titles, publishers, dates), if it has one."""
+        path = self.root / "corpus-metadata.jsonl"
+        return path if path.is_file() else None
 
     @property
     def namespace(self) -> str:
@@ -171,6 +179,8 @@ def _question(path: Path, number: int, line: str, kind: str) -> EvalQuestion:
                 bool(row.get("unanswerable", False)),
                 doc=row.get("doc"),
                 out_of_corpus=bool(row.get("out_of_corpus", False)),
+                relevant_docs=tuple(row.get("relevant_docs", ())),
+                question_kind=row.get("kind"),
             )
         return EvalQuestion(str(row.get("id", number)), row["question"], relevant_docs=tuple(row["relevant_docs"]))
     except (json.JSONDecodeError, KeyError, TypeError) as exc:

@@ -138,14 +138,43 @@ def common_metrics(questions: Sequence[EvalQuestion], answers: Sequence[SystemAn
 
 def qa_metrics(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer]) -> dict[str, Any]:
     """Recall and MRR are over every answerable question, gate or not (the evidence's quality);
-    ``answered_recall`` is over those the system did not abstain on."""
+    ``answered_recall`` is over those the system did not abstain on. A set whose questions name
+    their gold documents (MultiHop-RAG) also gets ``evidence_docs``."""
     answerable = [(q, a) for q, a in zip(questions, answers) if q.answerable]
     ranks = [first_answer_rank(a, q.answers) for q, a in answerable]
+    documents = {"evidence_docs": evidence_docs(questions, answers)} if any(q.relevant_docs for q in questions) else {}
     return {
         "answer_recall": mean_of([r is not None for r in ranks]),
         "answered_recall": mean_of([r is not None for r, (_, a) in zip(ranks, answerable) if not a.abstained]),
         "mrr": mean_of([1.0 / r if r else 0.0 for r in ranks]),
         **common_metrics(questions, answers, "qa"),
+        **documents,
+    }
+
+
+def evidence_docs(questions: Sequence[EvalQuestion], answers: Sequence[SystemAnswer]) -> dict[str, Any]:
+    """Whether a question's gold documents reach the context, for questions that need several:
+    ``coverage`` (the share of its gold documents the context holds), ``all_evidence`` (the share
+    of questions with every one of them in it), ``doc_recall@4`` and ``@10`` of the system's
+    document ranking, over the answerable questions that name gold documents, gate or not; and the
+    abstention rates. For all questions (``all``) and per the data set's kind of question."""
+
+    def summary(pairs: list[tuple[EvalQuestion, SystemAnswer]]) -> dict[str, Any]:
+        gold = [(set(q.relevant_docs), a) for q, a in pairs if q.answerable and q.relevant_docs]
+        shown = [(docs, {p.source for p in a.passages}, a.docs) for docs, a in gold]
+        return {
+            "questions": len(pairs),
+            "coverage": mean_of([len(docs & context) / len(docs) for docs, context, _ in shown]),
+            "all_evidence": mean_of([docs <= context for docs, context, _ in shown]),
+            "doc_recall@4": mean_of([len(docs & set(ranking[:4])) / len(docs) for docs, _, ranking in shown]),
+            "doc_recall@10": mean_of([len(docs & set(ranking[:10])) / len(docs) for docs, _, ranking in shown]),
+            "abstain_rate": abstain_rates([q for q, _ in pairs], [a for _, a in pairs]),
+        }
+
+    pairs = list(zip(questions, answers))
+    kinds = sorted({q.question_kind for q in questions if q.question_kind})
+    return {"all": summary(pairs)} | {
+        kind: summary([(q, a) for q, a in pairs if q.question_kind == kind]) for kind in kinds
     }
 
 

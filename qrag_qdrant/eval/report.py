@@ -50,6 +50,31 @@ def systems_table(result: EvalResult) -> Table:
     return table
 
 
+#: the columns of the documents-in-the-context table (``metrics.evidence_docs``)
+EVIDENCE_DOC_COLUMNS = ("coverage", "all_evidence", "doc_recall@4", "doc_recall@10", "abstain_rate")
+
+
+def evidence_doc_rows(result: EvalResult) -> list[list[str]]:
+    """system × question kind: how much of each question's gold documents reached the context."""
+    return [
+        [name, kind, str(row["questions"]), *(cell(m, row[m]) for m in EVIDENCE_DOC_COLUMNS)]
+        for name, metrics in result.systems.items()
+        for kind, row in metrics.get("evidence_docs", {}).items()
+    ]
+
+
+def evidence_docs_table(result: EvalResult) -> Table | None:
+    rows = evidence_doc_rows(result)
+    if not rows:
+        return None
+    table = Table(title="the questions' gold documents in the context, by kind")
+    for column in ("system", "kind", "questions", *EVIDENCE_DOC_COLUMNS[:-1], header("abstain_rate", result)):
+        table.add_column(column, justify="left" if column in ("system", "kind") else "right")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
 def expansions_table(result: EvalResult) -> Table | None:
     """Each expanded system against quorum on the same questions, and what its model calls cost."""
     expanded = {name: m for name, m in result.systems.items() if "vs_quorum" in m}
@@ -259,6 +284,17 @@ def write_report(result: EvalResult, folder: Path, command: str) -> Path:
         "",
         markdown_table(["system", *(header(m, result) for m in cols)], rows),
         "",
+        *(
+            [
+                markdown_table(
+                    ["system", "kind", "questions", *EVIDENCE_DOC_COLUMNS[:-1], header("abstain_rate", result)],
+                    doc_rows,
+                ),
+                "",
+            ]
+            if (doc_rows := evidence_doc_rows(result))
+            else []
+        ),
         "![recall against context words](recall_vs_context_words.png)",
         "",
         "## Abstention: risk against coverage",
