@@ -23,6 +23,9 @@ class Passage(BaseModel):
     text: str
     pages: list[int] | None = Field(None, description="[first, last] page of a PDF source")
     heading: str | None = Field(None, description='the heading path of an HTML or Word source, e.g. "Setup › Accounts"')
+    title: str | None = Field(None, description="the document's title, where its metadata holds one")
+    publisher: str | None = Field(None, description="who published the document, where its metadata says")
+    published: str | None = Field(None, description="when the document was published (ISO 8601, UTC), where known")
     #: (offset in ``text``, heading path) where the heading changes: which section a sentence is in
     heading_marks: list[tuple[int, str]] = Field(default_factory=list, exclude=True, repr=False)
 
@@ -34,6 +37,12 @@ class Passage(BaseModel):
             first, last = self.pages
             return f"{self.source} p. {first}" + (f"–{last}" if last != first else "")
         return f"{self.source} › {self.heading}" if self.heading else self.source
+
+    @property
+    def byline(self) -> str:
+        """What the model and a reader are told of the document beside its text: "TechCrunch,
+        2023-10-14" (empty when its metadata says neither)."""
+        return ", ".join(part for part in (self.publisher, (self.published or "")[:10]) if part)
 
     def location_at(self, offset: int) -> str:
         """Where the passage's text at ``offset`` is: the heading over that point, not the passage's."""

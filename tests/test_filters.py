@@ -172,3 +172,16 @@ def test_every_interface_takes_the_filter(news, tmp_path, embedder):
         evidence, refused = asyncio.run(session())
     assert found(evidence) and found(evidence) <= tech
     assert refused.is_error and "no document passes the filter" in refused.content[0].text
+
+
+def test_the_evidence_and_the_model_see_each_passages_publisher_and_date(news, embedder):
+    from qrag_qdrant.generation.prompt import fence
+
+    with QuorumRAG(load_settings(store=news), embedder=embedder) as rag:
+        evidence = rag.retrieve(QUESTION, where={"path": "tech/artemis-delay"})
+    passage = evidence.passages[0]
+    assert (passage.publisher, passage.published) == ("TechCrunch", "2023-12-05T00:00:00Z")
+    assert passage.byline == "TechCrunch, 2023-12-05"
+    assert 'source="tech/artemis-delay.txt" published="TechCrunch, 2023-12-05">' in fence(passage)
+    no_metadata = passage.model_copy(update={"publisher": None, "published": None})
+    assert "published=" not in fence(no_metadata)  # a document without metadata reads as before

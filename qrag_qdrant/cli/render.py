@@ -288,7 +288,10 @@ def print_evidence(evidence: Evidence, quorum: int) -> None:
             markup=False,
         )
         for passage in cluster.passages:
-            out.print(f"  [{passage.citation}] {passage.location} chars {passage.start}-{passage.end}", markup=False)
+            byline = f" ({passage.byline})" if passage.byline else ""
+            out.print(
+                f"  [{passage.citation}] {passage.location}{byline} chars {passage.start}-{passage.end}", markup=False
+            )
             out.print(f"      {' '.join(passage.text.split())}", markup=False, style="dim")
 
 

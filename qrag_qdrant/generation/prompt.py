@@ -151,8 +151,11 @@ def unescaped(tokens: Iterable[str]) -> Iterator[str]:
 
 
 def fence(passage: Passage) -> str:
+    """The passage as the model reads it; its document's publisher and date, where known, beside
+    its source (``published="TechCrunch, 2023-10-14"``), so a question that names them can be answered."""
+    byline = f' published="{quoted(passage.byline, attribute=True)}"' if passage.byline else ""
     return (
-        f'<passage id="{passage.citation}" source="{quoted(passage.location, attribute=True)}">\n'
+        f'<passage id="{passage.citation}" source="{quoted(passage.location, attribute=True)}"{byline}>\n'
         f"{quoted(passage.text)}\n</passage>"
     )
 

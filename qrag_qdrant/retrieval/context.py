@@ -183,9 +183,11 @@ def build_context(ranked: Sequence[ScoredCluster], limit: int, word_budget: int 
                 break
             spans = [agreement_window(spans, members, share)]
             remaining -= sum(len(span.text.split()) for span in spans)
+        about = {member.hit.payload.source: member.hit.payload for member in members}
         passages = []
         for span in spans:
             citation += 1
+            document = about[span.source]
             sent.setdefault(span.source, []).append((span.start, span.end))
             pages, heading = locate(span.marks, span.start, span.end)
             passages.append(
@@ -198,6 +200,9 @@ def build_context(ranked: Sequence[ScoredCluster], limit: int, word_budget: int 
                     pages=pages,
                     heading=heading,
                     heading_marks=headings_within(span.marks, span.start, span.end),
+                    title=document.title,
+                    publisher=document.publisher,
+                    published=document.published,
                 )
             )
         ranks = scored.cluster.best_ranks  # support and retrievers, computed once

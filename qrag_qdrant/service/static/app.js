@@ -55,7 +55,8 @@ function renderEvidence(evidence) {
       const block = element("div", "passage");
       block.id = `passage-${passage.citation}`;
       block.dataset.citation = passage.citation;
-      block.append(element("div", "source", `[${passage.citation}] ${passage.location}`),
+      const byline = [passage.publisher, (passage.published || "").slice(0, 10)].filter(Boolean).join(", ");
+      block.append(element("div", "source", `[${passage.citation}] ${passage.location}${byline ? ` (${byline})` : ""}`),
                    element("div", "text", passage.text));
       item.append(block);
     }
