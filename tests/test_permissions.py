@@ -36,9 +36,11 @@ CANARY = (
 )
 #: what the canary question asks about; its answer is only in the canary
 CANARY_QUESTION = "How much are staff engineers in the zorblax band paid each year?"
+#: the canary's title and publisher, from the metadata sidecar it is ingested with
+CANARY_TITLE, CANARY_PUBLISHER = "Confidential pay bands 2026", "Payroll Office"
 #: what must never reach a caller without ``hr``: the canary's own words (none is in the question),
-#: its source's name
-SECRETS = ("131,400", "152,900", "remuneration", "salary-bands", "human resources")
+#: its source's name, its title and publisher
+SECRETS = ("131,400", "152,900", "remuneration", "salary-bands", "human resources", CANARY_TITLE, CANARY_PUBLISHER)
 NAMESPACE = "acme"
 
 
@@ -57,9 +59,11 @@ def acme(tmp_path, embedder):
         (public / name).write_text(text)
     (private / CANARY_SOURCE).parent.mkdir(parents=True)
     (private / CANARY_SOURCE).write_text(CANARY)
+    sidecar = tmp_path / "private.jsonl"
+    sidecar.write_text(json.dumps({"doc": CANARY_SOURCE, "title": CANARY_TITLE, "source": CANARY_PUBLISHER}))
     with QuorumRAG(load_settings(store=store, namespace=NAMESPACE), embedder=embedder) as rag:
         rag.ingest(public)
-        report = rag.ingest(private, readers=["hr"])
+        report = rag.ingest(private, readers=["hr"], metadata=sidecar)
         assert report.documents == 1
     keys = KeyFile.load(tmp_path / "keys.toml")
     auth = {
