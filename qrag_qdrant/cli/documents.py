@@ -130,6 +130,11 @@ def set_readers(
         raise ConfigError("--set needs at least one group; --everyone lets everyone in the namespace read it")
     with open_rag(config, store, namespace) as rag:
         report = rag.documents().set_readers(source, groups)
+        from ..service.audit import append_now
+
+        append_now(
+            rag.settings.service, "readers", namespace=rag.settings.namespace, source=source, readers=list(groups)
+        )
     if as_json:
         print_json(report.model_dump(mode="json"))
         return

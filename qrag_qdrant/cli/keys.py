@@ -62,22 +62,11 @@ def key_add(
 
 def audited(settings: Settings, action: str, entry: KeyEntry) -> None:
     """A key change's line in the audit log (service.audit): who it is for, never the key."""
-    service = settings.service
-    if service.audit:
-        from ..service.audit import append_now
+    from ..service.audit import append_now
 
-        fields: dict[str, Any] = {"action": action, "key": entry.id, "name": entry.name, "namespace": entry.namespace}
-        fields |= {"groups": list(entry.groups)} if entry.groups else {}
-        append_now(
-            service.audit_log,
-            service.audit_max_bytes,
-            service.audit_backups,
-            "key",
-            **fields,
-            role=entry.role,
-            client="cli",
-            outcome="ok",
-        )
+    fields: dict[str, Any] = {"action": action, "key": entry.id, "name": entry.name, "namespace": entry.namespace}
+    fields |= {"groups": list(entry.groups)} if entry.groups else {}
+    append_now(settings.service, "key", **fields, role=entry.role)
 
 
 @key_app.command("list")

@@ -29,7 +29,10 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..config.service import ServiceSettings
 
 log = logging.getLogger(__name__)
 #: lines waiting to be written; past it a line is dropped (with a warning) rather than held in memory
@@ -229,11 +232,14 @@ def read_lines(path: Path, backups: int) -> Iterator[dict[str, Any]]:
 _write_lock = threading.Lock()
 
 
-def append_now(path: Path, max_bytes: int, backups: int, event: str, **fields: Any) -> None:
-    """One line written at once, by a command (``key add``) rather than the service."""
+def append_now(settings: ServiceSettings, event: str, **fields: Any) -> None:
+    """One line written at once by a command (``key add``, ``documents readers``) rather than the
+    service, when the service keeps an audit log (``service.audit``)."""
+    if not settings.audit:
+        return
     with _write_lock:
-        handler = audit_file(path, max_bytes, backups)
+        handler = audit_file(settings.audit_log, settings.audit_max_bytes, settings.audit_backups)
         try:
-            handler.handle(audit_record(event, fields))
+            handler.handle(audit_record(event, fields | {"client": "cli", "outcome": "ok"}))
         finally:
             handler.close()
