@@ -184,4 +184,4 @@ def test_the_evidence_and_the_model_see_each_passages_publisher_and_date(news, e
     assert passage.byline == "TechCrunch, 2023-12-05"
     assert 'source="tech/artemis-delay.txt" published="TechCrunch, 2023-12-05">' in fence(passage)
     no_metadata = passage.model_copy(update={"publisher": None, "published": None})
-    assert "published=" not in fence(no_metadata)  # a document without metadata reads as before
+    assert "published=" not in fence(no_metadata)  # a document without metadata: the source alone
