@@ -66,8 +66,5 @@ class DocumentLabels:
 
     def _differs(self, source: str) -> bool:
         stored = self.stored.get(source, {})
-        before = {READERS: tuple(sorted(stored.get(READERS) or ()))} | {
-            name: stored.get(name) for name in METADATA_FIELDS
-        }
-        now = {READERS: self.readers(source)} | dict.fromkeys(METADATA_FIELDS) | self.metadata(source)
-        return before != now
+        before = {READERS: sorted(stored.get(READERS) or ())} | {name: stored.get(name) for name in METADATA_FIELDS}
+        return before != self.payload(source)

@@ -272,6 +272,7 @@ class Coordinator:
             threshold,
         )
         policy = f"fixed: {options.context_clusters} clusters, {options.word_budget} words" if ranked else None
+        stats = self.counts_for(access)[1] if ranked else None
         if options.context == "adaptive" and ranked:
             with timed(timings, "adaptive_context"):
                 keep, policy = adaptive_plan(ranked, options.adaptive_margin, options.adaptive_clusters)
@@ -292,8 +293,8 @@ class Coordinator:
             expansions=list(expansions),
             timings_ms=timings,
             gate_features=features,
-            key_terms=key_term_weights(vectors.question, self.counts_for(access)[1]) if ranked else {},
-            unseen_terms=unseen_words(vectors.question, self.counts_for(access)[1]) if ranked else [],
+            key_terms=key_term_weights(vectors.question, stats) if stats is not None else {},
+            unseen_terms=unseen_words(vectors.question, stats) if stats is not None else [],
         )
 
     def close(self) -> None:

@@ -109,14 +109,16 @@ class Searcher:
         timings = {} if timings is None else timings
         question = checked_question(question, self.settings.retrieval.max_question_chars)
         sparse = self._sparse(question)
+        wheres = self.wheres(scope)  # once for both halves of the search
         lexical = self._lexical.submit(
-            self._search, [(QUESTION, QueryVectors(question, [], sparse), self._lexical_names)], top_k, scope
+            self._search, [(QUESTION, QueryVectors(question, [], sparse), self._lexical_names)], top_k, scope, wheres
         )
         try:
             with timed(timings, "embed"):
                 vectors = QueryVectors(question, self._embedder_factory().query_embed(question).tolist(), sparse)
             with timed(timings, "search"):
-                lists = self._search([(QUESTION, vectors, self._dense_names)], top_k, scope) + lexical.result()
+                dense = self._search([(QUESTION, vectors, self._dense_names)], top_k, scope, wheres)
+                lists = dense + lexical.result()
         except BaseException:
             wait([lexical])  # nothing searches on after the question failed
             raise
@@ -141,15 +143,23 @@ class Searcher:
     ) -> list[VectorQuery]:
         """One search per retriever of a collection; dense hits under ``min_similarity`` are dropped.
         Each carries the caller's filter (``where``)."""
+        return self._requests(vectors, spec, top_k, self.where(spec.name, scope))
+
+    def _requests(
+        self, vectors: QueryVectors, spec: CollectionSpec, top_k: int | None, where: Where | None
+    ) -> list[VectorQuery]:
         options = self.settings.retrieval
         limit = top_k or options.top_k
-        where = self.where(spec.name, scope)
         return [
             VectorQuery(r.vector, vectors.dense, limit, options.min_similarity or None, options.hnsw_ef, where=where)
             if r.kind == "dense"
             else VectorQuery(r.vector, vectors.sparse[spec.name], limit, where=where)
             for r in spec.retrievers
         ]
+
+    def wheres(self, scope: Scope) -> dict[str, Where | None]:
+        """``where`` of each collection: what one retrieval's searches read."""
+        return {spec.name: self.where(spec.name, scope) for spec, _ in self.collections}
 
     def where(self, name: str, scope: Scope) -> Where | None:
         """The points a caller's searches of collection ``name`` read: not the excluded sources
@@ -199,16 +209,19 @@ class Searcher:
         queries: Sequence[tuple[str, QueryVectors, Collection[str] | None]],
         top_k: int | None,
         scope: Scope = EVERYTHING,
+        wheres: dict[str, Where | None] | None = None,
     ) -> list[RankedList]:
         """``queries``: (label, vectors, the retrievers that search them; None: all). On a server the
         collections are searched concurrently; in-process (Edge) one after another: on 2 cores
-        threads measured slightly slower, and 4 times slower beside other load."""
+        threads measured slightly slower, and 4 times slower beside other load. ``wheres``: each
+        collection's filter, when the caller has it already (``wheres``)."""
+        wheres = self.wheres(scope) if wheres is None else wheres
         searches = []
         for spec, _ in self.collections:
             planned = [
                 (label, retriever, request)
                 for label, vectors, wanted in queries
-                for retriever, request in zip(spec.retrievers, self.queries(vectors, spec, top_k, scope))
+                for retriever, request in zip(spec.retrievers, self._requests(vectors, spec, top_k, wheres[spec.name]))
                 if wanted is None or retriever.name in wanted
             ]
             if planned:

@@ -220,19 +220,21 @@ class Store(ABC):
             hashes.setdefault(p["source"], set()).add(p["doc_hash"])
         return hashes
 
-    def document_labels(self, name: str, sources: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
-        """source -> the readers and metadata its stored versions' first chunks carry (of the
-        sources in ``sources``; None: of all), for the sources that carry any."""
+    def document_labels(
+        self, name: str, sources: Iterable[str] | None = None, fields: Sequence[str] = (READERS, *METADATA_FIELDS)
+    ) -> dict[str, dict[str, Any]]:
+        """source -> the readers and metadata (of ``fields``) its stored versions' first chunks
+        carry (of the sources in ``sources``; None: of all), for the sources that carry any."""
         where = Where(sources=None if sources is None else tuple(sorted(set(sources))), first_chunks=True)
         labels: dict[str, dict[str, Any]] = {}
-        for p in self.scroll_payloads(name, ["source", READERS, *METADATA_FIELDS], where):
+        for p in self.scroll_payloads(name, ["source", *fields], where):
             if found := {field: value for field, value in p.items() if field != "source" and value}:
                 labels[p["source"]] = found
         return labels
 
     def document_readers(self, name: str, sources: Iterable[str] | None = None) -> dict[str, tuple[str, ...]]:
         """source -> the readers its stored versions name, for the sources that name any."""
-        labels = self.document_labels(name, sources)
+        labels = self.document_labels(name, sources, (READERS,))
         return {source: tuple(sorted(found[READERS])) for source, found in labels.items() if found.get(READERS)}
 
     def reader_groups(self, name: str) -> frozenset[str]:
