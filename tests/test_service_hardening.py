@@ -29,7 +29,13 @@ MB = 1 << 20
 
 
 def call_asgi(
-    app, path: str, headers: dict[str, str], chunks, disconnect_when: threading.Event | None = None, spec: str = "2.3"
+    app,
+    path: str,
+    headers: dict[str, str],
+    chunks,
+    disconnect_when: threading.Event | None = None,
+    spec: str = "2.3",
+    method: str = "POST",
 ):
     """One HTTP request straight to the ASGI app: the body as ``chunks`` (bytes, pulled one at a time
     and counted), no Content-Length. Returns (status, body, chunks pulled). After the body,
@@ -64,7 +70,7 @@ def call_asgi(
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": spec},
         "http_version": "1.1",
-        "method": "POST",
+        "method": method,
         "scheme": "http",
         "path": path,
         "raw_path": path.encode(),
@@ -84,7 +90,7 @@ def endless(size: int = 64 * 1024, total: int = 100 * MB):
         yield b"x" * size
 
 
-BODY_PATHS = ["/v1/query", "/v1/feedback", "/v1/chat/completions", "/v1/mcp/"]
+BODY_PATHS = ["/v1/query", "/v1/feedback", "/v1/chat/completions", "/v1/mcp/", "PUT /v1/documents/a.txt/readers"]
 
 
 def error_code(body: bytes) -> str:
@@ -97,7 +103,9 @@ def error_code(body: bytes) -> str:
 @pytest.mark.slow
 def test_an_unauthenticated_chunked_body_is_refused_before_it_is_read(service, path):
     client, _ = service
-    status, body, pulled = call_asgi(client.app, path, {"content-type": "application/json"}, endless())
+    method, _, path = path.rpartition(" ")
+    headers = {"content-type": "application/json"}
+    status, body, pulled = call_asgi(client.app, path, headers, endless(), method=method or "POST")
     assert status == 401 and error_code(body) in ("unauthorized", "invalid_api_key") and pulled == 0
 
 
@@ -105,8 +113,9 @@ def test_an_unauthenticated_chunked_body_is_refused_before_it_is_read(service, p
 @pytest.mark.slow
 def test_a_chunked_body_is_cut_off_at_the_limit(service, path):
     client, auth = service
+    method, _, path = path.rpartition(" ")
     headers = {"content-type": "application/json", **{k.lower(): v for k, v in auth["a"].items()}}
-    status, body, pulled = call_asgi(client.app, path, headers, endless())
+    status, body, pulled = call_asgi(client.app, path, headers, endless(), method=method or "POST")
     assert status == 413 and error_code(body) == "body_too_large", (status, body)
     assert pulled * 64 * 1024 <= 200_000 + 64 * 1024  # the fixture's max_body_bytes, and one chunk more
 
