@@ -10,7 +10,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-AbstainReason = Literal["no_quorum", "low_confidence", "model_declined", "unsupported_answer", "needs_clarification"]
+AbstainReason = Literal[
+    "no_quorum", "low_confidence", "part_missing", "model_declined", "unsupported_answer", "needs_clarification"
+]
 
 
 class Passage(BaseModel):
@@ -26,6 +28,7 @@ class Passage(BaseModel):
     title: str | None = Field(None, description="the document's title, where its metadata holds one")
     publisher: str | None = Field(None, description="who published the document, where its metadata says")
     published: str | None = Field(None, description="when the document was published (ISO 8601, UTC), where known")
+    part: int | None = Field(None, description="the part of a question of several parts it is evidence for: 1, 2, ...")
     #: (offset in ``text``, heading path) where the heading changes: which section a sentence is in
     heading_marks: list[tuple[int, str]] = Field(default_factory=list, exclude=True, repr=False)
 
@@ -92,6 +95,17 @@ class Clarification(BaseModel):
     readings: list[str] = Field(description="the two stand-alone questions; either, sent back, continues")
 
 
+class QuestionPartEvidence(BaseModel):
+    """One part of a question that needs several documents: what it names, what was searched for
+    it, and its passages, or why it has none."""
+
+    label: str = Field(description='the document the part names: "TechCrunch, 2023-10-02"')
+    searched_for: str = Field(description="the question's words about this part, searched within its filter")
+    filter: str | None = Field(None, description="the documents it was searched in")
+    citations: list[int] = Field(default_factory=list, description="its passages' numbers")
+    missing: str | None = Field(None, description="why it has no evidence; the question then abstains")
+
+
 class Evidence(BaseModel):
     question: str = Field(description="the question as the user asked it")
     searched_for: str | None = Field(
@@ -108,7 +122,13 @@ class Evidence(BaseModel):
         description="no_quorum: the retrievers did not agree; low_confidence: they agreed on evidence "
         "too weak to answer from; model_declined: the model said the passages do not hold the answer; "
         "unsupported_answer: the answer was withheld (generation.unsupported, or a planted instruction); "
-        "needs_clarification: two readings of the follow-up found different evidence (see clarification)",
+        "needs_clarification: two readings of the follow-up found different evidence (see clarification); "
+        "part_missing: a part of a question that needs several documents has no evidence (see parts)",
+    )
+    parts: list[QuestionPartEvidence] = Field(
+        default_factory=list,
+        description="a question that names several documents (by publisher, date) is searched part by part; "
+        "empty for a question searched whole",
     )
     confidence: float | None = Field(None, description="the gate's confidence that the context holds the answer")
     gate_threshold: float | None = Field(
@@ -293,7 +313,7 @@ class Answer(Evidence):
         """What a user is told of the answer, the same in every interface: supported, not supported,
         ambiguous (a cited passage gives another value as well), declined (the model found no answer in
         the passages), or no evidence (nothing reached the model); None before an answer was asked."""
-        if self.abstain_reason in ("no_quorum", "low_confidence"):
+        if self.abstain_reason in ("no_quorum", "low_confidence", "part_missing"):
             return "no evidence"
         if self.abstain_reason == "needs_clarification":
             return "clarifying question"
@@ -313,6 +333,9 @@ class Answer(Evidence):
         if mark is None:
             return None
         if mark == "no evidence":
+            missing = next((part for part in self.parts if part.missing), None)
+            if missing is not None:
+                return missing.missing
             return NO_EVIDENCE[self.abstain_reason or "no_quorum"]
         if mark == "clarifying question":
             return self.clarification.question if self.clarification else None

@@ -87,7 +87,7 @@ class Chat:
         )
         if stream.started:
             out.print()
-        if not self.generate or answer.abstain_reason in ("no_quorum", "low_confidence", "needs_clarification"):
+        if not self.generate or answer.mark in ("no evidence", "clarifying question"):
             print_evidence(answer, self.rag.settings.retrieval.quorum)
         print_answer_checks(answer)
         if answer.error:

@@ -60,6 +60,11 @@ class RetrievalSettings(Section):
         description="adaptive context: the ranking-score lead over the next "
         "cluster at which the best cluster is sent alone",
     )
+    question_parts: Literal["rules", "off"] = Field(
+        "rules",
+        description="rules: a question that names documents by publisher (and date) is searched part by part, "
+        "each part in its documents with its own quorum and share of the context; off: always whole",
+    )
     adaptive_words: PositiveInt = Field(150, description="adaptive context: words per cluster sent")
     adaptive_clusters: PositiveInt = Field(3, description="adaptive context: the most clusters sent")
     max_question_chars: PositiveInt = Field(4000, description="a longer question is refused (bad_question)")

@@ -97,7 +97,7 @@ def score_answer(question: EvalQuestion, system: str, answer: Answer, seconds: f
     short = answer.short_answer or CITATION.sub("", answer.answer or "")
     outcome = (
         "gate"
-        if answer.abstain_reason in ("no_quorum", "low_confidence")
+        if answer.abstain_reason in ("no_quorum", "low_confidence", "part_missing")
         else ("error" if answer.error else answer.abstain_reason if answer.abstained else None)
     )
     cited = [n for claim in answer.claims for n in claim.citations]

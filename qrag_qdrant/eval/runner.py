@@ -313,11 +313,11 @@ class Evaluation:
     def _quorum(
         self, search: QuestionSearch, options: RetrievalSettings, expanded: Sequence[RankedList] = ()
     ) -> SystemAnswer:
-        """The query path's own evidence (``Coordinator.evidence_from``) from the shared search;
+        """The query path's own evidence (``Coordinator.evidence_for``) from the shared search;
         the clusters' document order, for ranking metrics, is observed through its hook."""
         started = time.perf_counter()
         ranked: list[ScoredCluster] = []
-        evidence = self.rag.coordinator.evidence_from(
+        evidence = self.rag.coordinator.evidence_for(
             search.vectors, search.lists, options, expanded, on_ranked=ranked.extend
         )
         clusters = evidence.clusters
@@ -328,7 +328,7 @@ class Evaluation:
             confidence=evidence.confidence or 0.0,
             features=evidence.gate_features or {},
             passages=evidence.passages,
-            gated=evidence.abstain_reason == "low_confidence",
+            gated=evidence.abstain_reason in ("low_confidence", "part_missing"),
             evidence=evidence,
         )
         return self._timed(answer, search, started, shared_search=True)

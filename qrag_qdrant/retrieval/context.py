@@ -151,7 +151,13 @@ def agreement_window(spans: Sequence[Span], members: Sequence[Candidate], words:
     return best[1]
 
 
-def build_context(ranked: Sequence[ScoredCluster], limit: int, word_budget: int = 0) -> list[EvidenceCluster]:
+def build_context(
+    ranked: Sequence[ScoredCluster],
+    limit: int,
+    word_budget: int = 0,
+    sent: dict[str, list[tuple[int, int]]] | None = None,
+    first_citation: int = 0,
+) -> list[EvidenceCluster]:
     """The best ``limit`` clusters that still add text, passages numbered [1], [2], ... across them.
 
     Text an earlier cluster already sent is cut from later ones, so no text is sent twice; a
@@ -161,10 +167,13 @@ def build_context(ranked: Sequence[ScoredCluster], limit: int, word_budget: int 
     budget is shared in proportion to 1/rank: the cluster at rank r of ``limit`` gets
     ``remaining * (1/r) / sum(1/j for j in r..limit)`` words, so what one cluster leaves
     unused goes to the ones after it. The best-agreed evidence gets the most room.
+
+    ``sent``: the text other evidence already sends, per source (added to as this context is
+    built); ``first_citation``: the number before this context's first passage.
     """
     clusters: list[EvidenceCluster] = []
-    sent: dict[str, list[tuple[int, int]]] = {}
-    citation, remaining = 0, word_budget
+    sent = {} if sent is None else sent
+    citation, remaining = first_citation, word_budget
     for scored in ranked:
         if len(clusters) == limit:
             break

@@ -23,9 +23,11 @@ from ..store.base import CALIBRATED_GATE
 from ..store.filters import NoDocumentPasses
 from .context import adaptive_plan, build_context
 from .conversation import Asked, Conversation
-from .expansion import Expander, ExpansionPlan, no_completer
+from .expansion import ExpandedText, Expander, ExpansionPlan, no_completer
 from .fusion import RankedList
 from .gate import GateInput, GateModel, decide, quorum_features
+from .multipart import PartFound, interleaved, joined_evidence
+from .parts import WHOLE, QuestionPart, QuestionPlan, plan_question
 from .question import checked_question
 from .ranking import ScoredCluster, fused_and_ranked
 from .readings import as_asked
@@ -61,6 +63,8 @@ class Coordinator:
         #: what a caller who may not read every document counts: its points per collection and the
         #: finest chunking's term counts, less the documents it may not read (by ``Access.key``)
         self._views: dict[tuple[str, ...], tuple[dict[str, int], TermStats]] = {}
+        #: the publishers of the documents a caller may read (by ``Access.key``; None: everyone's)
+        self._publishers: dict[tuple[str, ...] | None, frozenset[str]] = {}
         self._views_lock = threading.Lock()
         self._warm = False
 
@@ -71,6 +75,7 @@ class Coordinator:
         self._term_stats = None
         with self._views_lock:
             self._views.clear()
+            self._publishers.clear()
         if self._warm:
             self.warm()
 
@@ -130,6 +135,26 @@ class Coordinator:
                 self._views[key] = view
         return view
 
+    def publishers_for(self, access: Access) -> frozenset[str]:
+        """The publishers of the documents a caller reading as ``access`` may read: the names a
+        question can search by (``parts.plan_question``); a publisher of documents it may not
+        read is an outlet the namespace does not hold, to it. Read once until the index changes."""
+        key = None if access.groups is None else access.key
+        with self._views_lock:
+            known = self._publishers.get(key)
+        if known is None:
+            where = Where(first_chunks=True, readers=access.groups)
+            known = frozenset(p["publisher"] for p in self.store.scroll_payloads(self.finest, ["publisher"], where))
+            with self._views_lock:
+                self._publishers[key] = known
+        return known
+
+    def plan(self, question: str, access: Access = ALL) -> QuestionPlan:
+        """The question's parts (``retrieval.question_parts``), or the whole question."""
+        if self.settings.retrieval.question_parts == "off":
+            return WHOLE
+        return plan_question(question, self.publishers_for(access))
+
     def min_confidence(self, options: RetrievalSettings) -> float:
         """``retrieval.min_confidence``, or when unset the gate model's own threshold."""
         if options.min_confidence is not None:
@@ -184,6 +209,10 @@ class Coordinator:
         checked = checked_question(text, options.max_question_chars)
         if scope.documents is not None:
             self.require_passing(scope)
+        plan = self.plan(checked, scope.access)
+        if plan.split:
+            evidence = self.by_parts(checked, plan, scope, options, timings)
+            return self.as_asked(evidence, asked, timings, scope) if asked is not None else evidence
         pending = self.expander.start(checked) if self.expander else None
         try:
             vectors, lists = self.searcher.embed_and_search(text, timings=timings, scope=scope)
@@ -234,6 +263,67 @@ class Coordinator:
             evidence.key_terms = key_term_weights(evidence.searched, stats, typed=asked.question)
             evidence.unseen_terms = unseen_words(evidence.searched, stats)
         return evidence
+
+    def evidence_for(
+        self,
+        vectors: QueryVectors,
+        lists: list[RankedList],
+        options: RetrievalSettings,
+        expanded: Sequence[RankedList] = (),
+        on_ranked: Callable[[list[ScoredCluster]], None] | None = None,
+        scope: Scope = EVERYTHING,
+    ) -> Evidence:
+        """``evidence_from`` for a question searched whole, ``by_parts`` for one of several parts
+        (its whole search, ``lists``, then unused): what eval measures, as ``retrieve`` decides it."""
+        plan = self.plan(vectors.question, scope.access)
+        if plan.split:
+            return self.by_parts(vectors.question, plan, scope, options, {}, on_ranked)
+        return self.evidence_from(vectors, lists, options, expanded, on_ranked=on_ranked, access=scope.access)
+
+    def by_parts(
+        self,
+        question: str,
+        plan: QuestionPlan,
+        scope: Scope,
+        options: RetrievalSettings,
+        timings: dict[str, float],
+        on_ranked: Callable[[list[ScoredCluster]], None] | None = None,
+    ) -> Evidence:
+        """A question of several parts: each searched within its documents, with its own quorum
+        and its share of the context (``multipart.joined_evidence``). ``on_ranked`` sees the parts'
+        clusters taken in turn, best first."""
+        with timed(timings, "parts"):
+            found = [self.search_part(question, part, scope, options) for part in plan.parts]
+            evidence = joined_evidence(question, found, options.context_clusters, options.word_budget)
+        if on_ranked is not None:
+            on_ranked(interleaved([one.ranked for one in found]))
+        evidence.timings_ms = {**timings, **evidence.timings_ms}
+        log.info("retrieve: %d parts, %d clusters, %s", len(found), len(evidence.clusters), evidence.abstain_reason)
+        return evidence
+
+    def search_part(self, question: str, part: QuestionPart, scope: Scope, options: RetrievalSettings) -> PartFound:
+        """One part's evidence: the question and the part's own words searched in the documents
+        it names (within the caller's filter), or why no document can answer it."""
+        searched = part.clause or question
+        if part.missing is not None:
+            return PartFound(part, searched, None, missing=part.missing)
+        narrowed = part.filter.within(scope.documents)
+        described = (narrowed or part.filter).describe()
+        gone = PartFound(part, searched, described, missing=f"no document from {part.label}")
+        if narrowed is None:
+            return gone
+        within = Scope(scope.access, narrowed)
+        try:
+            self.require_passing(within)
+        except NoDocumentPasses:
+            return gone
+        vectors, lists = self.searcher.embed_and_search(question, scope=within)
+        every = frozenset(retriever.name for retriever in self.settings.retrievers)
+        own = [ExpandedText("part", part.clause, every)] if part.clause else []
+        expanded = self.searcher.search_expansions(own, scope=within)
+        ranked: list[ScoredCluster] = []
+        evidence = self.evidence_from(vectors, lists, options, expanded, on_ranked=ranked.extend, access=scope.access)
+        return PartFound(part, searched, described, evidence, ranked)
 
     def evidence_from(
         self,

@@ -62,6 +62,25 @@ class DocumentFilter(BaseModel):
     def empty(self) -> bool:
         return not any((self.publisher, self.author, self.after, self.before, self.path))
 
+    def within(self, outer: DocumentFilter | None) -> DocumentFilter | None:
+        """This filter narrowed by ``outer`` (the caller's): both must pass. None when no document
+        can pass both (publishers or authors in common: none)."""
+        if outer is None:
+            return self
+        merged: dict[str, Any] = {}
+        for name in ("publisher", "author"):
+            mine, theirs = getattr(self, name), getattr(outer, name)
+            both = tuple(value for value in mine if value in theirs) if mine and theirs else mine or theirs
+            if both == ():
+                return None
+            merged[name] = both
+        merged["after"] = max(filter(None, (self.after, outer.after)), default=None)
+        merged["before"] = min(filter(None, (self.before, outer.before)), default=None)
+        if self.path and outer.path and not (self.path.startswith(outer.path) or outer.path.startswith(self.path)):
+            return None
+        merged["path"] = max(filter(None, (self.path, outer.path)), key=len, default=None)
+        return DocumentFilter(**merged)
+
     def describe(self) -> str:
         parts = [f"publisher {' or '.join(self.publisher)}"] if self.publisher else []
         parts += [f"author {' or '.join(self.author)}"] if self.author else []

@@ -1,0 +1,100 @@
+"""A question of several parts answered from the evidence of each: every part has its own
+quorum, ranking and share of the context, so that one part's strong cluster cannot crowd out
+another part's evidence, and a part with no evidence makes the whole question abstain, naming it.
+
+The pipeline searches each part (``PartFound``); this module only shares the context out and
+joins the parts into one ``Evidence``, numbered [1], [2], ... across them, grouped by part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..results import Evidence, EvidenceCluster, QuestionPartEvidence
+from .context import build_context
+from .parts import QuestionPart
+from .ranking import ScoredCluster
+
+
+@dataclass
+class PartFound:
+    """What one part's search found: its evidence (None when no document may answer it, with
+    ``missing`` saying why) and every cluster that reached quorum, best first."""
+
+    part: QuestionPart
+    searched_for: str
+    filter: str | None
+    evidence: Evidence | None = None
+    ranked: Sequence[ScoredCluster] = ()
+    missing: str | None = None
+
+
+def interleaved(rankings: Sequence[Sequence[ScoredCluster]]) -> list[ScoredCluster]:
+    """The parts' clusters taken in turn: each part's best, then each part's second, ..."""
+    return [ranking[n] for n in range(max(map(len, rankings), default=0)) for ranking in rankings if n < len(ranking)]
+
+
+def shared_context(found: Sequence[PartFound], clusters: int, words: int) -> list[list[EvidenceCluster]]:
+    """Each part's clusters: an equal share of ``clusters`` (at least one) and of ``words``, a
+    part's passages numbered after the earlier parts', text an earlier part sent left out (two
+    parts in one publisher's documents send its two best different places)."""
+    share_clusters, share_words = max(1, clusters // len(found)), words // len(found)
+    sent: dict[str, list[tuple[int, int]]] = {}
+    citation, rank, joined = 0, 0, []
+    for number, one in enumerate(found, start=1):
+        context = build_context(one.ranked, share_clusters, share_words, sent, citation)
+        citation += sum(len(cluster.passages) for cluster in context)
+        kept = []
+        for cluster in context:
+            rank += 1
+            passages = [passage.model_copy(update={"part": number}) for passage in cluster.passages]
+            kept.append(cluster.model_copy(update={"rank": rank, "passages": passages}))
+        joined.append(kept)
+    return joined
+
+
+def joined_evidence(question: str, found: Sequence[PartFound], clusters: int, words: int) -> Evidence:
+    """The question's evidence from its parts': the context shared out (``shared_context``); it
+    abstains when a part has none (``part_missing``: a publisher the namespace lacks, or no
+    quorum within the part's documents), or when the gate doubts the evidence of every part (a
+    part searched in a few documents agrees less than a whole question, so one part's doubt is
+    not enough). Its confidence is the least of the parts'."""
+    searched = [one for one in found if one.evidence is not None]
+    contexts = shared_context(searched, clusters, words) if searched else []
+    by_part = dict(zip((id(one) for one in searched), contexts, strict=True))
+    parts, timings = [], {}
+    for one in found:
+        context = by_part.get(id(one), [])
+        missing = one.missing or (None if one.ranked else f"the retrievers agreed on no evidence from {one.part.label}")
+        parts.append(
+            QuestionPartEvidence(
+                label=one.part.label,
+                searched_for=one.searched_for,
+                filter=one.filter,
+                citations=[p.citation for cluster in context for p in cluster.passages],
+                missing=missing,
+            )
+        )
+        if one.evidence is not None:
+            timings.update({f"part {len(parts)} {stage}": ms for stage, ms in one.evidence.timings_ms.items()})
+    first = searched[0].evidence if searched else None
+    doubted = all(one.evidence is not None and one.evidence.abstain_reason == "low_confidence" for one in searched)
+    reason = "part_missing" if any(part.missing for part in parts) else ("low_confidence" if doubted else None)
+    return Evidence(
+        question=question,
+        searched_for=question,
+        abstained=reason is not None,
+        abstain_reason=reason,
+        confidence=min((one.evidence.confidence or 0.0 for one in searched if one.evidence), default=0.0),
+        gate_threshold=first.gate_threshold if first else None,
+        retrievers=first.retrievers if first else 0,
+        clusters=[cluster for context in contexts for cluster in context],
+        context_policy=f"parts: {len(found)}, {max(1, clusters // len(found))} clusters and "
+        f"{words // len(found)} words each",
+        parts=parts,
+        timings_ms=timings,
+        gate_features=first.gate_features if first else None,
+        key_terms=first.key_terms if first else {},
+        unseen_terms=first.unseen_terms if first else [],
+    )

@@ -1,0 +1,206 @@
+"""The parts of a question that needs several documents: one part per document it names by its
+publisher, and by its date where it gives one ("the TechCrunch report published on October 2,
+2023, and the Fortune piece of October 7").
+
+The rules read what the namespace knows: its publishers (the documents' metadata). A part is
+searched only in its publisher's documents (and within a day of its date), so that the strongest
+document cannot crowd out the others; a question that names a publisher the namespace does not
+hold ("a Bloomberg article") has a part no document can answer, and says so instead of answering
+from another outlet. A question that names no publisher is not split: it takes the one-question
+path, with the same evidence.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+
+from ..store.filters import DocumentFilter
+
+MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+#: "October 2, 2023", "2 October 2023", "2023-10-02"
+DATE = re.compile(
+    rf"\b(?:(?P<month>{'|'.join(MONTHS)})\s+(?P<day>\d{{1,2}}),?\s+(?P<year>\d{{4}})"
+    rf"|(?P<day2>\d{{1,2}})\s+(?P<month2>{'|'.join(MONTHS)})\s+(?P<year2>\d{{4}})"
+    r"|(?P<iso>\d{4}-\d{2}-\d{2}))\b",
+    re.IGNORECASE,
+)
+#: where a question's clauses meet: a part's own words run from one to the next
+CLAUSE_BREAK = re.compile(
+    r",?\s+(?:while|whereas|but|compared (?:to|with)|than|versus|and then|and|or)\s+|;\s*|,\s+", re.IGNORECASE
+)
+#: a source named as such: "an article by X", "a report from X", "according to X", "X's coverage", "a X article"
+OUTLET = r"(?:the\s+)?(?P<name>[A-Z][\w.&-]*(?:\s+(?:of\s+|&\s+)?[A-Z][\w.&-]*){0,4})"
+WRITTEN = r"(?:article|report|piece|story|review|analysis|coverage|column|op-ed|post|feature)s?"
+NAMED_SOURCES = (
+    re.compile(rf"\b(?:{WRITTEN}|another|one)\s+(?:by|from|in)\s+{OUTLET}"),
+    re.compile(rf"\b(?:(?:published|reported)\s+by|according\s+to)\s+{OUTLET}"),
+    re.compile(rf"\b(?:an?|the|another)\s+['\"]?{OUTLET}['\"]?\s+{WRITTEN}\b"),
+)
+#: a question's own words, apart from the outlets it names, that make a clause worth its own search
+CLAUSE_WORDS = 5
+#: the days either side of a named date a part searches: publishers stamp dates in their own zone
+DATE_SLACK = 1
+
+
+@dataclass(frozen=True)
+class QuestionPart:
+    """One document a question needs: the publishers it may come from (None: any), the day it
+    was published (None: any), and the question's words about it (``clause``, None when they
+    are the whole question's). ``missing``: why no document can answer it (a publisher the
+    namespace does not hold)."""
+
+    publishers: tuple[str, ...] | None
+    day: date | None = None
+    clause: str | None = None
+    named: str = ""
+    missing: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The part as a reader names it: "TechCrunch, 2023-10-02"."""
+        return ", ".join(part for part in (self.named, self.day.isoformat() if self.day else "") if part)
+
+    @property
+    def filter(self) -> DocumentFilter:
+        day = self.day
+        return DocumentFilter(
+            publisher=self.publishers,
+            after=(day - timedelta(days=DATE_SLACK)).isoformat() if day else None,
+            before=(day + timedelta(days=DATE_SLACK + 1)).isoformat() if day else None,
+        )
+
+
+@dataclass(frozen=True)
+class QuestionPlan:
+    """How a question is searched: whole (no parts), or part by part."""
+
+    parts: tuple[QuestionPart, ...] = field(default=())
+
+    @property
+    def split(self) -> bool:
+        return bool(self.parts)
+
+
+WHOLE = QuestionPlan()
+
+
+def aliases(publisher: str) -> set[str]:
+    """How a question may name a publisher: "Cnbc | World Business News Leader" as itself or
+    "Cnbc"; "The Independent - Sports" as "The Independent"."""
+    names = {publisher}
+    for separator in (" | ", " - ", ": "):
+        if separator in publisher:
+            names.add(publisher.split(separator)[0])
+    return {name.strip() for name in names if len(name.strip()) >= 3}
+
+
+@dataclass(frozen=True)
+class Mention:
+    start: int
+    end: int
+    publishers: tuple[str, ...]
+    named: str
+
+
+def publisher_mentions(question: str, publishers: Iterable[str]) -> list[Mention]:
+    """Where the question names a publisher, longest name first at each place; a name shared by
+    several publishers ("FOX News") names them all. Case aside, but the name must be capitalised
+    as a name is: "fortune" and "the age" are words, not outlets."""
+    by_name: dict[str, set[str]] = {}
+    for publisher in publishers:
+        for name in aliases(publisher):
+            by_name.setdefault(name.lower(), set()).add(publisher)
+    found: list[Mention] = []
+    for lowered in sorted(by_name, key=len, reverse=True):
+        pattern = re.compile(rf"(?<![\w-]){re.escape(lowered)}(?![\w-])", re.IGNORECASE)
+        for match in pattern.finditer(question):
+            if not match[0][0].isupper() or any(m.start < match.end() and match.start() < m.end for m in found):
+                continue
+            found.append(Mention(match.start(), match.end(), tuple(sorted(by_name[lowered])), match[0]))
+    return sorted(found, key=lambda m: m.start)
+
+
+def unknown_sources(question: str, mentions: Sequence[Mention]) -> list[str]:
+    """The outlets the question names as sources ("a Bloomberg article", "according to Reuters")
+    that are no publisher of the namespace."""
+    unknown: list[str] = []
+    for match in (m for pattern in NAMED_SOURCES for m in pattern.finditer(question)):
+        start, end = match.span("name")
+        name = question[start:end].strip()
+        if any(m.start < end and start < m.end for m in mentions):
+            continue
+        if question[end : end + 1] in "'’" or name in unknown:  # a possessive or a quoted title, not an outlet
+            continue
+        if name.lower().removeprefix("the "):
+            unknown.append(name)
+    return unknown
+
+
+def day_of(match: re.Match[str]) -> date | None:
+    try:
+        if match["iso"]:
+            return date.fromisoformat(match["iso"])
+        month = (match["month"] or match["month2"]).lower()
+        return date(int(match["year"] or match["year2"]), MONTHS.index(month) + 1, int(match["day"] or match["day2"]))
+    except ValueError:
+        return None
+
+
+def clauses(question: str, mentions: Sequence[Mention]) -> list[str]:
+    """Each mention's own words: the question cut, between one mention and the next, at the last
+    place two clauses meet (the whole question when nothing meets there)."""
+    cuts = [0]
+    for before, after in itertools.pairwise(mentions):
+        breaks = [m.start() for m in CLAUSE_BREAK.finditer(question, before.end, after.start)]
+        cuts.append(breaks[-1] if breaks else -1)
+    cuts.append(len(question))
+    spans: list[str] = []
+    for n in range(len(mentions)):
+        start, end = cuts[n], cuts[n + 1]
+        spans.append("" if start < 0 or end < 0 else question[start:end].strip(" ,;?"))
+    return spans
+
+
+def own_words(clause: str, mentions: Sequence[Mention]) -> int:
+    for mention in mentions:
+        clause = clause.replace(mention.named, " ")
+    return len(re.findall(r"[A-Za-z][\w'-]+", clause))
+
+
+def plan_question(question: str, publishers: Iterable[str]) -> QuestionPlan:
+    """The parts of ``question``: one per publisher mention (with the date written after it,
+    before the next mention), and a missing part per outlet the namespace does not hold. No
+    parts (the whole question) when it names none."""
+    mentions = publisher_mentions(question, publishers)
+    unknown = unknown_sources(question, mentions)
+    if not mentions and not unknown:
+        return WHOLE
+    days = [(m.start(), day_of(m)) for m in DATE.finditer(question)]
+    parts: list[QuestionPart] = []
+    for n, (mention, clause) in enumerate(zip(mentions, clauses(question, mentions), strict=True)):
+        until = mentions[n + 1].start if n + 1 < len(mentions) else len(question)
+        day = next((d for at, d in days if mention.end <= at < until and d), None)
+        own = clause if clause and own_words(clause, mentions) >= CLAUSE_WORDS else None
+        part = QuestionPart(mention.publishers, day, own, mention.named)
+        repeated = any(other.publishers == part.publishers and (own is None or other == part) for other in parts)
+        if not repeated:  # a publisher named again, with no words of its own, adds no search
+            parts.append(part)
+    parts += [QuestionPart(None, named=name, missing=f"no document from {name!r}") for name in unknown]
+    return QuestionPlan(tuple(parts))
