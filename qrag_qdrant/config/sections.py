@@ -65,6 +65,11 @@ class RetrievalSettings(Section):
         description="rules: a question that names documents by publisher (and date) is searched part by part, "
         "each part in its documents with its own quorum and share of the context; off: always whole",
     )
+    part_clusters: PositiveInt = Field(
+        8,
+        description="a question of several parts: the clusters its parts share (rounded up per part), "
+        "within word_budget; more, shorter windows let each of its documents in",
+    )
     adaptive_words: PositiveInt = Field(150, description="adaptive context: words per cluster sent")
     adaptive_clusters: PositiveInt = Field(3, description="adaptive context: the most clusters sent")
     max_question_chars: PositiveInt = Field(4000, description="a longer question is refused (bad_question)")

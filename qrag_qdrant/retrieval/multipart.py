@@ -8,6 +8,7 @@ joins the parts into one ``Evidence``, numbered [1], [2], ... across them, group
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -35,15 +36,27 @@ def interleaved(rankings: Sequence[Sequence[ScoredCluster]]) -> list[ScoredClust
     return [ranking[n] for n in range(max(map(len, rankings), default=0)) for ranking in rankings if n < len(ranking)]
 
 
+def one_per_document(ranked: Sequence[ScoredCluster]) -> list[ScoredCluster]:
+    """The clusters of documents not yet represented first, best first, then the rest: a part
+    answered by several documents sends each of them before a second place in one."""
+    seen: set[str] = set()
+    first, again = [], []
+    for scored in ranked:
+        source = scored.cluster.members[0].source
+        (again if source in seen else first).append(scored)
+        seen.add(source)
+    return first + again
+
+
 def shared_context(found: Sequence[PartFound], clusters: int, words: int) -> list[list[EvidenceCluster]]:
-    """Each part's clusters: an equal share of ``clusters`` (at least one) and of ``words``, a
+    """Each part's clusters: an equal share of ``clusters`` (rounded up) and of ``words``, a
     part's passages numbered after the earlier parts', text an earlier part sent left out (two
     parts in one publisher's documents send its two best different places)."""
-    share_clusters, share_words = max(1, clusters // len(found)), words // len(found)
+    share_clusters, share_words = math.ceil(clusters / len(found)), words // len(found)
     sent: dict[str, list[tuple[int, int]]] = {}
     citation, rank, joined = 0, 0, []
     for number, one in enumerate(found, start=1):
-        context = build_context(one.ranked, share_clusters, share_words, sent, citation)
+        context = build_context(one_per_document(one.ranked), share_clusters, share_words, sent, citation)
         citation += sum(len(cluster.passages) for cluster in context)
         kept = []
         for cluster in context:
@@ -66,7 +79,8 @@ def joined_evidence(question: str, found: Sequence[PartFound], clusters: int, wo
     parts, timings = [], {}
     for one in found:
         context = by_part.get(id(one), [])
-        missing = one.missing or (None if one.ranked else f"the retrievers agreed on no evidence from {one.part.label}")
+        agreed = one.ranked or not one.part.required
+        missing = one.missing or (None if agreed else f"the retrievers agreed on no evidence from {one.part.label}")
         parts.append(
             QuestionPartEvidence(
                 label=one.part.label,
@@ -90,7 +104,7 @@ def joined_evidence(question: str, found: Sequence[PartFound], clusters: int, wo
         gate_threshold=first.gate_threshold if first else None,
         retrievers=first.retrievers if first else 0,
         clusters=[cluster for context in contexts for cluster in context],
-        context_policy=f"parts: {len(found)}, {max(1, clusters // len(found))} clusters and "
+        context_policy=f"parts: {len(found)}, {math.ceil(clusters / len(found))} clusters and "
         f"{words // len(found)} words each",
         parts=parts,
         timings_ms=timings,

@@ -294,7 +294,7 @@ class Coordinator:
         clusters taken in turn, best first."""
         with timed(timings, "parts"):
             found = [self.search_part(question, part, scope, options) for part in plan.parts]
-            evidence = joined_evidence(question, found, options.context_clusters, options.word_budget)
+            evidence = joined_evidence(question, found, options.part_clusters, options.word_budget)
         if on_ranked is not None:
             on_ranked(interleaved([one.ranked for one in found]))
         evidence.timings_ms = {**timings, **evidence.timings_ms}
