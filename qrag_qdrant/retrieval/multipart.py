@@ -40,7 +40,8 @@ def one_per_document(ranked: Sequence[ScoredCluster]) -> list[ScoredCluster]:
     """The clusters of documents not yet represented first, best first, then the rest: a part
     answered by several documents sends each of them before a second place in one."""
     seen: set[str] = set()
-    first, again = [], []
+    first: list[ScoredCluster] = []
+    again: list[ScoredCluster] = []
     for scored in ranked:
         source = scored.cluster.members[0].source
         (again if source in seen else first).append(scored)
@@ -79,8 +80,7 @@ def joined_evidence(question: str, found: Sequence[PartFound], clusters: int, wo
     parts, timings = [], {}
     for one in found:
         context = by_part.get(id(one), [])
-        agreed = one.ranked or not one.part.required
-        missing = one.missing or (None if agreed else f"the retrievers agreed on no evidence from {one.part.label}")
+        missing = one.missing or (None if one.ranked else f"the retrievers agreed on no evidence from {one.part.label}")
         parts.append(
             QuestionPartEvidence(
                 label=one.part.label,

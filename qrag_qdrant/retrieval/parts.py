@@ -55,8 +55,6 @@ NAMED_SOURCES = (
 )
 #: a question's own words, apart from the outlets it names, that make a clause worth its own search
 CLAUSE_WORDS = 5
-#: the most facets a question is searched by, beside its publishers' parts
-MAX_FACETS = 3
 #: the days either side of a named date a part searches: publishers stamp dates in their own zone
 DATE_SLACK = 1
 
@@ -73,9 +71,6 @@ class QuestionPart:
     clause: str | None = None
     named: str = ""
     missing: str | None = None
-    #: False for a facet: one of the question's own clauses, searched in every publisher it names;
-    #: a facet with no evidence leaves the question to its other parts
-    required: bool = True
 
     @property
     def label(self) -> str:
@@ -207,28 +202,5 @@ def plan_question(question: str, publishers: Iterable[str]) -> QuestionPlan:
         repeated = any(other.publishers == part.publishers and (own is None or other == part) for other in parts)
         if not repeated:  # a publisher named again, with no words of its own, adds no search
             parts.append(part)
-    parts += facets(question, mentions, parts)
     parts += [QuestionPart(None, named=name, missing=f"no document from {name}") for name in unknown]
     return QuestionPlan(tuple(parts))
-
-
-def facets(question: str, mentions: Sequence[Mention], parts: Sequence[QuestionPart]) -> list[QuestionPart]:
-    """The question's clauses that name no publisher ("has spent billions to be the default search
-    engine"), each searched in every publisher the question names: a question that lists its
-    outlets once ("as reported by The Verge and TechCrunch") describes each of its documents in a
-    clause of its own. Only for a question whose parts have no words of their own; at most
-    ``MAX_FACETS``, the longest."""
-    if not mentions or any(part.clause for part in parts):  # the parts have words of their own
-        return []
-    named = tuple(sorted({publisher for mention in mentions for publisher in mention.publishers}))
-    clauses_here = [c.strip(" ,;?") for c in CLAUSE_BREAK.split(question)]
-    described = [
-        clause
-        for clause in clauses_here
-        if not publisher_mentions(clause, named) and own_words(clause, mentions) > CLAUSE_WORDS
-    ]
-    longest = sorted(described, key=len, reverse=True)[:MAX_FACETS]
-    label = " or ".join(dict.fromkeys(mention.named for mention in mentions))
-    return [
-        QuestionPart(named, clause=clause, named=label, required=False) for clause in described if clause in longest
-    ]
