@@ -162,6 +162,11 @@ class Evidence(BaseModel):
     def passages(self) -> list[Passage]:
         return [passage for cluster in self.clusters for passage in cluster.passages]
 
+    @property
+    def missing_part(self) -> str | None:
+        """Why a question of several parts has no answer: its first part without evidence."""
+        return next((part.missing for part in self.parts if part.missing), None)
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def context_words(self) -> int:
@@ -333,10 +338,7 @@ class Answer(Evidence):
         if mark is None:
             return None
         if mark == "no evidence":
-            missing = next((part for part in self.parts if part.missing), None)
-            if missing is not None:
-                return missing.missing
-            return NO_EVIDENCE[self.abstain_reason or "no_quorum"]
+            return self.missing_part or NO_EVIDENCE[self.abstain_reason or "no_quorum"]
         if mark == "clarifying question":
             return self.clarification.question if self.clarification else None
         if mark == "declined":

@@ -268,6 +268,12 @@ def print_evidence(evidence: Evidence, quorum: int) -> None:
             f"of {quorum} of {evidence.retrievers} retrievers)."
         )
         return
+    for number, part in enumerate(evidence.parts, 1):
+        found = f"passages {', '.join(f'[{n}]' for n in part.citations)}" if part.citations else "no passage"
+        out.print(f"Part {number} ({part.label}): {part.missing or found}", markup=False)
+    if evidence.abstain_reason == "part_missing":
+        out.print(f"No answer: a part of the question has no evidence: {evidence.missing_part}.", markup=False)
+        return
     if evidence.abstain_reason == "low_confidence":
         out.print(
             f"No answer: the retrievers agreed on evidence, but it is too weak to answer from "

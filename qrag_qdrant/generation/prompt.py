@@ -11,6 +11,7 @@ instruction.
 from __future__ import annotations
 
 import html
+import itertools
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -165,9 +166,25 @@ def chat_messages(system: str, user: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
+#: what the user turn adds when the passages are grouped by the parts of the question
+PARTS_NOTE = (
+    "The question names several documents; the passages are grouped by the part of the question they are "
+    "evidence for. If the question asks yes or no, reply Yes or No, then the numbers of the passages of "
+    "each part you compared."
+)
+
+
 def user_turn(question: str, passages: Sequence[Passage]) -> str:
-    fenced = "\n\n".join(fence(p) for p in passages)
-    return f"Passages:\n\n{fenced}\n\nQuestion: {question}"
+    """The passages and the question; a question of several parts gets its passages under a line
+    per part, and a note on how to answer it (a question searched whole gets neither, so its
+    prompt is unchanged)."""
+    if not any(p.part for p in passages):
+        fenced = "\n\n".join(fence(p) for p in passages)
+        return f"Passages:\n\n{fenced}\n\nQuestion: {question}"
+    groups: list[str] = []
+    for part, grouped in itertools.groupby(passages, key=lambda p: p.part):
+        groups.append(f"Part {part}:\n\n" + "\n\n".join(fence(p) for p in grouped))
+    return "Passages:\n\n" + "\n\n".join(groups) + f"\n\n{PARTS_NOTE}\n\nQuestion: {question}"
 
 
 @cache

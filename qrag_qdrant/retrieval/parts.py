@@ -46,12 +46,12 @@ CLAUSE_BREAK = re.compile(
     r",?\s+(?:while|whereas|but|compared (?:to|with)|than|versus|and then|and|or)\s+|;\s*|,\s+", re.IGNORECASE
 )
 #: a source named as such: "an article by X", "a report from X", "according to X", "X's coverage", "a X article"
-OUTLET = r"(?:the\s+)?(?P<name>[A-Z][\w.&-]*(?:\s+(?:of\s+|&\s+)?[A-Z][\w.&-]*){0,4})"
+OUTLET = r"(?i:the\s+)?(?P<name>[A-Z][\w.&-]*(?:\s+(?:of\s+|&\s+)?[A-Z][\w.&-]*){0,4})"
 WRITTEN = r"(?:article|report|piece|story|review|analysis|coverage|column|op-ed|post|feature)s?"
 NAMED_SOURCES = (
-    re.compile(rf"\b(?:{WRITTEN}|another|one)\s+(?:by|from|in)\s+{OUTLET}"),
-    re.compile(rf"\b(?:(?:published|reported)\s+by|according\s+to)\s+{OUTLET}"),
-    re.compile(rf"\b(?:an?|the|another)\s+['\"]?{OUTLET}['\"]?\s+{WRITTEN}\b"),
+    re.compile(rf"\b(?i:(?:{WRITTEN}|another|one)\s+(?:by|from|in))\s+{OUTLET}"),
+    re.compile(rf"\b(?i:(?:published|reported)\s+by|according\s+to)\s+{OUTLET}"),
+    re.compile(rf"\b(?i:an?|the|another)\s+['\"]?{OUTLET}['\"]?\s+(?i:{WRITTEN})\b"),
 )
 #: a question's own words, apart from the outlets it names, that make a clause worth its own search
 CLAUSE_WORDS = 5

@@ -227,6 +227,8 @@ def message(answer: Answer, generate: bool) -> str:
         return f"No answer: the language model failed ({shown(answer).error})."
     if answer.clarification is not None:
         return answer.clarification.question
+    if answer.abstain_reason == "part_missing":
+        return f"No answer: a part of the question has no evidence: {answer.missing_part}."
     if answer.abstained:
         return ABSTAINED.get(answer.abstain_reason or "", "No answer.")
     if not generate:

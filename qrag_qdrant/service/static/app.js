@@ -194,6 +194,8 @@ function renderConversation() {
 // What the assistant said, as the next question's history holds it.
 function answerText(done) {
   if (done.clarification) return done.clarification.question;
+  const gap = (done.parts || []).find((part) => part.missing);  // a question of several parts, one without evidence
+  if (done.abstain_reason === "part_missing" && gap) return `No answer: a part of the question has no evidence: ${gap.missing}.`;
   return done.abstained ? (ABSTAINED[done.abstain_reason] || "No answer.") : (done.answer || "");
 }
 

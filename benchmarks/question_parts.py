@@ -1,0 +1,102 @@
+"""Questions of several parts against the whole question, paired, on MultiHop-RAG split by id.
+
+    python benchmarks/question_parts.py --store /tmp/mheval/store --namespace eval-multihop-rag \
+        --data ../shared/data/multihop-rag --half held-out --json-out question-parts.json
+
+The rules of ``retrieval/parts.py`` were written on the questions whose id's sha256 is even
+(``--half tuning``); the other half (``held-out``) was not read while writing them. Each question
+is retrieved through ``QuorumRAG.retrieve`` twice, at the same context words (``context = fixed``,
+500 words): ``question_parts = "rules"`` and ``"off"``. Per kind: coverage (the share of a
+question's gold articles in the context), all evidence (every gold article in it), abstention on
+answerable and on null questions; then the two paired (Wilcoxon on coverage, exact McNemar on all
+evidence and on null abstention).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from qrag_qdrant import QuorumRAG
+from qrag_qdrant.config.settings import load_settings
+from qrag_qdrant.eval.metrics import paired_test
+
+HALVES = {"tuning": 0, "held-out": 1}
+
+
+def in_half(question_id: str, half: str) -> bool:
+    return half == "all" or int(hashlib.sha256(question_id.encode()).hexdigest(), 16) % 2 == HALVES[half]
+
+
+def scored(rag: QuorumRAG, question: dict[str, Any]) -> dict[str, Any]:
+    evidence = rag.retrieve(question["question"])
+    shown = {Path(passage.source).name for passage in evidence.passages}
+    gold = set(question["relevant_docs"])
+    return {
+        "kind": question["kind"],
+        "abstained": evidence.abstained,
+        "coverage": len(gold & shown) / len(gold) if gold else None,
+        "all": float(gold <= shown) if gold else None,
+        "words": evidence.context_words,
+        "parts": len(evidence.parts),
+    }
+
+
+def summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    answerable = [row for row in rows if row["coverage"] is not None]
+    null = [row for row in rows if row["coverage"] is None]
+    return {
+        "questions": len(rows),
+        "coverage": round(statistics.fmean(r["coverage"] for r in answerable), 3) if answerable else None,
+        "all_evidence": round(statistics.fmean(r["all"] for r in answerable), 3) if answerable else None,
+        "abstain_answerable": round(statistics.fmean(r["abstained"] for r in answerable), 3) if answerable else None,
+        "abstain_null": round(statistics.fmean(r["abstained"] for r in null), 3) if null else None,
+        "words": round(statistics.fmean(r["words"] for r in rows), 1),
+        "split": round(statistics.fmean(r["parts"] > 0 for r in rows), 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--store", type=Path, required=True)
+    parser.add_argument("--namespace", default="eval-multihop-rag")
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--half", choices=[*HALVES, "all"], default="held-out")
+    parser.add_argument("--json-out", type=Path)
+    args = parser.parse_args()
+    with (args.data / "questions.jsonl").open() as lines:
+        questions = [q for q in map(json.loads, lines) if in_half(q["id"], args.half)]
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for plan in ("rules", "off"):
+        settings = load_settings(
+            store=args.store, namespace=args.namespace, retrieval={"context": "fixed", "question_parts": plan}
+        )
+        with QuorumRAG(settings) as rag:
+            rows[plan] = [scored(rag, question) for question in questions]
+    kinds = sorted({q["kind"] for q in questions})
+    result: dict[str, Any] = {"half": args.half, "questions": len(questions), "systems": {}}
+    for plan, plan_rows in rows.items():
+        result["systems"][plan] = {
+            "all": summary(plan_rows),
+            **{kind: summary([r for r in plan_rows if r["kind"] == kind]) for kind in kinds},
+        }
+    pairs = list(zip(rows["rules"], rows["off"], strict=True))
+    answerable = [(a, b) for a, b in pairs if a["coverage"] is not None]
+    null = [(a, b) for a, b in pairs if a["coverage"] is None]
+    result["paired"] = {
+        "coverage": paired_test([(a["coverage"], b["coverage"]) for a, b in answerable]),
+        "all_evidence": paired_test([(a["all"], b["all"]) for a, b in answerable], exact_mcnemar=True),
+        "abstain_null": paired_test([(a["abstained"], b["abstained"]) for a, b in null], exact_mcnemar=True),
+    }
+    print(json.dumps(result, indent=1))
+    if args.json_out:
+        args.json_out.write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

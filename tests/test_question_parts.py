@@ -1,0 +1,206 @@
+"""Questions that need several documents: a question that names its documents by publisher (and
+date) is searched part by part, each part within its documents, with its own quorum and share of
+the context; a part naming an outlet the namespace lacks makes it abstain, naming the outlet; a
+question that names no publisher takes the one-question path, with the same evidence."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+import pytest
+
+from qrag_qdrant import QuorumRAG
+from qrag_qdrant.config.settings import load_settings
+from qrag_qdrant.generation.prompt import PARTS_NOTE, build_messages
+from qrag_qdrant.results import Passage
+from qrag_qdrant.retrieval.parts import WHOLE, plan_question
+from qrag_qdrant.store.filters import DocumentFilter
+
+from .cli_helpers import run
+from .test_filters import found, news  # noqa: F401 (the fixture: four articles, two publishers)
+
+PUBLISHERS = [
+    "TechCrunch",
+    "The Verge",
+    "Cnbc | World Business News Leader",
+    "FOX News - Health",
+    "FOX News - Lifestyle",
+]
+COMPARISON = (
+    "Did the TechCrunch article report that NASA delayed the crewed Artemis II flyby, while The Verge "
+    "article described the spacesuit Axiom Space unveiled for Artemis III?"
+)
+
+
+def test_a_comparison_is_split_at_the_clause_each_publisher_heads():
+    plan = plan_question(COMPARISON, PUBLISHERS)
+    assert [part.publishers for part in plan.parts] == [("TechCrunch",), ("The Verge",)]
+    first, second = (part.clause or "" for part in plan.parts)
+    assert "Artemis II flyby" in first and "spacesuit" not in first
+    assert second.startswith("while The Verge article") and "spacesuit" in second
+
+
+def test_a_date_after_a_publisher_narrows_its_part_to_within_a_day_of_it():
+    plan = plan_question(
+        "Was the TechCrunch report published on October 2, 2023 about the trial more critical than the "
+        "Cnbc report published on 7 October 2023 about the verdict?",
+        PUBLISHERS,
+    )
+    days = [(part.publishers, part.day) for part in plan.parts]
+    assert days == [(("TechCrunch",), date(2023, 10, 2)), (("Cnbc | World Business News Leader",), date(2023, 10, 7))]
+    assert plan.parts[0].filter == DocumentFilter(publisher="TechCrunch", after="2023-10-01", before="2023-10-04")
+    assert plan.parts[1].label == "Cnbc, 2023-10-07"
+
+
+def test_a_name_shared_by_publishers_names_them_all_and_a_lowercase_word_names_none():
+    plan = plan_question("What did FOX News say about sleep, and what was our fortune in the age of AI?", PUBLISHERS)
+    assert [part.publishers for part in plan.parts] == [("FOX News - Health", "FOX News - Lifestyle")]
+    assert plan_question("Is the fortune of the verge company at stake?", PUBLISHERS) is WHOLE
+
+
+@pytest.mark.parametrize(
+    "question,missing",
+    [
+        ("Did a Bloomberg article and the TechCrunch report both cover the launch?", ["Bloomberg"]),
+        ("According to The Wall Street Journal, who leads the company TechCrunch covered?", ["Wall Street Journal"]),
+        ("Which city is named in an article by Forbes and in a report from Reuters?", ["Forbes", "Reuters"]),
+    ],
+)
+def test_an_outlet_the_namespace_does_not_hold_is_a_missing_part(question, missing):
+    plan = plan_question(question, PUBLISHERS)
+    assert [part.named for part in plan.parts if part.missing] == missing
+    assert all(part.missing == f"no document from {part.named}" for part in plan.parts if part.missing)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Did The Verge article say the TechCrunch article reports Tyreek Hill had a standout game?",
+        "Does TechCrunch report consumers desire trust according to Mozilla's perspective?",
+        "Did TechCrunch report the 'NBA Rookie of the Year Odds' article from the same source?",
+        "Which club, another Premier League giant, did TechCrunch say won?",
+    ],
+)
+def test_a_person_a_possessive_or_a_title_is_no_outlet(question):
+    assert not [part for part in plan_question(question, PUBLISHERS).parts if part.missing]
+
+
+def test_a_question_that_names_no_publisher_is_searched_whole():
+    assert plan_question("When did NASA delay the Artemis II flyby?", PUBLISHERS) is WHOLE
+    assert plan_question("What did TechCrunch report about Artemis?", []) is WHOLE
+
+
+def test_a_part_filter_is_narrowed_by_the_callers():
+    part = DocumentFilter(publisher="TechCrunch", after="2023-10-01", before="2023-10-04")
+    assert part.within(None) == part
+    caller = DocumentFilter(publisher=["TechCrunch", "The Verge"], after="2023-10-02", path="tech/")
+    assert part.within(caller) == DocumentFilter(
+        publisher="TechCrunch", after="2023-10-02", before="2023-10-04", path="tech/"
+    )
+    assert part.within(DocumentFilter(publisher="The Verge")) is None
+    assert DocumentFilter(path="tech/a").within(DocumentFilter(path="world/")) is None
+
+
+def test_the_prompt_groups_a_questions_passages_by_part_and_leaves_a_whole_question_as_it_was():
+    passages = [
+        Passage(citation=n, source=f"{n}.txt", start=0, end=4, text=f"text {n}", part=part)
+        for n, part in ((1, 1), (2, 1), (3, 2))
+    ]
+    grouped = build_messages("Did both say so?", passages)[-1]["content"]
+    assert grouped.index("Part 1:") < grouped.index('id="1"') < grouped.index('id="2"') < grouped.index("Part 2:")
+    assert grouped.index("Part 2:") < grouped.index('id="3"') and PARTS_NOTE in grouped
+    whole = build_messages("Did both say so?", [p.model_copy(update={"part": None}) for p in passages])[-1]
+    assert "Part 1:" not in whole["content"] and PARTS_NOTE not in whole["content"]
+
+
+@pytest.mark.slow
+def test_each_part_is_searched_in_its_own_documents(news, embedder):  # noqa: F811
+    with QuorumRAG(load_settings(store=news), embedder=embedder) as rag:
+        evidence = rag.retrieve(COMPARISON)
+    assert not evidence.abstained and [part.label for part in evidence.parts] == ["TechCrunch", "The Verge"]
+    by_part = {number: {p.source for p in evidence.passages if p.part == number} for number in (1, 2)}
+    assert by_part[1] and by_part[1] <= {"tech/artemis-delay.txt", "tech/artemis-budget.txt"}
+    assert by_part[2] and by_part[2] <= {"world/artemis-crew.txt", "world/artemis-suits.txt"}
+    assert [p.citation for p in evidence.passages] == list(range(1, len(evidence.passages) + 1))
+    cited = [n for part in evidence.parts for n in part.citations]
+    assert cited == [p.citation for p in evidence.passages]
+    assert evidence.context_words <= load_settings(store=news).retrieval.word_budget
+
+
+@pytest.mark.slow
+def test_an_outlet_the_namespace_lacks_abstains_naming_it(news, embedder):  # noqa: F811
+    question = "Did the Bloomberg article and The Verge report describe the Artemis III spacesuit the same way?"
+    with QuorumRAG(load_settings(store=news), embedder=embedder) as rag:
+        answer = rag.answer(question)
+    with QuorumRAG(load_settings(store=news, retrieval={"question_parts": "off"}), embedder=embedder) as rag:
+        whole = rag.retrieve(question)
+    assert answer.abstain_reason == "part_missing" and answer.mark == "no evidence"
+    assert answer.mark_reason == "no document from Bloomberg" and answer.answer is None
+    assert [part.missing for part in answer.parts] == [None, "no document from Bloomberg"]
+    assert not whole.abstained and found(whole)  # the control: searched whole, the question found evidence
+
+
+@pytest.mark.slow
+def test_a_publisher_the_caller_may_not_read_is_an_outlet_it_does_not_know(tmp_path, embedder):
+    """The publishers a question can name are those of the documents the caller may read: to any
+    other caller, a restricted publisher reads exactly as one that does not exist."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "pay.txt").write_text("The payroll bulletin says salary bands rise four percent in March.")
+    (folder / "moon.txt").write_text("The Verge says the Artemis II crew flies around the Moon in March.")
+    sidecar = tmp_path / "meta.jsonl"
+    rows = [
+        {"doc": "pay.txt", "source": "Payroll Bulletin", "readers": ["hr"]},
+        {"doc": "moon.txt", "source": "The Verge"},
+    ]
+    sidecar.write_text("\n".join(map(json.dumps, rows)) + "\n")
+    asked = "Did the {} article and The Verge report both say what happens in March?"
+    with QuorumRAG(load_settings(store=tmp_path / "store"), embedder=embedder) as rag:
+        rag.ingest(folder, metadata=sidecar)
+        hidden = rag.retrieve(asked.format("Payroll Bulletin"), readers=["sales"])
+        absent = rag.retrieve(asked.format("Daily Planet"), readers=["sales"])
+        reader = rag.retrieve(asked.format("Payroll Bulletin"), readers=["hr"])
+    assert [(p.label, p.missing) for p in hidden.parts] == [
+        ("The Verge", None),
+        ("Payroll Bulletin", "no document from Payroll Bulletin"),
+    ]
+    assert [(p.label, p.missing) for p in absent.parts] == [
+        ("The Verge", None),
+        ("Daily Planet", "no document from Daily Planet"),
+    ]
+    assert hidden.abstain_reason == absent.abstain_reason == "part_missing"
+    assert "pay.txt" not in {p.source for p in hidden.passages}
+    assert [p.label for p in reader.parts] == ["Payroll Bulletin", "The Verge"], reader.abstain_reason
+    assert [p.missing for p in reader.parts] == [None, None]
+    assert {p.source for p in reader.passages if p.part == 1} == {"pay.txt"}
+
+
+@pytest.mark.slow
+def test_a_single_fact_question_has_the_same_evidence_with_parts_on_and_off(news, embedder):  # noqa: F811
+    question = "How much will the Artemis programme cost NASA through 2025?"
+    with QuorumRAG(load_settings(store=news), embedder=embedder) as rag:
+        with_parts = rag.retrieve(question)
+    with QuorumRAG(load_settings(store=news, retrieval={"question_parts": "off"}), embedder=embedder) as rag:
+        without = rag.retrieve(question)
+    assert with_parts.parts == [] and with_parts.clusters
+    keep = {"clusters", "abstained", "abstain_reason", "confidence", "context_policy"}
+    assert with_parts.model_dump(include=keep) == without.model_dump(include=keep)
+
+
+@pytest.mark.slow
+def test_the_cli_shows_the_parts(news):  # noqa: F811
+    result = run("query", "--no-generate", "--json", COMPARISON, "--store", str(news))
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.output)
+    assert [part["label"] for part in shown["parts"]] == ["TechCrunch", "The Verge"]
+    assert {p["part"] for c in shown["clusters"] for p in c["passages"]} == {1, 2}
+
+
+@pytest.mark.slow
+def test_the_cli_names_the_missing_part(news):  # noqa: F811
+    question = "Did the Bloomberg article and The Verge report describe the Artemis III spacesuit the same way?"
+    result = run("query", "--no-generate", question, "--store", str(news))
+    assert result.exit_code == 0, result.output
+    assert "Part 2 (Bloomberg): no document from Bloomberg" in result.stdout
+    assert "No answer: a part of the question has no evidence: no document from Bloomberg." in result.stdout
