@@ -484,3 +484,44 @@ def test_gold_documents_in_the_context_per_kind_of_question():
     assert found["comparison_query"]["all_evidence"] == 1.0 and found["inference_query"]["all_evidence"] == 0.0
     assert found["null_query"]["coverage"] is None and found["null_query"]["abstain_rate"]["unanswerable"] == 1.0
     assert "evidence_docs" not in qa_metrics(questions[2:], answers[2:])  # no question names gold documents
+
+
+def test_answer_accuracy_by_kind_is_scored_as_the_multihop_paper_scores_it():
+    """The gold answer in the reply as whole words, case aside ("Yes" for "yes"); a question with
+    no answer is right only when it is declined; beside it, what answering "yes" to all would score."""
+
+    def reply(text: str | None, reason: str | None = None) -> Answer:
+        return Answer(
+            question="q",
+            abstained=reason is not None,
+            abstain_reason=reason,
+            retrievers=4,
+            clusters=[],
+            timings_ms={},
+            answer=text,
+        )
+
+    comparison = EvalQuestion(id="c", question="Did both?", answers=("Yes",), question_kind="comparison_query")
+    temporal = EvalQuestion(id="t", question="Before?", answers=("no",), question_kind="temporal_query")
+    inference = EvalQuestion(id="i", question="Who?", answers=("Google",), question_kind="inference_query")
+    null = EvalQuestion(id="n", question="Who?", unanswerable=True, question_kind="null_query")
+    rows = [
+        score_answer(comparison, "quorum", reply("yes [1] [3]"), 1.0),
+        score_answer(temporal, "quorum", reply("Not in the documents", "model_declined"), 1.0),
+        score_answer(temporal, "quorum", reply("Nothing changed; No [2]"), 1.0),
+        score_answer(inference, "quorum", reply("Googles [1]"), 1.0),  # whole words only
+        score_answer(null, "quorum", reply(None, "part_missing"), 0.0),
+        score_answer(null, "quorum", reply("Sundar Pichai [1]"), 1.0),
+    ]
+    assert [row.accurate for row in rows] == [True, False, True, False, True, False]
+    assert [row.yes_holds for row in rows] == [True, False, False, False, False, False]
+    shown = answer_metrics(rows)["accuracy_by_kind"]
+    assert shown["all"] == {"questions": 6, "accuracy": 0.5, "constant_yes": pytest.approx(1 / 6)}
+    assert shown["temporal_query"] == {"questions": 2, "accuracy": 0.5, "constant_yes": 0.0}
+    assert shown["null_query"]["accuracy"] == 0.5 and shown["comparison_query"]["constant_yes"] == 1.0
+    assert (
+        answer_metrics([score_answer(EvalQuestion(id="s", question="?", answers=("a",)), "q", reply("a"), 1.0)])[
+            "accuracy_by_kind"
+        ]
+        is None
+    )

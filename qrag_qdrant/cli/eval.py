@@ -205,6 +205,7 @@ def evaluate(
 def show_result(result: Any, json_out: Path | None, rows_out: Path | None, report: Path | None) -> None:
     """The tables on the terminal, and the files asked for."""
     from ..eval.report import (
+        accuracy_table,
         answers_table,
         decline_table,
         evidence_docs_table,
@@ -221,6 +222,8 @@ def show_result(result: Any, json_out: Path | None, rows_out: Path | None, repor
         print_table(expanded)
     if result.generation:
         print_table(answers_table(result.generation))
+        if (accuracy := accuracy_table(result.generation)) is not None:
+            print_table(accuracy)
         if (declines := decline_table(result.generation)) is not None:
             print_table(declines)
     if result.sweep:

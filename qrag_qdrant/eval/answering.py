@@ -27,7 +27,16 @@ from ..generation.answer import answer_from
 from ..generation.checks.claims import CITATION, confident
 from ..results import Answer, Evidence, EvidenceCluster
 from .dataset import EvalQuestion
-from .metrics import SystemAnswer, exact_match, holds_answer, mean_of, paired_test, percentile, token_f1
+from .metrics import (
+    SystemAnswer,
+    accuracy_by_kind,
+    exact_match,
+    holds_answer,
+    mean_of,
+    paired_test,
+    percentile,
+    token_f1,
+)
 
 
 @dataclass
@@ -54,6 +63,11 @@ class GeneratedAnswer:
     #: every claim passed the grounding and relevance checks (and the judge, where on); None: not answered
     supported: bool | None
     seconds: float
+    kind: str | None = None  # the data set's kind of question, if it names one
+    #: MultiHop-RAG's score: a gold answer in the reply, or for a question with none, a decline
+    accurate: bool = False
+    yes_holds: bool = False  # a reply of "yes" would hold a gold answer
+
     context_words: int = 0
     context_policy: str | None = None
     #: the judge's P(yes) per judged claim, to choose its threshold from labelled answers
@@ -104,6 +118,7 @@ def score_answer(question: EvalQuestion, system: str, answer: Answer, seconds: f
     judged = [c for c in answer.claims if c.score is not None]
     relevances = [c.relevance for c in answer.claims if c.relevance is not None]
     scored = outcome is None and question.answerable
+    holds_gold = scored and holds_answer(CITATION.sub("", answer.answer or ""), question.answers)
     return GeneratedAnswer(
         id=question.id,
         category=question.category,
@@ -113,7 +128,10 @@ def score_answer(question: EvalQuestion, system: str, answer: Answer, seconds: f
         outcome=outcome,
         em=scored and exact_match(short, question.answers),
         f1=token_f1(short, question.answers) if scored else 0.0,
-        holds_gold=scored and holds_answer(CITATION.sub("", answer.answer or ""), question.answers),
+        holds_gold=holds_gold,
+        kind=question.question_kind,
+        accurate=holds_gold if question.answerable else outcome in ("gate", "model_declined"),
+        yes_holds=question.answerable and holds_answer("yes", question.answers),
         citations=len(cited),
         citations_valid=not any(c.invalid_citations for c in answer.claims) if cited else None,
         claims_judged=len(judged),
@@ -259,6 +277,7 @@ def answer_metrics(rows: Sequence[GeneratedAnswer], options: GenerationSettings 
         "em": mean_of([r.em for r in answerable]),
         "f1": mean_of([r.f1 for r in answerable]),
         "holds_gold": mean_of([r.holds_gold for r in answerable]),
+        "accuracy_by_kind": accuracy_by_kind(rows),
         "answered_rate": {c: mean_of([r.answered for r in rows if r.category == c]) for c in CATEGORIES},
         # what the user gets with generation.unsupported = "refuse": flagged answers are refused too
         "answered_rate_if_refused": {

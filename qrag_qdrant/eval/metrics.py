@@ -304,3 +304,21 @@ def expansion_metrics(answers: Sequence[SystemAnswer], plain: Sequence[SystemAns
         "added_ms_p50": percentile(added, 50) if added else None,
         "added_ms_mean": mean_of(added) if added else None,
     }
+
+
+def accuracy_by_kind(rows: Sequence[Any]) -> dict[str, dict[str, Any]] | None:
+    """Per kind of question (and ``all``) of scored answers (``answering.GeneratedAnswer``): the
+    share answered as MultiHop-RAG's paper scores it (``accurate``), and the share a reply of "yes"
+    would have scored (``yes_holds``); None when the data set names no kinds."""
+    kinds = sorted({r.kind for r in rows if r.kind})
+    if not kinds:
+        return None
+    return {
+        kind: {
+            "questions": len(chosen),
+            "accuracy": mean_of([r.accurate for r in chosen]),
+            "constant_yes": mean_of([r.yes_holds for r in chosen]),
+        }
+        for kind in ("all", *kinds)
+        if (chosen := [r for r in rows if kind in ("all", r.kind)])
+    }

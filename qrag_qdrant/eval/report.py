@@ -176,6 +176,30 @@ def answers_table(generation: dict[str, Any]) -> Table:
     return table
 
 
+def accuracy_rows(generation: dict[str, Any]) -> list[list[str]]:
+    """Per system and kind of question: the paper's accuracy beside answering "yes" to all."""
+    return [
+        [name, kind, str(scores["questions"]), cell("rate", scores["accuracy"]), cell("rate", scores["constant_yes"])]
+        for name, metrics in generation["systems"].items()
+        for kind, scores in (metrics.get("accuracy_by_kind") or {}).items()
+    ]
+
+
+ACCURACY_HEADERS = ["system", "kind", "questions", "accuracy", "all answered yes"]
+
+
+def accuracy_table(generation: dict[str, Any]) -> Table | None:
+    rows = accuracy_rows(generation)
+    if not rows:
+        return None
+    table = Table(title="answer accuracy by kind: the gold answer in the reply, or a decline where there is none")
+    for index, name in enumerate(ACCURACY_HEADERS):
+        table.add_column(name, justify="left" if index < 2 else "right")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
 def decline_rows(generation: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
     """Answered rates per kind had llm.decline_threshold been each t (the backend reported its
     decline probability), to choose the threshold from one run."""
@@ -326,6 +350,8 @@ def write_report(result: EvalResult, folder: Path, command: str) -> Path:
             paired_line(result.generation) or "",
             "",
         ]
+        if accuracy := accuracy_rows(result.generation):
+            parts += [markdown_table(ACCURACY_HEADERS, accuracy), ""]
         if (declines := decline_rows(result.generation)) is not None:
             parts += [markdown_table(*declines), ""]
     if result.sweep:

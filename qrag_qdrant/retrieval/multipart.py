@@ -32,7 +32,8 @@ class PartFound:
 
 
 def interleaved(rankings: Sequence[Sequence[ScoredCluster]]) -> list[ScoredCluster]:
-    """The parts' clusters taken in turn: each part's best, then each part's second, ..."""
+    """The parts' clusters as the question's one ranking, taken in turn: each part's best, then
+    each part's second, ..."""
     return [ranking[n] for n in range(max(map(len, rankings), default=0)) for ranking in rankings if n < len(ranking)]
 
 

@@ -26,7 +26,7 @@ from .conversation import Asked, Conversation
 from .expansion import ExpandedText, Expander, ExpansionPlan, no_completer
 from .fusion import RankedList
 from .gate import GateInput, GateModel, decide, quorum_features
-from .multipart import PartFound, interleaved, joined_evidence, one_per_document
+from .multipart import PartFound, interleaved, joined_evidence
 from .parts import WHOLE, QuestionPart, QuestionPlan, plan_question
 from .question import checked_question
 from .ranking import ScoredCluster, fused_and_ranked
@@ -291,12 +291,12 @@ class Coordinator:
     ) -> Evidence:
         """A question of several parts: each searched within its documents, with its own quorum
         and its share of the context (``multipart.joined_evidence``). ``on_ranked`` sees the parts'
-        clusters taken in turn, in the order their contexts take them."""
+        clusters as one ranking (``multipart.interleaved``)."""
         with timed(timings, "parts"):
             found = [self.search_part(question, part, scope, options) for part in plan.parts]
             evidence = joined_evidence(question, found, options.part_clusters, options.word_budget)
         if on_ranked is not None:
-            on_ranked(interleaved([one_per_document(one.ranked) for one in found]))
+            on_ranked(interleaved([one.ranked for one in found]))
         evidence.timings_ms = {**timings, **evidence.timings_ms}
         log.info("retrieve: %d parts, %d clusters, %s", len(found), len(evidence.clusters), evidence.abstain_reason)
         return evidence
