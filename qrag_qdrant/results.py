@@ -231,9 +231,14 @@ class Claim(BaseModel):
             "disputed",
             "weak evidence",
             "doubted",
+            "one-sided",
         ]
         | None
-    ) = Field(None, description="why it is not supported: which of those checks it failed first")
+    ) = Field(
+        None,
+        description="why it is not supported: which of those checks it failed first (one-sided: a yes or no "
+        "to a question of several parts that cites no passage of one of them)",
+    )
     score: float | None = Field(None, description="the judge's P(yes) that the cited passages support the claim")
 
 
@@ -284,6 +289,10 @@ def claim_reason(claim: Claim, answer: Answer) -> str:
         "disputed": f"only {agreement.agreeing} of {agreement.readings} readings gave it" if agreement else "",
         "weak evidence": f"the evidence is weak (confidence {answer.confidence or 0:.3f})",
         "doubted": f"the judge doubted it (score {claim.score or 0:.2f})",
+        "one-sided": "it cites no passage of "
+        + next(
+            (p.label for p in answer.parts if p.citations and not set(p.citations) & set(claim.citations)), "a part"
+        ),
     }
     return reasons[claim.unsupported] or "it failed a check"
 

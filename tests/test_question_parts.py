@@ -11,14 +11,16 @@ from datetime import date
 import pytest
 
 from qrag_qdrant import QuorumRAG
+from qrag_qdrant.config.sections import GenerationSettings
 from qrag_qdrant.config.settings import load_settings
+from qrag_qdrant.generation.checks.claims import check_answer
 from qrag_qdrant.generation.prompt import PARTS_NOTE, build_messages
-from qrag_qdrant.results import Passage
+from qrag_qdrant.results import Answer, EvidenceCluster, Passage, QuestionPartEvidence
 from qrag_qdrant.retrieval.parts import WHOLE, plan_question
 from qrag_qdrant.store.filters import DocumentFilter
 
 from .cli_helpers import run
-from .test_filters import found, news  # noqa: F401 (the fixture: four articles, two publishers)
+from .test_filters import ARTICLES, found, news  # noqa: F401 (the fixture: four articles, two publishers)
 
 PUBLISHERS = [
     "TechCrunch",
@@ -204,3 +206,48 @@ def test_the_cli_names_the_missing_part(news):  # noqa: F811
     assert result.exit_code == 0, result.output
     assert "Part 2 (Bloomberg): no document from Bloomberg" in result.stdout
     assert "No answer: a part of the question has no evidence: no document from Bloomberg." in result.stdout
+
+
+def verdict_answer(text: str, with_parts: bool = True) -> Answer:
+    passages = [
+        Passage(citation=1, source="delay.txt", start=0, end=99, text=ARTICLES["tech/artemis-delay.txt"], part=1),
+        Passage(citation=2, source="laptop.txt", start=0, end=99, text="Apple's new laptop ships in March.", part=1),
+        Passage(citation=3, source="suits.txt", start=0, end=99, text=ARTICLES["world/artemis-suits.txt"], part=2),
+    ]
+    parts = [
+        QuestionPartEvidence(
+            label="TechCrunch", searched_for="Did TechCrunch report NASA delayed the Artemis II flyby", citations=[1, 2]
+        ),
+        QuestionPartEvidence(
+            label="The Verge", searched_for="while The Verge described the Axiom Space spacesuit", citations=[3]
+        ),
+    ]
+    answer = Answer(
+        question=COMPARISON,
+        abstained=False,
+        retrievers=4,
+        timings_ms={},
+        confidence=0.9,
+        answer=text,
+        clusters=[
+            EvidenceCluster(rank=n, score=1.0, support=4, retrievers=[], passages=[p])
+            for n, p in enumerate(passages, 1)
+        ],
+        parts=parts if with_parts else [],
+    )
+    check_answer(answer, answer.passages, None, GenerationSettings(min_answer_probability=0.0))
+    return answer
+
+
+def test_a_yes_or_no_rests_on_the_passages_it_cites_of_every_part():
+    both = verdict_answer("Yes [1, 3]")
+    assert both.mark == "supported" and both.claims[0].grounded and both.claims[0].relevance >= 0.3
+    assert "NASA delayed the Artemis II" in both.claims[0].sentence and "Axiom Space" in both.claims[0].sentence
+    assert both.claims[0].location == "delay.txt; suits.txt"
+    one_side = verdict_answer("Yes [1]")
+    assert one_side.mark == "not supported" and one_side.claims[0].unsupported == "one-sided"
+    assert one_side.mark_reason == "it cites no passage of The Verge"
+    off = verdict_answer("Yes [2, 3]")  # the laptop article is no evidence of the delay
+    assert off.claims[0].grounded and off.claims[0].unsupported == "off the question"
+    whole = verdict_answer("Yes [1, 3]", with_parts=False)  # a question searched whole: "yes" is held to its passages
+    assert whole.claims[0].unsupported == "not found"

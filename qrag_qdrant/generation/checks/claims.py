@@ -32,6 +32,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from ...config.sections import GenerationSettings
 from ...embedding.term_stats import terms
@@ -40,7 +41,10 @@ from ..base import Judge
 from ..prompt import NOT_IN_DOCUMENTS, fence
 from .instructions import reads_as_instruction
 from .sentence import SentenceCheck, sentence_check
+from .verdict import is_verdict, verdict_check
 
+#: the checks any claim can fail beside its grounding: the model's confidence, agreement, the gate's
+Doubt = Literal["unsure", "disputed", "weak evidence"]
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*\n\s*")
 #: a line that starts a block of its own (a heading, a table row, a quote, a list item): never the
@@ -73,6 +77,7 @@ UNSUPPORTED = {
     "weak evidence": "come from evidence the gate is not confident enough of (generation.min_evidence_confidence)",
     "doubted": "were not confirmed by the judge",
     "instruction": "come from a sentence that reads as an instruction to the assistant, not a fact",
+    "one-sided": "answer yes or no citing the evidence of only some of the question's parts",
 }
 
 
@@ -232,6 +237,29 @@ def confident(probability: float | None, minimum: float) -> bool:
     return probability is None or probability >= minimum
 
 
+def check_verdict(
+    claim: Claim,
+    answer: Answer,
+    passages: Sequence[Passage],
+    options: GenerationSettings,
+    doubt: Doubt | None,
+) -> None:
+    """A yes or no to a question of several parts, held to the passages it cites of each part
+    (``verdict.verdict_check``); the model's confidence, agreement and the gate apply as to any
+    claim (``doubt``: the first of them that fell short), the judge does not (a bare verdict is no
+    claim it can weigh)."""
+    valid = [n for n in claim.citations if n not in claim.invalid_citations]
+    found = verdict_check(valid, answer.parts, passages, sentences)
+    claim.grounded = found.uncited_part is None
+    if claim.grounded:
+        claim.relevance, claim.location = found.relevance, "; ".join(found.locations)
+        claim.sentence = " … ".join(found.sentences)
+    claim.unsupported = (
+        "one-sided" if not claim.grounded else "off the question" if found.relevance < options.min_relevance else doubt
+    )
+    claim.supported = claim.unsupported is None
+
+
 def judge_prompt(claim: Claim, passages: Sequence[Passage]) -> str:
     cited = [p for p in passages if p.citation in claim.citations] or list(passages)
     quoted = "\n\n".join(fence(p) for p in cited)
@@ -259,6 +287,10 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         answer.warnings.append("the answer cites no passage: check it against the evidence")
     valid = [n for claim in answer.claims for n in claim.citations if n not in claim.invalid_citations]
     for claim in answer.claims:
+        if answer.parts and is_verdict(normalised(bare(claim.text))):
+            doubt: Doubt | None = "unsure" if unsure else "disputed" if disputed else "weak evidence" if weak else None
+            check_verdict(claim, answer, passages, options, doubt)
+            continue
         holder = grounding(claim, passages, valid)
         claim.grounded = holder is not None
         # the sentences that hold the claim, found once for every check that reads them

@@ -1,0 +1,66 @@
+"""A yes or no to a question of several parts ("Did TechCrunch report the delay, while The Verge
+reported the suit?"). No passage holds the word "yes", so the exact grounding check cannot hold
+it; the verdict rests instead on the passages it cites of each part. It is grounded when it cites
+a passage of every part that has evidence, and relevant when, in each of those, a sentence holds
+at least ``generation.min_relevance`` of that part's own words. A verdict that cites one side only
+is "one-sided": it cannot have compared them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+
+from ...embedding.term_stats import terms
+from ...results import Passage, QuestionPartEvidence
+
+#: what a verdict says, as the answer's short form reads after normalisation
+VERDICTS = frozenset({"yes", "no", "true", "false"})
+
+
+@dataclass(frozen=True)
+class VerdictCheck:
+    """What each part's cited passages say: the least share of a part's words found in the best
+    sentence of its cited passages, those sentences and where they are; or the part it cites
+    nothing of."""
+
+    relevance: float = 0.0
+    sentences: list[str] = field(default_factory=list)
+    locations: list[str] = field(default_factory=list)
+    uncited_part: str | None = None
+
+
+def is_verdict(words: str) -> bool:
+    """``words``: a claim's own words, normalised (``claims.normalised``)."""
+    return words.strip() in VERDICTS
+
+
+def verdict_check(
+    cited: Collection[int],
+    parts: Sequence[QuestionPartEvidence],
+    passages: Sequence[Passage],
+    split: Callable[[str], list[str]],
+) -> VerdictCheck:
+    """Each part with evidence against the passages the verdict cites of it (``split``: a
+    passage's sentences)."""
+    relevances: list[float] = []
+    sentences: list[str] = []
+    locations: list[str] = []
+    for part in parts:
+        if part.missing is not None:
+            continue
+        own = [p for p in passages if p.citation in cited and p.citation in part.citations]
+        if not own:
+            return VerdictCheck(uncited_part=part.label)
+        asked = terms(part.searched_for) - terms(part.label)  # the part's own words, not its outlet's name
+        share, sentence, passage = max(
+            (
+                (len(asked & terms(s)) / len(asked) if asked else 1.0, s, p)
+                for p in own
+                for s in split(p.text) or [p.text]
+            ),
+            key=lambda found: found[0],
+        )
+        relevances.append(round(share, 4))
+        sentences.append(sentence.strip())
+        locations.append(passage.location)
+    return VerdictCheck(min(relevances, default=0.0), sentences, locations)
