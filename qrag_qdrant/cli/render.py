@@ -273,8 +273,8 @@ def print_evidence(evidence: Evidence, quorum: int) -> None:
         out.print(f"Part {number} ({part.label}): {part.missing or found}", markup=False)
     if evidence.abstain_reason == "part_missing":
         out.print(f"No answer: a part of the question has no evidence: {evidence.missing_part}.", markup=False)
-        return
-    if evidence.abstain_reason == "low_confidence":
+        out.print("[bold]The other parts' evidence[/bold]")
+    elif evidence.abstain_reason == "low_confidence":
         out.print(
             f"No answer: the retrievers agreed on evidence, but it is too weak to answer from "
             f"(confidence {evidence.confidence:.3f}, below the gate's {evidence.gate_threshold or 0:.3f}; "

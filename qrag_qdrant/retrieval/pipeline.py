@@ -144,7 +144,8 @@ class Coordinator:
             known = self._publishers.get(key)
         if known is None:
             where = Where(first_chunks=True, readers=access.groups)
-            known = frozenset(p["publisher"] for p in self.store.scroll_payloads(self.finest, ["publisher"], where))
+            payloads = self.store.scroll_payloads(self.finest, ["publisher"], where)
+            known = frozenset(name for p in payloads if (name := p.get("publisher")))
             with self._views_lock:
                 self._publishers[key] = known
         return known
@@ -319,7 +320,7 @@ class Coordinator:
             return gone
         vectors, lists = self.searcher.embed_and_search(question, scope=within)
         every = frozenset(retriever.name for retriever in self.settings.retrievers)
-        own = [ExpandedText("part", part.clause, every)] if part.clause else []
+        own = [ExpandedText("the part's own words", part.clause, every)] if part.clause else []
         expanded = self.searcher.search_expansions(own, scope=within)
         ranked: list[ScoredCluster] = []
         evidence = self.evidence_from(vectors, lists, options, expanded, on_ranked=ranked.extend, access=scope.access)
