@@ -6,6 +6,7 @@ systems): fusion, clustering, quorum, ranking, context, the gate's confidence an
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -16,6 +17,7 @@ from ..config.sections import RetrievalSettings
 from ..config.settings import Settings
 from ..embedding import DenseEmbedder
 from ..embedding.term_stats import TermStats, key_term_weights, unseen_words
+from ..errors import NothingIngestedError
 from ..results import Evidence, EvidenceCluster, QueryExpansion, timed
 from ..store import Store, Where
 from ..store.access import ALL, Access
@@ -81,9 +83,12 @@ class Coordinator:
 
     def warm(self) -> None:
         """For a process that will answer many questions (the service, MCP, eval, gate calibrate),
-        not for one CLI query: the store readies the collections for them (``Store.warm``)."""
+        not for one CLI query: the store readies the collections for them (``Store.warm``), and
+        the publishers a question may name are read."""
         self._warm = True
         self.store.warm([spec.name for spec in self.settings.collections])
+        with contextlib.suppress(NothingIngestedError):  # an empty namespace has none to read yet
+            self.publishers_for(ALL)  # read now, not on the first question
 
     @property
     def gate(self) -> GateModel:
