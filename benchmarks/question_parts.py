@@ -9,7 +9,8 @@ is retrieved through ``QuorumRAG.retrieve`` twice, at the same context words (``
 500 words): ``question_parts = "rules"`` and ``"off"``. Per kind: coverage (the share of a
 question's gold articles in the context), all evidence (every gold article in it), abstention on
 answerable and on null questions; then the two paired (Wilcoxon on coverage, exact McNemar on all
-evidence and on null abstention).
+evidence and on null abstention), and the p50 of each ``retrieve``'s wall time. The ``off`` run
+goes second: its questions find the store's pages already read.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import hashlib
 import json
 import statistics
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,7 +36,9 @@ def in_half(question_id: str, half: str) -> bool:
 
 
 def scored(rag: QuorumRAG, question: dict[str, Any]) -> dict[str, Any]:
+    started = time.perf_counter()
     evidence = rag.retrieve(question["question"])
+    seconds = time.perf_counter() - started
     shown = {Path(passage.source).name for passage in evidence.passages}
     gold = set(question["relevant_docs"])
     return {
@@ -44,6 +48,7 @@ def scored(rag: QuorumRAG, question: dict[str, Any]) -> dict[str, Any]:
         "all": float(gold <= shown) if gold else None,
         "words": evidence.context_words,
         "parts": len(evidence.parts),
+        "ms": seconds * 1000,
     }
 
 
@@ -58,6 +63,7 @@ def summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "abstain_null": round(statistics.fmean(r["abstained"] for r in null), 3) if null else None,
         "words": round(statistics.fmean(r["words"] for r in rows), 1),
         "split": round(statistics.fmean(r["parts"] > 0 for r in rows), 3),
+        "p50_ms": round(statistics.median(r["ms"] for r in rows), 1),
     }
 
 
@@ -68,9 +74,24 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--half", choices=[*HALVES, "all"], default="held-out")
     parser.add_argument("--json-out", type=Path)
+    parser.add_argument(
+        "--split-out",
+        type=Path,
+        help="only write the half as a data set folder named like --data (its corpus and metadata linked) for "
+        "`qrag-qdrant eval`, and stop",
+    )
     args = parser.parse_args()
     with (args.data / "questions.jsonl").open() as lines:
         questions = [q for q in map(json.loads, lines) if in_half(q["id"], args.half)]
+    if args.split_out:
+        folder = args.split_out / args.data.resolve().name  # the same name: eval's namespace, already ingested
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in ("corpus", "corpus-metadata.jsonl"):
+            (folder / name).unlink(missing_ok=True)
+            (folder / name).symlink_to((args.data / name).resolve())
+        (folder / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
+        print(f"{len(questions)} questions in {folder}")
+        return
     rows: dict[str, list[dict[str, Any]]] = {}
     for plan in ("rules", "off"):
         settings = load_settings(
