@@ -83,9 +83,11 @@ def test_an_outlet_the_namespace_does_not_hold_is_a_missing_part(question, missi
         "Did TechCrunch report the 'NBA Rookie of the Year Odds' article from the same source?",
         "Which club, another Premier League giant, did TechCrunch say won?",
         "According to Luther, what justifies us, as TechCrunch put it?",
+        "Did the TechCrunch article of October 1, 2023 and the one from November 5, 2023 agree?",
+        "Which company did TechCrunch say introduced an AI-powered DJ feature?",
     ],
 )
-def test_a_person_a_possessive_or_a_title_is_no_outlet(question):
+def test_a_person_a_possessive_a_title_or_a_date_is_no_outlet(question):
     assert not [part for part in plan_question(question, PUBLISHERS).parts if part.missing]
 
 

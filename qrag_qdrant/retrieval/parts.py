@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from functools import lru_cache
 
 from ..store.filters import DocumentFilter
 
@@ -48,7 +49,7 @@ CLAUSE_BREAK = re.compile(
 #: a source named as such: "an article by X", "a report from X", "another in X", "a X article" ("according to
 #: X" is left out: X is as often a person, and no question of MultiHop-RAG needed it)
 OUTLET = r"(?i:the\s+)?(?P<name>[A-Z][\w.&-]*(?:\s+(?:of\s+|&\s+)?[A-Z][\w.&-]*){0,4})"
-WRITTEN = r"(?:article|report|piece|story|review|analysis|coverage|column|op-ed|post|feature)s?"
+WRITTEN = r"(?:article|report|piece|story|review|analysis|coverage|column|op-ed|post)s?"
 NAMED_SOURCES = (
     re.compile(rf"\b(?i:(?:{WRITTEN}|another|one)\s+(?:by|from|in))\s+{OUTLET}"),
     re.compile(rf"\b(?i:an?|the|another)\s+['\"]?{OUTLET}['\"]?\s+(?i:{WRITTEN})\b"),
@@ -121,26 +122,35 @@ class Mention:
     named: str
 
 
-def publisher_mentions(question: str, publishers: Iterable[str]) -> list[Mention]:
-    """Where the question names a publisher, longest name first at each place; a name shared by
-    several publishers ("FOX News") names them all. Case aside, but the name must be capitalised
-    as a name is: "fortune" and "the age" are words, not outlets."""
+@lru_cache(maxsize=32)
+def publisher_names(publishers: frozenset[str]) -> tuple[re.Pattern[str], dict[str, tuple[str, ...]]]:
+    """One pattern for every name of ``publishers``, longest first (so the longest name at a place
+    wins), and each name's publishers: built once per set of publishers, whatever their number."""
     by_name: dict[str, set[str]] = {}
     for publisher in publishers:
         for name in aliases(publisher):
             by_name.setdefault(name.lower(), set()).add(publisher)
-    found: list[Mention] = []
-    for lowered in sorted(by_name, key=len, reverse=True):
-        pattern = re.compile(rf"(?<![\w-]){re.escape(lowered)}(?![\w-])", re.IGNORECASE)
-        for match in pattern.finditer(question):
-            if not match[0][0].isupper() or any(m.start < match.end() and match.start() < m.end for m in found):
-                continue
-            found.append(Mention(match.start(), match.end(), tuple(sorted(by_name[lowered])), match[0]))
-    return sorted(found, key=lambda m: m.start)
+    names = sorted(by_name, key=len, reverse=True)
+    pattern = re.compile(rf"(?<![\w-])(?:{'|'.join(map(re.escape, names))})(?![\w-])", re.IGNORECASE)
+    return pattern, {name: tuple(sorted(found)) for name, found in by_name.items()}
+
+
+def publisher_mentions(question: str, publishers: frozenset[str]) -> list[Mention]:
+    """Where the question names a publisher; a name shared by several publishers ("FOX News")
+    names them all. Case aside, but the name must be capitalised as a name is: "fortune" and
+    "the age" are words, not outlets."""
+    if not publishers:
+        return []
+    pattern, by_name = publisher_names(publishers)
+    return [
+        Mention(match.start(), match.end(), by_name[match[0].lower()], match[0])
+        for match in pattern.finditer(question)
+        if match[0][0].isupper()
+    ]
 
 
 def unknown_sources(question: str, mentions: Sequence[Mention]) -> list[str]:
-    """The outlets the question names as sources ("a Bloomberg article", "according to Reuters")
+    """The outlets the question names as sources ("a Bloomberg article", "a report from Reuters")
     that are no publisher of the namespace."""
     unknown: list[str] = []
     for match in (m for pattern in NAMED_SOURCES for m in pattern.finditer(question)):
@@ -148,9 +158,9 @@ def unknown_sources(question: str, mentions: Sequence[Mention]) -> list[str]:
         name = question[start:end].strip()
         if any(m.start < end and start < m.end for m in mentions):
             continue
-        if question[end : end + 1] in "'’" or name in unknown:  # a possessive or a quoted title, not an outlet
+        if (question[end : end + 1] and question[end] in "'’") or name in unknown:  # a possessive or a title
             continue
-        if name.lower().removeprefix("the "):
+        if name.lower().removeprefix("the ") and name.split()[0].lower() not in MONTHS:  # "one from October 5"
             unknown.append(name)
     return unknown
 
