@@ -68,7 +68,10 @@ class RetrievalSettings(Section):
     part_clusters: PositiveInt = Field(
         8,
         description="a question of several parts: the clusters its parts share (rounded up per part), "
-        "within word_budget; more, shorter windows let each of its documents in",
+        "within part_words; more, shorter windows let each of its documents in",
+    )
+    part_words: PositiveInt | None = Field(
+        None, description="a question of several parts: the context words its parts share; None: word_budget"
     )
     adaptive_words: PositiveInt = Field(150, description="adaptive context: words per cluster sent")
     adaptive_clusters: PositiveInt = Field(3, description="adaptive context: the most clusters sent")

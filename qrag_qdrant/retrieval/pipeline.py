@@ -300,7 +300,8 @@ class Coordinator:
         clusters as one ranking (``multipart.interleaved``)."""
         with timed(timings, "parts"):
             found = [self.search_part(question, part, scope, options) for part in plan.parts]
-            evidence = joined_evidence(question, found, options.part_clusters, options.word_budget)
+            words = options.part_words or options.word_budget
+            evidence = joined_evidence(question, found, options.part_clusters, words)
         if on_ranked is not None:
             on_ranked(interleaved([one.ranked for one in found]))
         evidence.timings_ms = {**timings, **evidence.timings_ms}
