@@ -132,7 +132,7 @@ def test_each_part_is_searched_in_its_own_documents(news, embedder):  # noqa: F8
     assert [p.citation for p in evidence.passages] == list(range(1, len(evidence.passages) + 1))
     cited = [n for part in evidence.parts for n in part.citations]
     assert cited == [p.citation for p in evidence.passages]
-    assert evidence.context_words <= load_settings(store=news).retrieval.word_budget
+    assert evidence.context_words <= load_settings(store=news).retrieval.part_words
 
 
 @pytest.mark.slow

@@ -70,8 +70,10 @@ class RetrievalSettings(Section):
         description="a question of several parts: the clusters its parts share (rounded up per part), "
         "within part_words; more, shorter windows let each of its documents in",
     )
-    part_words: PositiveInt | None = Field(
-        None, description="a question of several parts: the context words its parts share; None: word_budget"
+    part_words: PositiveInt = Field(
+        300,
+        description="a question of several parts: the context words its parts share (the same documents "
+        "reached the context at 300 as at 500 words, in a shorter prompt)",
     )
     adaptive_words: PositiveInt = Field(150, description="adaptive context: words per cluster sent")
     adaptive_clusters: PositiveInt = Field(3, description="adaptive context: the most clusters sent")

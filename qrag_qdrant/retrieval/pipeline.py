@@ -300,8 +300,7 @@ class Coordinator:
         clusters as one ranking (``multipart.interleaved``)."""
         with timed(timings, "parts"):
             found = [self.search_part(question, part, scope, options) for part in plan.parts]
-            words = options.part_words or options.word_budget
-            evidence = joined_evidence(question, found, options.part_clusters, words)
+            evidence = joined_evidence(question, found, options.part_clusters, options.part_words)
         if on_ranked is not None:
             on_ranked(interleaved([one.ranked for one in found]))
         evidence.timings_ms = {**timings, **evidence.timings_ms}
