@@ -283,34 +283,36 @@ class Coordinator:
         (its whole search, ``lists``, then unused): what eval measures, as ``retrieve`` decides it."""
         plan = self.plan(vectors.question, scope.access)
         if plan.split:
-            return self.by_parts(vectors.question, plan, scope, options, {}, on_ranked)
+            return self.by_parts(vectors, plan, scope, options, {}, on_ranked)
         return self.evidence_from(vectors, lists, options, expanded, on_ranked=on_ranked, access=scope.access)
 
     def by_parts(
         self,
-        question: str,
+        question: str | QueryVectors,
         plan: QuestionPlan,
         scope: Scope,
         options: RetrievalSettings,
         timings: dict[str, float],
         on_ranked: Callable[[list[ScoredCluster]], None] | None = None,
     ) -> Evidence:
-        """A question of several parts: each searched within its documents, with its own quorum
-        and its share of the context (``multipart.joined_evidence``). ``on_ranked`` sees the parts'
-        clusters as one ranking (``multipart.interleaved``)."""
+        """A question of several parts, embedded once: each part searched within its documents, with
+        its own quorum and share of the context (``multipart.joined_evidence``); ``on_ranked``
+        sees the parts' clusters as one ranking (``multipart.interleaved``)."""
         with timed(timings, "parts"):
-            found = [self.search_part(question, part, scope, options) for part in plan.parts]
-            evidence = joined_evidence(question, found, options.part_clusters, options.part_words)
+            vectors = question if isinstance(question, QueryVectors) else self.searcher.embed(question)
+            found = [self.search_part(vectors, part, scope, options) for part in plan.parts]
+            evidence = joined_evidence(vectors.question, found, options.part_clusters, options.part_words)
         if on_ranked is not None:
             on_ranked(interleaved([one.ranked for one in found]))
         evidence.timings_ms = {**timings, **evidence.timings_ms}
         log.info("retrieve: %d parts, %d clusters, %s", len(found), len(evidence.clusters), evidence.abstain_reason)
         return evidence
 
-    def search_part(self, question: str, part: QuestionPart, scope: Scope, options: RetrievalSettings) -> PartFound:
-        """One part's evidence: the question and the part's own words searched in the documents
-        it names (within the caller's filter), or why no document can answer it."""
-        searched = part.clause or question
+    def search_part(
+        self, vectors: QueryVectors, part: QuestionPart, scope: Scope, options: RetrievalSettings
+    ) -> PartFound:
+        """One part's evidence: the question and its own words searched in its documents, or why none can."""
+        searched = part.clause or vectors.question
         if part.missing is not None:
             return PartFound(part, searched, None, missing=part.missing)
         narrowed = part.filter.within(scope.documents)
@@ -323,10 +325,9 @@ class Coordinator:
             self.require_passing(within)
         except NoDocumentPasses:
             return gone
-        vectors, lists = self.searcher.embed_and_search(question, scope=within)
         every = frozenset(retriever.name for retriever in self.settings.retrievers)
         own = [ExpandedText("the part's own words", part.clause, every)] if part.clause else []
-        expanded = self.searcher.search_expansions(own, scope=within)
+        lists, expanded = self.searcher.search_embedded(vectors, own, within)
         ranked: list[ScoredCluster] = []
         evidence = self.evidence_from(vectors, lists, options, expanded, on_ranked=ranked.extend, access=scope.access)
         return PartFound(part, searched, described, evidence, ranked)

@@ -186,23 +186,23 @@ class Searcher:
         asked for it, all of a collection's in one round trip."""
         if not texts:
             return []
-        embedder = self._embedder_factory()
-        return self._search(
-            [
-                (
-                    text.label,
-                    QueryVectors(
-                        text.text,
-                        embedder.query_embed(text.text).tolist(),
-                        {spec.name: sparse.query_embed(text.text) for spec, sparse in self.collections},
-                    ),
-                    text.retrievers,
-                )
-                for text in texts
-            ],
-            top_k,
-            scope,
-        )
+        return self._search([(text.label, self._vectors(text.text), text.retrievers) for text in texts], top_k, scope)
+
+    def search_embedded(
+        self, vectors: QueryVectors, texts: Sequence[ExpandedText] = (), scope: Scope = EVERYTHING
+    ) -> tuple[list[RankedList], list[RankedList]]:
+        """A question embedded already, searched by every retriever, and ``texts`` beside it, in
+        one round trip per collection: the question's lists, then the texts'. A question searched
+        in several scopes (the parts of a question) is embedded once."""
+        queries = [(QUESTION, vectors, None), *((t.label, self._vectors(t.text), t.retrievers) for t in texts)]
+        lists = self._search(queries, None, scope)
+        return [ranked for ranked in lists if ranked.query == QUESTION], [
+            ranked for ranked in lists if ranked.query != QUESTION
+        ]
+
+    def _vectors(self, text: str) -> QueryVectors:
+        """``text`` embedded for every retriever, unchecked (a model's expansion, a question's clause)."""
+        return QueryVectors(text, self._embedder_factory().query_embed(text).tolist(), self._sparse(text))
 
     def _search(
         self,
