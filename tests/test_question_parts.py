@@ -149,6 +149,23 @@ def test_an_outlet_the_namespace_lacks_abstains_naming_it(news, embedder):  # no
 
 
 @pytest.mark.slow
+def test_a_part_without_documents_leaves_the_others_numbered_as_the_parts_are(news, embedder):  # noqa: F811
+    """Passages carry the number of their part in ``parts``, and the parts with evidence share the
+    context, when an earlier part has no document (TechCrunch published nothing that week)."""
+    question = "Did the TechCrunch report published on January 3, 2020 and The Verge report both describe the suit?"
+    with QuorumRAG(load_settings(store=news), embedder=embedder) as rag:
+        evidence = rag.retrieve(question)
+    assert [(part.label, part.missing) for part in evidence.parts] == [
+        ("TechCrunch, 2020-01-03", "no document from TechCrunch, 2020-01-03"),
+        ("The Verge", None),
+    ]
+    assert evidence.passages and {p.part for p in evidence.passages} == {2}
+    assert evidence.parts[1].citations == [p.citation for p in evidence.passages]
+    shares = load_settings(store=news).retrieval
+    assert evidence.context_policy == f"parts: 2, {shares.part_clusters} clusters and {shares.part_words} words each"
+
+
+@pytest.mark.slow
 def test_a_publisher_the_caller_may_not_read_is_an_outlet_it_does_not_know(tmp_path, embedder):
     """The publishers a question can name are those of the documents the caller may read: to any
     other caller, a restricted publisher reads exactly as one that does not exist."""

@@ -50,15 +50,26 @@ def one_per_document(ranked: Sequence[ScoredCluster]) -> list[ScoredCluster]:
     return first + again
 
 
+def shares(found: Sequence[PartFound], clusters: int, words: int) -> tuple[int, int]:
+    """The clusters (rounded up) and words each part with evidence gets: an equal share."""
+    searched = max(1, sum(one.evidence is not None for one in found))
+    return math.ceil(clusters / searched), words // searched
+
+
 def shared_context(found: Sequence[PartFound], clusters: int, words: int) -> list[list[EvidenceCluster]]:
-    """Each part's clusters: an equal share of ``clusters`` (rounded up) and of ``words``, a
-    part's passages numbered after the earlier parts', text an earlier part sent left out (two
-    parts in one publisher's documents send its two best different places)."""
-    share_clusters, share_words = math.ceil(clusters / len(found)), words // len(found)
+    """Each part's clusters, in the order of ``found`` (none for a part without evidence): its
+    share (``shares``), its passages numbered after the earlier parts' and marked with its
+    number, text an earlier part sent left out (two parts in one publisher's documents send its
+    two best different places)."""
+    share_clusters, share_words = shares(found, clusters, words)
     sent: dict[str, list[tuple[int, int]]] = {}
     citation, rank, joined = 0, 0, []
     for number, one in enumerate(found, start=1):
-        context = build_context(one_per_document(one.ranked), share_clusters, share_words, sent, citation)
+        context = (
+            build_context(one_per_document(one.ranked), share_clusters, share_words, sent, citation)
+            if one.evidence is not None
+            else []
+        )
         citation += sum(len(cluster.passages) for cluster in context)
         kept = []
         for cluster in context:
@@ -76,11 +87,9 @@ def joined_evidence(question: str, found: Sequence[PartFound], clusters: int, wo
     part searched in a few documents agrees less than a whole question, so one part's doubt is
     not enough). Its confidence is the least of the parts'."""
     searched = [one for one in found if one.evidence is not None]
-    contexts = shared_context(searched, clusters, words) if searched else []
-    by_part = dict(zip((id(one) for one in searched), contexts, strict=True))
+    contexts = shared_context(found, clusters, words)
     parts, timings = [], {}
-    for one in found:
-        context = by_part.get(id(one), [])
+    for one, context in zip(found, contexts, strict=True):
         missing = one.missing or (None if one.ranked else f"the retrievers agreed on no evidence from {one.part.label}")
         parts.append(
             QuestionPartEvidence(
@@ -94,6 +103,7 @@ def joined_evidence(question: str, found: Sequence[PartFound], clusters: int, wo
         if one.evidence is not None:
             timings.update({f"part {len(parts)} {stage}": ms for stage, ms in one.evidence.timings_ms.items()})
     first = searched[0].evidence if searched else None
+    share_clusters, share_words = shares(found, clusters, words)
     doubted = all(one.evidence is not None and one.evidence.abstain_reason == "low_confidence" for one in searched)
     reason = "part_missing" if any(part.missing for part in parts) else ("low_confidence" if doubted else None)
     return Evidence(
@@ -105,8 +115,7 @@ def joined_evidence(question: str, found: Sequence[PartFound], clusters: int, wo
         gate_threshold=first.gate_threshold if first else None,
         retrievers=first.retrievers if first else 0,
         clusters=[cluster for context in contexts for cluster in context],
-        context_policy=f"parts: {len(found)}, {math.ceil(clusters / len(found))} clusters and "
-        f"{words // len(found)} words each",
+        context_policy=f"parts: {len(found)}, {share_clusters} clusters and {share_words} words each",
         parts=parts,
         timings_ms=timings,
         gate_features=first.gate_features if first else None,
