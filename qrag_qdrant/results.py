@@ -4,7 +4,7 @@ stage timings (``timings_ms``) they carry."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Literal
 
@@ -104,6 +104,13 @@ class QuestionPartEvidence(BaseModel):
     filter: str | None = Field(None, description="the documents it was searched in")
     citations: list[int] = Field(default_factory=list, description="its passages' numbers")
     missing: str | None = Field(None, description="why it has no evidence; the question then abstains")
+
+
+def uncited_part(parts: Sequence[QuestionPartEvidence], citations: Collection[int]) -> str | None:
+    """The first part with evidence of which ``citations`` cite no passage: what a yes or no
+    to a question of several parts leaves out."""
+    cited = set(citations)
+    return next((part.label for part in parts if part.missing is None and not cited & set(part.citations)), None)
 
 
 class Evidence(BaseModel):
@@ -289,10 +296,7 @@ def claim_reason(claim: Claim, answer: Answer) -> str:
         "disputed": f"only {agreement.agreeing} of {agreement.readings} readings gave it" if agreement else "",
         "weak evidence": f"the evidence is weak (confidence {answer.confidence or 0:.3f})",
         "doubted": f"the judge doubted it (score {claim.score or 0:.2f})",
-        "one-sided": "it cites no passage of "
-        + next(
-            (p.label for p in answer.parts if p.citations and not set(p.citations) & set(claim.citations)), "a part"
-        ),
+        "one-sided": f"it cites no passage of {uncited_part(answer.parts, claim.citations) or 'a part'}",
     }
     return reasons[claim.unsupported] or "it failed a check"
 

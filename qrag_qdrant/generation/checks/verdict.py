@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from ...embedding.term_stats import terms
-from ...results import Passage, QuestionPartEvidence
+from ...results import Passage, QuestionPartEvidence, uncited_part
 
 #: what a verdict says, as the answer's short form reads after normalisation
 VERDICTS = frozenset({"yes", "no", "true", "false"})
@@ -42,6 +42,8 @@ def verdict_check(
 ) -> VerdictCheck:
     """Each part with evidence against the passages the verdict cites of it (``split``: a
     passage's sentences)."""
+    if (uncited := uncited_part(parts, cited)) is not None:
+        return VerdictCheck(uncited_part=uncited)
     relevances: list[float] = []
     sentences: list[str] = []
     locations: list[str] = []
@@ -49,8 +51,6 @@ def verdict_check(
         if part.missing is not None:
             continue
         own = [p for p in passages if p.citation in cited and p.citation in part.citations]
-        if not own:
-            return VerdictCheck(uncited_part=part.label)
         asked = terms(part.searched_for) - terms(part.label)  # the part's own words, not its outlet's name
         share, sentence, passage = max(
             (
