@@ -121,6 +121,14 @@ def test_the_prompt_groups_a_questions_passages_by_part_and_leaves_a_whole_quest
     assert "Part 1:" not in whole["content"] and PARTS_NOTE not in whole["content"]
 
 
+def with_parts_and_without(store, embedder, ask):
+    """``ask(rag)`` with question parts on, then its retrieval with them off (the control)."""
+    with QuorumRAG(load_settings(store=store), embedder=embedder) as rag:
+        parted = ask(rag)
+    with QuorumRAG(load_settings(store=store, retrieval={"question_parts": "off"}), embedder=embedder) as rag:
+        return parted, rag.retrieve(parted.question)
+
+
 @pytest.mark.slow
 def test_each_part_is_searched_in_its_own_documents(news, embedder):  # noqa: F811
     with QuorumRAG(load_settings(store=news), embedder=embedder) as rag:
@@ -138,10 +146,7 @@ def test_each_part_is_searched_in_its_own_documents(news, embedder):  # noqa: F8
 @pytest.mark.slow
 def test_an_outlet_the_namespace_lacks_abstains_naming_it(news, embedder):  # noqa: F811
     question = "Did the Bloomberg article and The Verge report describe the Artemis III spacesuit the same way?"
-    with QuorumRAG(load_settings(store=news), embedder=embedder) as rag:
-        answer = rag.answer(question)
-    with QuorumRAG(load_settings(store=news, retrieval={"question_parts": "off"}), embedder=embedder) as rag:
-        whole = rag.retrieve(question)
+    answer, whole = with_parts_and_without(news, embedder, lambda rag: rag.answer(question))
     assert answer.abstain_reason == "part_missing" and answer.mark == "no evidence"
     assert answer.mark_reason == "no document from Bloomberg" and answer.answer is None
     assert [part.missing for part in answer.parts] == [None, "no document from Bloomberg"]
@@ -203,10 +208,7 @@ def test_a_publisher_the_caller_may_not_read_is_an_outlet_it_does_not_know(tmp_p
 @pytest.mark.slow
 def test_a_single_fact_question_has_the_same_evidence_with_parts_on_and_off(news, embedder):  # noqa: F811
     question = "How much will the Artemis programme cost NASA through 2025?"
-    with QuorumRAG(load_settings(store=news), embedder=embedder) as rag:
-        with_parts = rag.retrieve(question)
-    with QuorumRAG(load_settings(store=news, retrieval={"question_parts": "off"}), embedder=embedder) as rag:
-        without = rag.retrieve(question)
+    with_parts, without = with_parts_and_without(news, embedder, lambda rag: rag.retrieve(question))
     assert with_parts.parts == [] and with_parts.clusters
     keep = {"clusters", "abstained", "abstain_reason", "confidence", "context_policy"}
     assert with_parts.model_dump(include=keep) == without.model_dump(include=keep)
