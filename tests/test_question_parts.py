@@ -275,3 +275,11 @@ def test_a_yes_or_no_rests_on_the_passages_it_cites_of_every_part():
     assert off.claims[0].grounded and off.claims[0].unsupported == "off the question"
     whole = verdict_answer("Yes [1, 3]", with_parts=False)  # a question searched whole: "yes" is held to its passages
     assert whole.claims[0].unsupported == "not found"
+
+
+def test_a_listed_answer_to_a_question_of_parts_is_held_to_each_parts_own_words():
+    listed = verdict_answer("September 2025 and the Apollo suits [1][3]")
+    claim = listed.claims[0]
+    assert listed.mark == "supported" and claim.location == "delay.txt; suits.txt"
+    assert claim.relevance == 0.75  # the spacesuit sentence holds 3 of its part's 4 words; the delay's 5 of 6
+    assert verdict_answer("September 2025 and the Apollo suits [1]").claims[0].unsupported == "not found"

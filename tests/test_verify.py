@@ -478,3 +478,40 @@ def test_a_sentence_about_the_world_is_not_read_as_an_instruction(fact):
     from qrag_qdrant.generation.checks.instructions import reads_as_instruction
 
     assert not reads_as_instruction(fact)
+
+
+ARTEMIS = [
+    Passage(
+        citation=1,
+        source="lander.txt",
+        start=0,
+        end=90,
+        text="SpaceX builds the Starship lander that will carry Artemis III astronauts to the surface.",
+    ),
+    Passage(
+        citation=2,
+        source="suit.txt",
+        start=0,
+        end=80,
+        text="Axiom Space builds the spacesuit Artemis III astronauts will wear on the Moon.",
+    ),
+    Passage(citation=3, source="axiom.txt", start=0, end=50, text="Axiom Space was founded in Houston in 2016."),
+]
+BUILDERS = "Which companies build the Artemis III lander and spacesuit?"
+
+
+def test_a_listed_answer_may_take_each_piece_from_another_passage_it_cites():
+    both = asked(BUILDERS, "SpaceX and Axiom Space [1][2]", ARTEMIS)
+    claim = both.claims[0]
+    assert both.mark == "supported" and claim.grounded and claim.location == "lander.txt; suit.txt"
+    assert claim.sentence == f"{ARTEMIS[0].text} … {ARTEMIS[1].text}"
+    assert claim.relevance == 0.6667  # each sentence holds 4 of the question's 6 words
+    assert asked(BUILDERS, "SpaceX, Axiom Space. [1, 2]", ARTEMIS).mark == "supported"
+    # a piece that no passage holds, or that only a passage the claim does not cite holds, is not found
+    for text in ("SpaceX and Boeing [1][2]", "SpaceX and Axiom Space [1]"):
+        unheld = asked(BUILDERS, text, ARTEMIS)
+        assert unheld.mark == "not supported" and unheld.claims[0].unsupported == "not found", text
+    # every piece's sentence must be about the question: Houston's founding is not
+    off = asked(BUILDERS, "SpaceX and Axiom Space [1][3]", ARTEMIS)
+    assert off.claims[0].grounded and off.claims[0].unsupported == "off the question"
+    assert off.claims[0].relevance == 0.0

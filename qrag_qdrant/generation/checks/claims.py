@@ -4,7 +4,8 @@ A claim is a line or sentence of the answer with the ``[n]`` citations in or rig
 A citation of a passage that was not shown is invalid. The grounding check is exact and
 needs no model: a claim is grounded when its text (the short answer, or the quote, without
 citations) occurs, after normalisation, in a passage it cites (a claim that cites nothing is
-held to the passages the rest of the answer cites). With ``generation.judge`` and a backend
+held to the passages the rest of the answer cites; one that lists things, piece by piece across
+them: ``pieces``). With ``generation.judge`` and a backend
 that can judge, a grounded claim is also put to the model as a yes/no question against its
 passages, and P(yes) from its top log-probabilities is its score; a claim is supported when
 it is grounded and, if judged, the judge agrees. No NLI or cross-encoder weights can be had
@@ -40,7 +41,8 @@ from ...results import Answer, Claim, Passage
 from ..base import Judge
 from ..prompt import NOT_IN_DOCUMENTS, fence
 from .instructions import reads_as_instruction
-from .sentence import SentenceCheck, sentence_check
+from .pieces import pieces_check, pieces_of
+from .sentence import SentenceCheck, relevance_of, sentence_check
 from .verdict import is_verdict, verdict_check
 
 #: the checks any claim can fail beside its grounding: the model's confidence, agreement, the gate's
@@ -157,10 +159,15 @@ def normalised(text: str) -> str:
     return f" {' '.join(NOT_WORD.sub(' ', unicodedata.normalize('NFKC', text).casefold()).split())} "
 
 
+def cited_by(claim: Claim, fallback: Sequence[int]) -> list[int]:
+    """The passages a claim cites that were shown, or when it cites none, ``fallback``'s."""
+    return [n for n in claim.citations if n not in claim.invalid_citations] if claim.citations else list(fallback)
+
+
 def grounding(claim: Claim, passages: Sequence[Passage], fallback: Sequence[int]) -> Passage | None:
     """The first passage the claim cites (or, citing none, of ``fallback``) that holds its own words."""
     words = normalised(bare(claim.text))
-    cited = [n for n in claim.citations if n not in claim.invalid_citations] if claim.citations else fallback
+    cited = cited_by(claim, fallback)
     return (
         next((p for p in passages if p.citation in cited and words in normalised(p.text)), None)
         if words.strip()
@@ -173,12 +180,7 @@ def relevance(question: str, claim: str, passage: str, holding: Sequence[str]) -
     claim's words (``holding``; the whole passage when they cross a sentence boundary). 0.0 when
     the claim adds no word to the question's (an echo, not an answer); 1.0 for a question of
     stopwords."""
-    claimed, asked = terms(bare(claim)), terms(question)
-    if claimed and claimed <= asked:
-        return 0.0
-    if not asked:
-        return 1.0
-    return round(max(len(asked & terms(sentence)) for sentence in holding or [passage]) / len(asked), 4)
+    return relevance_of(terms(bare(claim)), terms(question), holding or [passage])
 
 
 def holding_sentences(claim: str, passage: str) -> list[str]:
@@ -260,6 +262,68 @@ def check_verdict(
     claim.supported = claim.unsupported is None
 
 
+def check_grounded(
+    claim: Claim,
+    holder: Passage | None,
+    answer: Answer,
+    passages: Sequence[Passage],
+    options: GenerationSettings,
+    doubt: Doubt | None,
+) -> None:
+    """A claim against the passage that holds it whole (``holder``; None: no cited passage does):
+    the sentence that holds it, its relevance and coverage of the question, a rival value, then
+    ``doubt``."""
+    claim.grounded = holder is not None
+    # the sentences that hold the claim, found once for every check that reads them
+    holding = holding_sentences(claim.text, holder.text) if holder is not None else []
+    claim.relevance = relevance(answer.searched, claim.text, holder.text, holding) if holder is not None else None
+    claim.location = holder.location_at(holding_offset(holder.text, holding)) if holder is not None else None
+    read = read_sentence(claim, holder, holding, passages, answer.key_terms, answer.unseen_terms) if holder else None
+    if read is not None:
+        claim.sentence, claim.coverage, claim.rival = read.sentence, read.coverage, read.rival
+        claim.missing_terms = list(read.missing) if read.coverage < 1 else []
+    claim.unsupported = (
+        "not found"
+        if claim.relevance is None or read is None
+        else "instruction"
+        if any(map(reads_as_instruction, holding))
+        else "ambiguous"
+        if options.rivals and read.rival is not None
+        else "off the question"
+        if claim.relevance < options.min_relevance or read.coverage < options.min_coverage
+        else doubt
+    )
+
+
+def check_pieces(
+    claim: Claim,
+    pieces: Sequence[str],
+    answer: Answer,
+    passages: Sequence[Passage],
+    fallback: Sequence[int],
+    options: GenerationSettings,
+    doubt: Doubt | None,
+) -> None:
+    """A claim that lists pieces no one passage holds whole, each held to the passages it cites
+    (``pieces.pieces_check``); then ``doubt`` and the judge, as for any claim."""
+    found = pieces_check(
+        pieces, cited_by(claim, fallback), passages, answer.searched, answer.parts, normalised, sentences
+    )
+    claim.grounded = found.not_found is None
+    if claim.grounded:
+        claim.relevance, claim.location = found.relevance, "; ".join(found.locations)
+        claim.sentence = " … ".join(found.sentences)
+    claim.unsupported = (
+        "not found"
+        if not claim.grounded
+        else "instruction"
+        if any(map(reads_as_instruction, found.sentences))
+        else "off the question"
+        if found.relevance < options.min_relevance
+        else doubt
+    )
+
+
 def judge_prompt(claim: Claim, passages: Sequence[Passage]) -> str:
     cited = [p for p in passages if p.citation in claim.citations] or list(passages)
     quoted = "\n\n".join(fence(p) for p in cited)
@@ -286,40 +350,17 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
     if not any(claim.citations for claim in answer.claims):
         answer.warnings.append("the answer cites no passage: check it against the evidence")
     valid = [n for claim in answer.claims for n in claim.citations if n not in claim.invalid_citations]
+    doubt: Doubt | None = "unsure" if unsure else "disputed" if disputed else "weak evidence" if weak else None
     for claim in answer.claims:
-        if answer.parts and is_verdict(normalised(bare(claim.text))):
-            doubt: Doubt | None = "unsure" if unsure else "disputed" if disputed else "weak evidence" if weak else None
+        words = bare(claim.text)
+        if answer.parts and is_verdict(normalised(words)):
             check_verdict(claim, answer, passages, options, doubt)
             continue
         holder = grounding(claim, passages, valid)
-        claim.grounded = holder is not None
-        # the sentences that hold the claim, found once for every check that reads them
-        holding = holding_sentences(claim.text, holder.text) if holder is not None else []
-        claim.relevance = relevance(answer.searched, claim.text, holder.text, holding) if holder is not None else None
-        claim.location = holder.location_at(holding_offset(holder.text, holding)) if holder is not None else None
-        read = (
-            read_sentence(claim, holder, holding, passages, answer.key_terms, answer.unseen_terms) if holder else None
-        )
-        if read is not None:
-            claim.sentence, claim.coverage, claim.rival = read.sentence, read.coverage, read.rival
-            claim.missing_terms = list(read.missing) if read.coverage < 1 else []
-        claim.unsupported = (
-            "not found"
-            if claim.relevance is None or read is None
-            else "instruction"
-            if any(map(reads_as_instruction, holding))
-            else "ambiguous"
-            if options.rivals and read.rival is not None
-            else "off the question"
-            if claim.relevance < options.min_relevance or read.coverage < options.min_coverage
-            else "unsure"
-            if unsure
-            else "disputed"
-            if disputed
-            else "weak evidence"
-            if weak
-            else None
-        )
+        if holder is None and (pieces := pieces_of(words)):
+            check_pieces(claim, pieces, answer, passages, valid, options, doubt)
+        else:
+            check_grounded(claim, holder, answer, passages, options, doubt)
         if judge is not None and claim.unsupported is None:
             claim.score = round(judge.yes_probability(JUDGE_SYSTEM, judge_prompt(claim, passages)), 4)
             claim.unsupported = "doubted" if claim.score < SUPPORTED else None

@@ -70,6 +70,17 @@ def coverage(text: str, weights: Mapping[str, float]) -> tuple[float, tuple[str,
     return share, tuple(word for word in missing if weights[word] >= floor)
 
 
+def relevance_of(claimed: set[int], asked: set[int], holding: Sequence[str]) -> float:
+    """The share of the question's words (``asked``) in the best of the sentences ``holding`` a
+    claim; 0.0 when the claim adds no word to the question's (an echo, not an answer), 1.0 for a
+    question of stopwords."""
+    if claimed and claimed <= asked:
+        return 0.0
+    if not asked:
+        return 1.0
+    return round(max(len(asked & terms(sentence)) for sentence in holding) / len(asked), 4)
+
+
 def near_spelling(word: str, spelled: set[str]) -> bool:
     """A typo of one of ``spelled`` (difflib's ratio at least ``NEAR_SPELLING``)."""
     return len(word) > 3 and any(

@@ -34,6 +34,11 @@ def is_verdict(words: str) -> bool:
     return words.strip() in VERDICTS
 
 
+def own_words(part: QuestionPartEvidence) -> set[int]:
+    """The terms of a part's own words, not its outlet's name."""
+    return terms(part.searched_for) - terms(part.label)
+
+
 def verdict_check(
     cited: Collection[int],
     parts: Sequence[QuestionPartEvidence],
@@ -51,7 +56,7 @@ def verdict_check(
         if part.missing is not None:
             continue
         own = [p for p in passages if p.citation in cited and p.citation in part.citations]
-        asked = terms(part.searched_for) - terms(part.label)  # the part's own words, not its outlet's name
+        asked = own_words(part)
         share, sentence, passage = max(
             (
                 (len(asked & terms(s)) / len(asked) if asked else 1.0, s, p)
