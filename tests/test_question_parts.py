@@ -13,6 +13,8 @@ import pytest
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.sections import GenerationSettings
 from qrag_qdrant.config.settings import load_settings
+from qrag_qdrant.errors import ConfigError
+from qrag_qdrant.eval import Dataset, EvalQuestion, Evaluation
 from qrag_qdrant.generation.checks.claims import check_answer
 from qrag_qdrant.generation.prompt import PARTS_NOTE, build_messages
 from qrag_qdrant.results import Answer, EvidenceCluster, Passage, QuestionPartEvidence
@@ -283,3 +285,28 @@ def test_a_listed_answer_to_a_question_of_parts_is_held_to_each_parts_own_words(
     assert listed.mark == "supported" and claim.location == "delay.txt; suits.txt"
     assert claim.relevance == 0.75  # the spacesuit sentence holds 3 of its part's 4 words; the delay's 5 of 6
     assert verdict_answer("September 2025 and the Apollo suits [1]").claims[0].unsupported == "not found"
+
+
+@pytest.mark.slow
+def test_eval_can_search_each_questions_gold_documents_alone(news, embedder):  # noqa: F811
+    """``eval --gold-documents``: the answers' ceiling. Each part is searched in its publisher's
+    gold documents only, so a question whose gold articles are the other two sees only them."""
+    crossed = ("tech/artemis-budget.txt", "world/artemis-crew.txt")
+    questions = [
+        EvalQuestion("crossed", COMPARISON, ("Yes",), relevant_docs=crossed),
+        EvalQuestion("null", COMPARISON, (), relevant_docs=()),
+    ]
+    with QuorumRAG(load_settings(store=news), embedder=embedder) as rag:
+        dataset = Dataset("news", news, "qa", questions)
+        gold = Evaluation(rag, dataset, systems=["quorum"], gold_documents=True)
+        ceiling = [gold.answer("quorum", gold.search_question(q)).evidence for q in questions]
+        plain = Evaluation(rag, dataset, systems=["quorum"])
+        searched = plain.answer("quorum", plain.search_question(questions[0])).evidence
+        with pytest.raises(ConfigError, match="measures quorum alone"):
+            Evaluation(rag, dataset, systems=["quorum", "qdrant-hybrid"], gold_documents=True)
+    assert {p.source for p in ceiling[0].passages} == set(crossed) and [p.label for p in ceiling[0].parts] == [
+        "TechCrunch",
+        "The Verge",
+    ]
+    assert "tech/artemis-delay.txt" in {p.source for p in searched.passages}  # the control: every document
+    assert ceiling[1].abstained and not ceiling[1].passages  # no gold document: nothing to search

@@ -107,6 +107,14 @@ ExpansionsCacheOption = Annotated[
         "and add the new ones, so a rerun asks the model only for new questions",
     ),
 ]
+GoldDocumentsOption = Annotated[
+    bool,
+    typer.Option(
+        "--gold-documents",
+        help="quorum searches only each question's gold documents (a set's relevant_docs): with --generate, "
+        "the answers' ceiling when retrieval misses nothing",
+    ),
+]
 JsonOutOption = Annotated[Path | None, typer.Option("--json-out", help="write the metrics as JSON")]
 RowsOutOption = Annotated[
     Path | None,
@@ -143,6 +151,7 @@ def evaluate(
     generate_kinds: GenerateKindsOption = None,
     answers_out: AnswersOutOption = None,
     expansions_cache: ExpansionsCacheOption = None,
+    gold_documents: GoldDocumentsOption = False,
     json_out: JsonOutOption = None,
     rows_out: RowsOutOption = None,
     report: ReportOption = None,
@@ -185,7 +194,9 @@ def evaluate(
     with open_rag(config, store, namespace) as rag:
         with ingest_progress() as progress:
             rag.ingest(dataset.corpus, progress=progress, exclude=dataset.held_out, metadata=dataset.metadata)
-        evaluation = Evaluation(rag, dataset, systems.split(",") if systems else None, top_k, expansions_cache, chunks)
+        evaluation = Evaluation(
+            rag, dataset, systems.split(",") if systems else None, top_k, expansions_cache, chunks, gold_documents
+        )
         with progress_bar() as bar:
             task = bar.add_task("questions", total=len(dataset.questions))
             result = evaluation.run(grid, advance=lambda: bar.advance(task))

@@ -42,6 +42,7 @@ from ..retrieval.expansion import ExpandedText, Expander, ExpansionPlan
 from ..retrieval.fusion import Candidate, RankedList, reciprocal_rank_fusion
 from ..retrieval.gate import list_features
 from ..retrieval.ranking import ScoredCluster
+from ..retrieval.search import EVERYTHING, Scope
 from ..store import Hit
 from .dataset import Dataset, EvalQuestion
 from .metrics import (
@@ -86,6 +87,7 @@ class QuestionSearch:
     lists: list[RankedList]
     embed_ms: float
     search_ms: float
+    scope: Scope = EVERYTHING
 
 
 @dataclass
@@ -189,10 +191,14 @@ class Evaluation:
         top_k: int | None = None,
         expansions_cache: Path | None = None,
         chunks: int | None = None,
+        gold_documents: bool = False,
     ):
-        """``chunks``: how many chunks a chunk system (a retriever alone, hybrid, rrf-all) sends;
-        default ``retrieval.context_clusters``."""
+        """``chunks``: how many chunks a chunk system (a retriever alone, hybrid, rrf-all) sends, default
+        ``retrieval.context_clusters``; ``gold_documents``: quorum searches a question's gold ones alone."""
         known = system_names(rag) + list(EXPANDED_SYSTEMS)
+        if gold_documents and set(systems or ()) != {QUORUM}:
+            raise ConfigError("--gold-documents measures quorum alone: add --systems quorum")
+        self.gold_documents = gold_documents
         unknown = [name for name in systems or () if name not in known]
         if unknown:
             raise ConfigError(f"unknown systems {', '.join(unknown)}; known: {', '.join(known)}")
@@ -260,12 +266,14 @@ class Evaluation:
 
     def search_question(self, question: EvalQuestion) -> QuestionSearch:
         coordinator, timings = self.rag.coordinator, {"search": 0.0}
-        if {RRF_ALL, QUORUM, *self.expanders} & set(self.systems):  # the query path's own embed and search
-            vectors, lists = coordinator.searcher.embed_and_search(question.question, self.top_k, timings)
-        else:
+        scope = Scope(sources=frozenset(question.relevant_docs)) if self.gold_documents else EVERYTHING
+        searched = {RRF_ALL, QUORUM, *self.expanders} & set(self.systems) and scope.sources != frozenset()
+        if searched:  # the query path's own embed and search
+            vectors, lists = coordinator.searcher.embed_and_search(question.question, self.top_k, timings, scope)
+        else:  # no system searches, or no gold document to search
             with timed(timings, "embed"):
                 vectors, lists = coordinator.searcher.embed(question.question), []
-        return QuestionSearch(vectors, lists, timings["embed"], timings["search"])
+        return QuestionSearch(vectors, lists, timings["embed"], timings["search"], scope)
 
     def answer(self, name: str, search: QuestionSearch) -> SystemAnswer:
         if name == QUORUM:
@@ -318,7 +326,7 @@ class Evaluation:
         started = time.perf_counter()
         ranked: list[ScoredCluster] = []
         evidence = self.rag.coordinator.evidence_for(
-            search.vectors, search.lists, options, expanded, on_ranked=ranked.extend
+            search.vectors, search.lists, options, expanded, on_ranked=ranked.extend, scope=search.scope
         )
         clusters = evidence.clusters
         answer = SystemAnswer(

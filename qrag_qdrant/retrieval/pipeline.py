@@ -320,7 +320,7 @@ class Coordinator:
         gone = PartFound(part, searched, described, missing=f"no document from {part.label}")
         if narrowed is None:
             return gone
-        within = Scope(scope.access, narrowed)
+        within = Scope(scope.access, narrowed, scope.sources)
         try:
             self.require_passing(within)
         except NoDocumentPasses:

@@ -35,10 +35,12 @@ class QueryVectors:
 
 @dataclass(frozen=True)
 class Scope:
-    """What a caller's searches may find: the documents it may read, narrowed by its filter."""
+    """What a caller's searches may find: the documents it may read, narrowed by its filter (and,
+    for eval's ceiling, to ``sources`` alone: a question's gold documents)."""
 
     access: Access = ALL
     documents: DocumentFilter | None = None
+    sources: frozenset[str] | None = None
 
 
 EVERYTHING = Scope()
@@ -169,9 +171,11 @@ class Searcher:
         named = None if access.groups is None else self.named_groups(name)
         if named is not None and access.groups is not None and named <= access.groups:
             access = ALL  # nothing it may not read
-        if not (options.exclude_sources or not access.reads_all or documents is not None):
+        if not (options.exclude_sources or not access.reads_all or documents is not None or scope.sources is not None):
             return None
         sources = self.store.sources_under(name, documents.path) if documents and documents.path else None
+        if scope.sources is not None:
+            sources = tuple(sorted(scope.sources.intersection(sources) if sources is not None else scope.sources))
         return Where(
             sources=sources,
             not_sources=tuple(options.exclude_sources),
