@@ -41,9 +41,9 @@ from ...results import Answer, Claim, Passage
 from ..base import Judge
 from ..prompt import NOT_IN_DOCUMENTS, fence
 from .instructions import reads_as_instruction
-from .pieces import pieces_check, pieces_of
+from .pieces import STRIPPED, PiecesCheck, pieces_check, pieces_of
 from .sentence import SentenceCheck, relevance_of, sentence_check
-from .verdict import is_verdict, verdict_check
+from .verdict import VerdictCheck, is_verdict, verdict_check
 
 #: the checks any claim can fail beside its grounding: the model's confidence, agreement, the gate's
 Doubt = Literal["unsure", "disputed", "weak evidence"]
@@ -144,7 +144,7 @@ def declined(answer: str) -> bool:
 
 def bare(text: str) -> str:
     """A claim's own words: no citations, label (``Answer:``) or surrounding quotes."""
-    return LABEL.sub("", CITATION.sub("", text)).strip().strip(" .,;:\"'“”‘’").strip()
+    return LABEL.sub("", CITATION.sub("", text)).strip().strip(STRIPPED).strip()
 
 
 def short_answer_of(answer: str) -> str | None:
@@ -239,6 +239,13 @@ def confident(probability: float | None, minimum: float) -> bool:
     return probability is None or probability >= minimum
 
 
+def held_across(claim: Claim, found: VerdictCheck | PiecesCheck) -> None:
+    """A claim held by a sentence in each of several passages: the least relevance of them, their
+    places and their sentences, in order."""
+    claim.relevance, claim.location = found.relevance, "; ".join(found.locations)
+    claim.sentence = " … ".join(found.sentences)
+
+
 def check_verdict(
     claim: Claim,
     answer: Answer,
@@ -250,12 +257,10 @@ def check_verdict(
     (``verdict.verdict_check``); the model's confidence, agreement and the gate apply as to any
     claim (``doubt``: the first of them that fell short), the judge does not (a bare verdict is no
     claim it can weigh)."""
-    valid = [n for n in claim.citations if n not in claim.invalid_citations]
-    found = verdict_check(valid, answer.parts, passages, sentences)
+    found = verdict_check(cited_by(claim, ()), answer.parts, passages, sentences)
     claim.grounded = found.uncited_part is None
     if claim.grounded:
-        claim.relevance, claim.location = found.relevance, "; ".join(found.locations)
-        claim.sentence = " … ".join(found.sentences)
+        held_across(claim, found)
     claim.unsupported = (
         "one-sided" if not claim.grounded else "off the question" if found.relevance < options.min_relevance else doubt
     )
@@ -311,8 +316,7 @@ def check_pieces(
     )
     claim.grounded = found.not_found is None
     if claim.grounded:
-        claim.relevance, claim.location = found.relevance, "; ".join(found.locations)
-        claim.sentence = " … ".join(found.sentences)
+        held_across(claim, found)
     claim.unsupported = (
         "not found"
         if not claim.grounded
@@ -349,7 +353,7 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         answer.warnings.append(f"the answer cites passages that were not shown: {', '.join(f'[{n}]' for n in invalid)}")
     if not any(claim.citations for claim in answer.claims):
         answer.warnings.append("the answer cites no passage: check it against the evidence")
-    valid = [n for claim in answer.claims for n in claim.citations if n not in claim.invalid_citations]
+    valid = [n for claim in answer.claims for n in cited_by(claim, ())]
     doubt: Doubt | None = "unsure" if unsure else "disputed" if disputed else "weak evidence" if weak else None
     for claim in answer.claims:
         words = bare(claim.text)

@@ -19,6 +19,7 @@ from .verdict import own_words
 
 #: what joins the pieces of a listed answer: a comma, a semicolon, "and", "or", "as well as", "&"
 JOINER = re.compile(r"(?:\s*(?:[,;&]|\band\b|\bor\b|\bas well as\b)\s*)+", re.IGNORECASE)
+#: the punctuation and quotes around a claim's words, or a piece's
 STRIPPED = " .,;:\"'“”‘’"
 
 

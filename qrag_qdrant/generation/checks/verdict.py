@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ...embedding.term_stats import terms
 from ...results import Passage, QuestionPartEvidence, uncited_part
+from .sentence import relevance_of
 
 #: what a verdict says, as the answer's short form reads after normalisation
 VERDICTS = frozenset({"yes", "no", "true", "false"})
@@ -56,16 +57,12 @@ def verdict_check(
         if part.missing is not None:
             continue
         own = [p for p in passages if p.citation in cited and p.citation in part.citations]
-        asked = own_words(part)
+        asked = own_words(part)  # a bare verdict repeats none of them: no claimed words
         share, sentence, passage = max(
-            (
-                (len(asked & terms(s)) / len(asked) if asked else 1.0, s, p)
-                for p in own
-                for s in split(p.text) or [p.text]
-            ),
+            ((relevance_of(set(), asked, [s]), s, p) for p in own for s in split(p.text) or [p.text]),
             key=lambda found: found[0],
         )
-        relevances.append(round(share, 4))
+        relevances.append(share)
         sentences.append(sentence.strip())
         locations.append(passage.location)
     return VerdictCheck(min(relevances, default=0.0), sentences, locations)
