@@ -52,8 +52,8 @@ def main() -> None:
                 continue
             passage, gold = found
             started = time.perf_counter()
-            key_terms = key_term_weights(row["question"], rag.coordinator.term_stats)
-            unseen = unseen_words(row["question"], rag.coordinator.term_stats)
+            key_terms = key_term_weights(row["question"], rag.coordinator.views.term_stats)
+            unseen = unseen_words(row["question"], rag.coordinator.views.term_stats)
             weights.append((time.perf_counter() - started) * 1000)
             answer = Answer(**evidence.model_dump(), answer=f"{gold} [{passage.citation}]")
             answer.key_terms, answer.unseen_terms = key_terms, unseen

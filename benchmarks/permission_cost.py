@@ -87,7 +87,7 @@ def measure(rag: QuorumRAG, questions: list[str], restrict: float) -> dict[str, 
     setting_s = time.perf_counter() - started
     rag.warm()
     points = rag.coordinator.searcher.points
-    hidden = {name: points[name] - count for name, count in rag.coordinator.counts_for(Access.of([]))[0].items()}
+    hidden = {name: points[name] - count for name, count in rag.coordinator.views.counts_for(Access.of([]))[0].items()}
     seconds: dict[str, list[float]] = {caller: [] for caller in CALLERS}
     first: dict[str, float] = {}
     same_evidence = 0

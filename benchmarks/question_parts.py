@@ -6,7 +6,12 @@
 The rules of ``retrieval/parts.py`` were written on the questions whose id's sha256 is even
 (``--half tuning``); the other half (``held-out``) was not read while writing them. Each question
 is retrieved through ``QuorumRAG.retrieve`` twice, at the same context words (``context = fixed``,
-500 words): ``question_parts = "rules"`` and ``"off"``. Per kind: coverage (the share of a
+500 words): ``question_parts = "rules"`` (or ``--parts model``) and ``"off"``.
+
+``--without-publishers`` takes the publishers' names out of the questions that name them ("the
+TechCrunch article" becomes "an article", "reported by The Verge" "reported by another outlet"),
+for questions that name no source: what the model's split (``--parts model``) is for.
+``--sample N`` draws N of the half's questions (``--seed``). Per kind: coverage (the share of a
 question's gold articles in the context), all evidence (every gold article in it), abstention on
 answerable and on null questions; then the two paired (Wilcoxon on coverage, exact McNemar on all
 evidence and on null abstention), and the p50 of each ``retrieve``'s wall time. The ``off`` run
@@ -18,6 +23,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import random
+import re
 import statistics
 import time
 from collections.abc import Sequence
@@ -27,12 +34,31 @@ from typing import Any
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.eval.metrics import paired_test
+from qrag_qdrant.retrieval.parts import WRITTEN, publisher_mentions
 
 HALVES = {"tuning": 0, "held-out": 1}
 
 
 def in_half(question_id: str, half: str) -> bool:
     return half == "all" or int(hashlib.sha256(question_id.encode()).hexdigest(), 16) % 2 == HALVES[half]
+
+
+def without_publishers(question: str, publishers: frozenset[str]) -> str:
+    """``question`` with each publisher it names replaced: "the X article" by "an article" (then
+    "another article"), any other mention by "one outlet" (then "another outlet")."""
+    mentions = publisher_mentions(question, publishers)
+    for later, mention in enumerate(reversed(mentions)):
+        first = later == len(mentions) - 1
+        before, after = question[: mention.start], question[mention.end :]
+        determiner = re.search(r"\b(?i:the|a|an)\s+['\"‘]?$", before)
+        written = re.match(rf"['\"’]?\s+((?i:{WRITTEN}))\b", after)
+        if determiner and written:
+            question = before[: determiner.start()] + ("an" if first else "another") + " " + after[written.start(1) :]
+            continue
+        quoted = re.search(r"\b(?i:the)\s+['\"‘]?$", before) or re.search(r"['\"‘]$", before)
+        before = before[: quoted.start()] if quoted else before
+        question = before + ("one outlet" if first else "another outlet") + re.sub(r"^['\"’](?!s)", "", after)
+    return re.sub(r"\ban (piece|story|review|column|post|coverage|report)\b", r"a \1", question)
 
 
 def scored(rag: QuorumRAG, question: dict[str, Any]) -> dict[str, Any]:
@@ -49,6 +75,7 @@ def scored(rag: QuorumRAG, question: dict[str, Any]) -> dict[str, Any]:
         "words": evidence.context_words,
         "parts": len(evidence.parts),
         "ms": seconds * 1000,
+        "split_ms": evidence.timings_ms.get("question_split", 0.0),
     }
 
 
@@ -64,6 +91,7 @@ def summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "words": round(statistics.fmean(r["words"] for r in rows), 1),
         "split": round(statistics.fmean(r["parts"] > 0 for r in rows), 3),
         "p50_ms": round(statistics.median(r["ms"] for r in rows), 1),
+        "model_asked": round(statistics.fmean(r["split_ms"] > 0 for r in rows), 3),
     }
 
 
@@ -74,6 +102,10 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--half", choices=[*HALVES, "all"], default="held-out")
     parser.add_argument("--json-out", type=Path)
+    parser.add_argument("--parts", choices=["rules", "model"], default="rules", help="against off")
+    parser.add_argument("--without-publishers", action="store_true", help="questions naming a publisher, without it")
+    parser.add_argument("--sample", type=int, help="this many of the half's questions")
+    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--split-out",
         type=Path,
@@ -83,6 +115,13 @@ def main() -> None:
     args = parser.parse_args()
     with (args.data / "questions.jsonl").open() as lines:
         questions = [q for q in map(json.loads, lines) if in_half(q["id"], args.half)]
+    if args.without_publishers:
+        with (args.data / "corpus-metadata.jsonl").open() as lines:
+            publishers = frozenset(name for row in map(json.loads, lines) if (name := row.get("source")))
+        named = [q for q in questions if publisher_mentions(q["question"], publishers)]
+        questions = [{**q, "question": without_publishers(q["question"], publishers)} for q in named]
+    if args.sample:
+        questions = random.Random(args.seed).sample(questions, min(args.sample, len(questions)))
     if args.split_out:
         folder = args.split_out / args.data.resolve().name  # the same name: eval's namespace, already ingested
         folder.mkdir(parents=True, exist_ok=True)
@@ -93,20 +132,25 @@ def main() -> None:
         print(f"{len(questions)} questions in {folder}")
         return
     rows: dict[str, list[dict[str, Any]]] = {}
-    for plan in ("rules", "off"):
+    for plan in (args.parts, "off"):
         settings = load_settings(
             store=args.store, namespace=args.namespace, retrieval={"context": "fixed", "question_parts": plan}
         )
         with QuorumRAG(settings) as rag:
             rows[plan] = [scored(rag, question) for question in questions]
     kinds = sorted({q["kind"] for q in questions})
-    result: dict[str, Any] = {"half": args.half, "questions": len(questions), "systems": {}}
+    result: dict[str, Any] = {
+        "half": args.half,
+        "without_publishers": args.without_publishers,
+        "questions": len(questions),
+        "systems": {},
+    }
     for plan, plan_rows in rows.items():
         result["systems"][plan] = {
             "all": summary(plan_rows),
             **{kind: summary([r for r in plan_rows if r["kind"] == kind]) for kind in kinds},
         }
-    pairs = list(zip(rows["rules"], rows["off"], strict=True))
+    pairs = list(zip(rows[args.parts], rows["off"], strict=True))
     answerable = [(a, b) for a, b in pairs if a["coverage"] is not None]
     null = [(a, b) for a, b in pairs if a["coverage"] is None]
     result["paired"] = {

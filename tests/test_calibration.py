@@ -69,7 +69,7 @@ def test_held_out_sources_are_never_returned(open_rag, corpus):
     rag.ingest(corpus)
     evidence = rag.retrieve("How does a honeybee forager tell her sisters the direction of flowers?")
     assert all(p.source != "honeybees.txt" for p in evidence.passages)
-    assert rag.coordinator.term_stats.frequencies(terms("forager")).tolist() == [0]  # its words are out too
+    assert rag.coordinator.views.term_stats.frequencies(terms("forager")).tolist() == [0]  # its words are out too
 
 
 @pytest.mark.slow

@@ -372,7 +372,7 @@ def test_statistics_tell_a_caller_nothing_of_documents_it_may_not_read(acme, tmp
             assert seen.abstained == absent.abstained
         hidden = restricted.retrieve(questions[2], readers=[])
         assert "remuneration" in hidden.unseen_terms or not hidden.clusters  # as if no document held it
-        points, _ = restricted.coordinator.counts_for(Access.of([]))
+        points, _ = restricted.coordinator.views.counts_for(Access.of([]))
         assert points == clean.coordinator.searcher.points
 
 

@@ -310,3 +310,16 @@ def test_eval_can_search_each_questions_gold_documents_alone(news, embedder):  #
     ]
     assert "tech/artemis-delay.txt" in {p.source for p in searched.passages}  # the control: every document
     assert ceiling[1].abstained and not ceiling[1].passages  # no gold document: nothing to search
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("top_k,most", [(None, 2), (1, 1)])
+def test_a_part_takes_part_top_k_hits_from_each_retriever(news, embedder, top_k, most):  # noqa: F811
+    """Two articles a publisher: each part's retrievers return both, or one with part_top_k = 1."""
+    retrieval = {} if top_k is None else {"part_top_k": top_k}
+    with QuorumRAG(load_settings(store=news, retrieval=retrieval), embedder=embedder) as rag:
+        searcher, seen = rag.coordinator.searcher, []
+        search = searcher.search_embedded
+        searcher.search_embedded = lambda *args, **kwargs: seen.append(search(*args, **kwargs)) or seen[-1]
+        assert len(rag.retrieve(COMPARISON).parts) == 2
+    assert len(seen) == 2 and max(len(ranked.hits) for lists, _ in seen for ranked in lists) == most

@@ -109,19 +109,19 @@ def test_the_gate_reads_stale_or_missing_counts_as_a_recount_and_says_how_to_sto
         f"{rag.store.count(finest)} chunks, as every new process will until an ingest .* finishes and "
         "stores them; run qrag-qdrant ingest",
     ):
-        assert_counts_equal(rag.coordinator.term_stats, recounted(rag, finest))
+        assert_counts_equal(rag.coordinator.views.term_stats, recounted(rag, finest))
 
 
 def test_stored_counts_or_a_store_that_keeps_none_read_without_a_warning(open_rag, corpus, recwarn):
     rag = open_rag()
     rag.ingest(corpus)
-    assert rag.coordinator.term_stats.chunks > 0
+    assert rag.coordinator.views.term_stats.chunks > 0
     other = open_rag("keeps-none")
     other.ingest(corpus)
     for spec in other.settings.collections:
         other.store.attach(spec.name, TERM_STATS, None)
     other.store.keeps_attachments = False  # as a plug-in store whose attach keeps nothing
-    assert other.coordinator.term_stats.chunks > 0
+    assert other.coordinator.views.term_stats.chunks > 0
     assert not [w for w in recwarn if "term counts" in str(w.message)]
 
 

@@ -219,7 +219,7 @@ def calibrate(
         raise QragError("the base gate model has no quorum system to calibrate")
     probing = coordinator_for(settings)
     try:
-        probes, held = draw_probes(store, probing.finest, passages, hold_out, seed, write)
+        probes, held = draw_probes(store, probing.views.finest, passages, hold_out, seed, write)
     finally:
         probing.close()
     excluded = settings.model_copy(

@@ -60,10 +60,17 @@ class RetrievalSettings(Section):
         description="adaptive context: the ranking-score lead over the next "
         "cluster at which the best cluster is sent alone",
     )
-    question_parts: Literal["rules", "off"] = Field(
+    question_parts: Literal["rules", "model", "off"] = Field(
         "rules",
         description="rules: a question that names documents by publisher (and date) is searched part by part, "
-        "each part in its documents with its own quorum and share of the context; off: always whole",
+        "each part in its documents with its own quorum and share of the context; model: the rules, then "
+        "the model splits a question they leave whole that reads as one about several documents (a model "
+        "call for those only); off: always whole",
+    )
+    part_top_k: PositiveInt = Field(
+        60,
+        description="a question of several parts: the hits each retriever returns for a part, searched in its "
+        "documents alone (more let a part's every document reach quorum: docs/benchmarks.md)",
     )
     part_clusters: PositiveInt = Field(
         8,

@@ -68,13 +68,15 @@ class QuestionPart:
     """One document a question needs: the publishers it may come from (None: any), the day it
     was published (None: any), and the question's words about it (``clause``, None when they
     are the whole question's). ``missing``: why no document can answer it (a publisher the
-    namespace does not hold)."""
+    namespace does not hold). ``named``: how a reader names it (its outlet, or "part 2")."""
 
     publishers: tuple[str, ...] | None
     day: date | None = None
     clause: str | None = None
     named: str = ""
     missing: str | None = None
+    #: searched by its own words alone (a part the model wrote), not the question's with them
+    alone: bool = False
 
     @property
     def label(self) -> str:
@@ -93,9 +95,11 @@ class QuestionPart:
 
 @dataclass(frozen=True)
 class QuestionPlan:
-    """How a question is searched: whole (no parts), or part by part."""
+    """How a question is searched: whole (no parts), or part by part; ``seconds``: what asking the
+    model for its parts took (``model_parts``), 0 for the rules."""
 
     parts: tuple[QuestionPart, ...] = field(default=())
+    seconds: float = 0.0
 
     @property
     def split(self) -> bool:

@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 from collections.abc import Callable, Sequence
-
-import numpy as np
+from functools import partial
 
 from ..config.sections import RetrievalSettings
 from ..config.settings import Settings
 from ..embedding import DenseEmbedder
-from ..embedding.term_stats import TermStats, key_term_weights, unseen_words
+from ..embedding.term_stats import key_term_weights, unseen_words
 from ..errors import NothingIngestedError
 from ..results import Evidence, EvidenceCluster, QueryExpansion, timed
-from ..store import Store, Where
+from ..store import Store
 from ..store.access import ALL, Access
 from ..store.base import CALIBRATED_GATE
 from ..store.filters import NoDocumentPasses
@@ -28,12 +26,14 @@ from .conversation import Asked, Conversation
 from .expansion import ExpandedText, Expander, ExpansionPlan, no_completer
 from .fusion import RankedList
 from .gate import GateInput, GateModel, decide, quorum_features
+from .model_parts import ModelSplit
 from .multipart import PartFound, interleaved, joined_evidence
 from .parts import WHOLE, QuestionPart, QuestionPlan, plan_question
 from .question import checked_question
 from .ranking import ScoredCluster, fused_and_ranked
-from .readings import as_asked
+from .readings import as_asked, word_similarity
 from .search import EVERYTHING, QueryVectors, Scope, Searcher
+from .views import NamespaceViews
 
 log = logging.getLogger(__name__)
 
@@ -60,24 +60,16 @@ class Coordinator:
             Expander(plans, completer or no_completer, settings.retrieval.expansion_timeout) if plans else None
         )
         self.conversation = Conversation(settings.retrieval, completer or no_completer)
+        self.model_split = ModelSplit(completer or no_completer)
         self._gate: GateModel | None = None
-        self._term_stats: TermStats | None = None
-        #: what a caller who may not read every document counts: its points per collection and the
-        #: finest chunking's term counts, less the documents it may not read (by ``Access.key``)
-        self._views: dict[tuple[str, ...], tuple[dict[str, int], TermStats]] = {}
-        #: the publishers of the documents a caller may read (by ``Access.key``; None: everyone's)
-        self._publishers: dict[tuple[str, ...] | None, frozenset[str]] = {}
-        self._views_lock = threading.Lock()
+        self.views = NamespaceViews(settings, store, self.searcher)
         self._warm = False
 
     def index_changed(self) -> None:
         """After an ingest in this process: check the collections and count their points again
         (and warm them again, if this process asked for it)."""
         self.searcher.forget()
-        self._term_stats = None
-        with self._views_lock:
-            self._views.clear()
-            self._publishers.clear()
+        self.views.forget()
         if self._warm:
             self.warm()
 
@@ -88,78 +80,27 @@ class Coordinator:
         self._warm = True
         self.store.warm([spec.name for spec in self.settings.collections])
         with contextlib.suppress(NothingIngestedError):  # an empty namespace has none to read yet
-            self.publishers_for(ALL)  # read now, not on the first question
+            self.views.publishers_for(ALL)  # read now, not on the first question
 
     @property
     def gate(self) -> GateModel:
         """``retrieval.gate_model`` when set, else the namespace's own (``gate calibrate``), else the shipped one."""
         if self._gate is None:
             path = self.settings.retrieval.gate_model
-            calibrated = None if path else self.store.attachment(self.finest, CALIBRATED_GATE)
+            calibrated = None if path else self.store.attachment(self.views.finest, CALIBRATED_GATE)
             self._gate = (
                 GateModel.loads(calibrated, "the namespace's calibrated gate") if calibrated else GateModel.load(path)
             )
         return self._gate
 
-    @property
-    def finest(self) -> str:
-        """The collection with the most chunks: its term counts are the gate's, and it keeps the
-        namespace's calibrated gate."""
-        points = self.searcher.points
-        return max(points, key=points.__getitem__)
-
-    @property
-    def term_stats(self) -> TermStats:
-        """The document frequencies of the finest chunking, for the gate, less the excluded
-        sources' (``retrieval.exclude_sources``). A collection written before they were kept, or
-        by a store that keeps none, has them counted here from its texts, in memory."""
-        if self._term_stats is None:
-            name = self.finest
-            self._term_stats = self.store.term_stats(
-                name, self.searcher.points[name], self.settings.retrieval.exclude_sources
-            )
-        return self._term_stats
-
-    def counts_for(self, access: Access) -> tuple[dict[str, int], TermStats]:
-        """The points per collection and the finest chunking's term counts a caller reading as
-        ``access`` sees: the documents it may not read leave no trace in the gate's features, the
-        key terms or the words "no document holds" (docs/teams.md). Counted once per set of
-        groups until the index changes."""
-        if access.groups is None or (key := access.key) is None:
-            return self.searcher.points, self.term_stats
-        with self._views_lock:
-            view = self._views.get(key)
-        if view is None:
-            name, where = self.finest, Where(readers=access.groups)
-            points = {collection: self.store.count(collection, where) for collection in self.searcher.points}
-            stats = self.store.term_stats(
-                name, self.searcher.points[name], self.settings.retrieval.exclude_sources, access.groups
-            )
-            view = (points, stats)
-            with self._views_lock:
-                self._views[key] = view
-        return view
-
-    def publishers_for(self, access: Access) -> frozenset[str]:
-        """The publishers of the documents a caller reading as ``access`` may read: the names a
-        question can search by (``parts.plan_question``); a publisher of documents it may not
-        read is an outlet the namespace does not hold, to it. Read once until the index changes."""
-        key = None if access.groups is None else access.key
-        with self._views_lock:
-            known = self._publishers.get(key)
-        if known is None:
-            where = Where(first_chunks=True, readers=access.groups)
-            payloads = self.store.scroll_payloads(self.finest, ["publisher"], where)
-            known = frozenset(name for p in payloads if (name := p.get("publisher")))
-            with self._views_lock:
-                self._publishers[key] = known
-        return known
-
     def plan(self, question: str, access: Access = ALL) -> QuestionPlan:
-        """The question's parts (``retrieval.question_parts``), or the whole question."""
-        if self.settings.retrieval.question_parts == "off":
+        """The question's parts (``retrieval.question_parts``): by the rules, then by the model
+        for a question they leave whole (``model_parts``); or the whole question."""
+        how = self.settings.retrieval.question_parts
+        if how == "off":
             return WHOLE
-        return plan_question(question, self.publishers_for(access))
+        plan = plan_question(question, self.views.publishers_for(access))
+        return self.model_split.plan(question) if how == "model" and not plan.split else plan
 
     def min_confidence(self, options: RetrievalSettings) -> float:
         """``retrieval.min_confidence``, or when unset the gate model's own threshold."""
@@ -181,7 +122,7 @@ class Coordinator:
         no features and confidence 0 when nothing reached quorum."""
         if not ranked:
             return None, 0.0
-        points, stats = self.counts_for(access)
+        points, stats = self.views.counts_for(access)
         features = quorum_features(
             GateInput(
                 vectors.question,
@@ -216,6 +157,8 @@ class Coordinator:
         if scope.documents is not None:
             self.require_passing(scope)
         plan = self.plan(checked, scope.access)
+        if plan.seconds:
+            timings["question_split"] = round(plan.seconds * 1000, 3)
         if plan.split:
             evidence = self.by_parts(checked, plan, scope, options, timings)
             return self.as_asked(evidence, asked, timings, scope) if asked is not None else evidence
@@ -243,15 +186,9 @@ class Coordinator:
         """NoDocumentPasses, naming the filter, when no document the caller may read passes it:
         the caller learns that, not an empty evidence."""
         assert scope.documents is not None
-        where = self.searcher.where(self.finest, scope)
-        if (where is not None and where.sources == ()) or not self.store.count(self.finest, where):
+        where = self.searcher.where(self.views.finest, scope)
+        if (where is not None and where.sources == ()) or not self.store.count(self.views.finest, where):
             raise NoDocumentPasses(f"no document passes the filter ({scope.documents.describe()})")
-
-    def word_similarity(self, first: str, second: str) -> float:
-        """The cosine of two words' (or short phrases') question vectors."""
-        embedder = self._embedder_factory()
-        a, b = embedder.query_embed(first), embedder.query_embed(second)
-        return float(np.dot(a, b) / ((np.linalg.norm(a) * np.linalg.norm(b)) or 1.0))
 
     def as_asked(
         self, evidence: Evidence, asked: Asked, timings: dict[str, float], scope: Scope = EVERYTHING
@@ -263,9 +200,10 @@ class Coordinator:
             found = self.searcher.embed_and_search(text, scope=scope)
             return self.evidence_from(*found, self.settings.retrieval, access=scope.access)
 
-        evidence = as_asked(evidence, asked, search, self.word_similarity, self.settings.retrieval.readings, timings)
+        similarity = partial(word_similarity, self._embedder_factory())
+        evidence = as_asked(evidence, asked, search, similarity, self.settings.retrieval.readings, timings)
         if evidence.key_terms and evidence.searched != asked.question:
-            stats = self.counts_for(scope.access)[1]
+            stats = self.views.counts_for(scope.access)[1]
             evidence.key_terms = key_term_weights(evidence.searched, stats, typed=asked.question)
             evidence.unseen_terms = unseen_words(evidence.searched, stats)
         return evidence
@@ -311,10 +249,13 @@ class Coordinator:
     def search_part(
         self, vectors: QueryVectors, part: QuestionPart, scope: Scope, options: RetrievalSettings
     ) -> PartFound:
-        """One part's evidence: the question and its own words searched in its documents, or why none can."""
+        """One part's evidence: the question and its own words searched in its documents (a part
+        the model wrote: its own words alone, in every document), or why none can."""
         searched = part.clause or vectors.question
         if part.missing is not None:
             return PartFound(part, searched, None, missing=part.missing)
+        if part.alone:
+            return self.part_evidence(self.searcher.embed(searched), part, (), scope, None, options)
         narrowed = part.filter.within(scope.documents)
         described = (narrowed or part.filter).describe()
         gone = PartFound(part, searched, described, missing=f"no document from {part.label}")
@@ -327,10 +268,22 @@ class Coordinator:
             return gone
         every = frozenset(retriever.name for retriever in self.settings.retrievers)
         own = [ExpandedText("the part's own words", part.clause, every)] if part.clause else []
-        lists, expanded = self.searcher.search_embedded(vectors, own, within)
+        return self.part_evidence(vectors, part, own, within, described, options)
+
+    def part_evidence(
+        self,
+        vectors: QueryVectors,
+        part: QuestionPart,
+        own: Sequence[ExpandedText],
+        within: Scope,
+        described: str | None,
+        options: RetrievalSettings,
+    ) -> PartFound:
+        """A part searched, ``own`` beside it, in the documents ``within`` lets it read."""
+        lists, expanded = self.searcher.search_embedded(vectors, own, within, options.part_top_k)
         ranked: list[ScoredCluster] = []
-        evidence = self.evidence_from(vectors, lists, options, expanded, on_ranked=ranked.extend, access=scope.access)
-        return PartFound(part, searched, described, evidence, ranked)
+        evidence = self.evidence_from(vectors, lists, options, expanded, on_ranked=ranked.extend, access=within.access)
+        return PartFound(part, part.clause or vectors.question, described, evidence, ranked)
 
     def evidence_from(
         self,
@@ -369,7 +322,7 @@ class Coordinator:
             threshold,
         )
         policy = f"fixed: {options.context_clusters} clusters, {options.word_budget} words" if ranked else None
-        stats = self.counts_for(access)[1] if ranked else None
+        stats = self.views.counts_for(access)[1] if ranked else None
         if options.context == "adaptive" and ranked:
             with timed(timings, "adaptive_context"):
                 keep, policy = adaptive_plan(ranked, options.adaptive_margin, options.adaptive_clusters)

@@ -27,6 +27,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from ..embedding import DenseEmbedder
 from ..embedding.term_stats import general_rarity, terms, word_terms
 from ..results import Clarification, Evidence, timed
 from .conversation import Asked, conversation_step
@@ -91,6 +94,12 @@ def other_reading(
             if with_own and with_carried:
                 return Reading(swapped(rewrite, word, None), word, None)
     return None
+
+
+def word_similarity(embedder: DenseEmbedder, first: str, second: str) -> float:
+    """The cosine of two words' (or short phrases') question vectors."""
+    a, b = embedder.query_embed(first), embedder.query_embed(second)
+    return float(np.dot(a, b) / ((np.linalg.norm(a) * np.linalg.norm(b)) or 1.0))
 
 
 def replaced_by_last_question(

@@ -193,13 +193,17 @@ class Searcher:
         return self._search([(text.label, self._vectors(text.text), text.retrievers) for text in texts], top_k, scope)
 
     def search_embedded(
-        self, vectors: QueryVectors, texts: Sequence[ExpandedText] = (), scope: Scope = EVERYTHING
+        self,
+        vectors: QueryVectors,
+        texts: Sequence[ExpandedText] = (),
+        scope: Scope = EVERYTHING,
+        top_k: int | None = None,
     ) -> tuple[list[RankedList], list[RankedList]]:
         """A question embedded already, searched by every retriever, and ``texts`` beside it, in
         one round trip per collection: the question's lists, then the texts'. A question searched
         in several scopes (the parts of a question) is embedded once."""
         queries = [(QUESTION, vectors, None), *((t.label, self._vectors(t.text), t.retrievers) for t in texts)]
-        lists = self._search(queries, None, scope)
+        lists = self._search(queries, top_k, scope)
         return [ranked for ranked in lists if ranked.query == QUESTION], [
             ranked for ranked in lists if ranked.query != QUESTION
         ]
