@@ -5,7 +5,7 @@ the model writes the separate questions to search (``retrieval.question_parts = 
 The rules (``parts.plan_question``) go first and cost nothing; the model is asked only when they
 leave a question whole and it reads as one about several documents (``needs_model_split``: it
 refers to documents twice, or once beside a word that compares or orders them), so a
-single-fact question takes today's path with no model call. The model's reply is greedy,
+single-fact question takes the one-question path with no model call. The model's reply is greedy,
 bounded and checked like a conversation's rewrite: at most ``MAX_PARTS`` lines, each in the
 question's own words (``PART_OWN_SHARE`` of its terms), none a repeat of another. A reply that
 fails the check, or no model, leaves the question whole, and the log says why.
