@@ -30,7 +30,7 @@ from ..config.sections import RetrievalSettings
 from ..embedding.term_stats import terms, word_terms
 from ..errors import QuestionError
 from ..results import ConversationStep
-from .expansion import REFUSAL, Completer, one_line
+from .expansion import REFUSAL, one_line, opened_completer
 from .question import checked_question
 
 log = logging.getLogger(__name__)
@@ -246,9 +246,7 @@ class Conversation:
         return Asked(question, rewrite, "rewritten", count, seconds=seconds, earlier=earlier)
 
     def _rewrite(self, question: str, turns: Sequence[Turn]) -> str:
-        completer = self._completer()
-        if not isinstance(completer, Completer):
-            raise RewriteRejected(f"the generation backend {type(completer).__name__} cannot complete a prompt")
+        completer = opened_completer(self._completer, RewriteRejected)
         options = self.options
         prompt = fenced(turns, question, options.history_window, options.history_assistant_chars)
         reply = completer.complete(REWRITE_SYSTEM, prompt, REWRITE_TOKENS, threading.Event())

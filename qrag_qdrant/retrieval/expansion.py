@@ -60,6 +60,14 @@ def no_completer() -> Completer:
     raise ExpansionFailed("no language model was given to write expansions")
 
 
+def opened_completer(opener: Callable[[], object], failure: type[Exception] = ExpansionFailed) -> Completer:
+    """The model ``opener`` opens, if it can complete a prompt; ``failure``, saying so, if not."""
+    completer = opener()
+    if not isinstance(completer, Completer):
+        raise failure(f"the generation backend {type(completer).__name__} cannot complete a prompt")
+    return completer
+
+
 @dataclass(frozen=True)
 class ExpansionKind:
     """How one expansion asks the model and reads its reply."""
@@ -183,9 +191,7 @@ class Expander:
         asks on the worker; the timeout counts from when the model is ready."""
         cancelled = threading.Event()
         try:
-            completer = self._completer()
-            if not isinstance(completer, Completer):
-                raise ExpansionFailed(f"the generation backend {type(completer).__name__} cannot complete a prompt")
+            completer = opened_completer(self._completer)
         except Exception as exc:  # no model installed, no server configured: search on without it
             log.warning("expansions: no model to write them; the question is searched alone", exc_info=True)
             return PendingExpansions(self.plans, [], cancelled, 0.0, self.timeout, one_line(exc))

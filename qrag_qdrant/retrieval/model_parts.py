@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 
 from ..embedding.term_stats import terms
-from .expansion import BULLET, REFUSAL, Completer
+from .expansion import BULLET, REFUSAL, opened_completer
 from .parts import WHOLE, WRITTEN, QuestionPart, QuestionPlan
 
 log = logging.getLogger(__name__)
@@ -85,12 +85,18 @@ def parsed_parts(reply: str, question: str) -> list[str]:
     return [line for line, _ in kept][:MAX_PARTS]
 
 
+def plain_words(text: str) -> str:
+    return " ".join(re.findall(r"[a-z']+", text.lower()))
+
+
+#: the instructions' words, as ``from_the_prompt`` compares a line with them
+SYSTEM_WORDS = plain_words(SPLIT_SYSTEM)
+
+
 def from_the_prompt(line: str) -> bool:
     """A line the model copied from its instructions or the prompt's form, not a part."""
-    words = " ".join(re.findall(r"[a-z']+", line.lower()))
-    return words.startswith(("question", "questions to search")) or (
-        len(words.split()) >= 4 and words in " ".join(re.findall(r"[a-z']+", SPLIT_SYSTEM.lower()))
-    )
+    words = plain_words(line)
+    return words.startswith(("question", "questions to search")) or (len(words.split()) >= 4 and words in SYSTEM_WORDS)
 
 
 class ModelSplit:
@@ -107,9 +113,7 @@ class ModelSplit:
             return WHOLE
         started = time.perf_counter()
         try:
-            completer = self._completer()
-            if not isinstance(completer, Completer):
-                raise SplitRejected(f"the generation backend {type(completer).__name__} cannot complete a prompt")
+            completer = opened_completer(self._completer, SplitRejected)
             prompt = f"Question: {question}\nQuestions to search:"
             reply = completer.complete(SPLIT_SYSTEM, prompt, SPLIT_TOKENS, threading.Event())
             found = parsed_parts(reply, question)
