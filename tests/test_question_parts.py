@@ -16,7 +16,13 @@ from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.eval import Dataset, EvalQuestion, Evaluation
 from qrag_qdrant.generation.checks.claims import check_answer
-from qrag_qdrant.generation.prompt import PARTS_NOTE, build_messages
+from qrag_qdrant.generation.prompt import (
+    NAMED_ANSWER_NOTE,
+    PARTS_NOTE,
+    YES_OR_NO_NOTE,
+    asks_yes_or_no,
+    build_messages,
+)
 from qrag_qdrant.results import Answer, EvidenceCluster, Passage, QuestionPartEvidence
 from qrag_qdrant.retrieval.parts import WHOLE, plan_question
 from qrag_qdrant.store.filters import DocumentFilter
@@ -121,6 +127,23 @@ def test_the_prompt_groups_a_questions_passages_by_part_and_leaves_a_whole_quest
     assert grouped.index("Part 2:") < grouped.index('id="3"') and PARTS_NOTE in grouped
     whole = build_messages("Did both say so?", [p.model_copy(update={"part": None}) for p in passages])[-1]
     assert "Part 1:" not in whole["content"] and PARTS_NOTE not in whole["content"]
+
+
+@pytest.mark.parametrize(
+    "question,yes_or_no",
+    [
+        ("Did TechCrunch report the delay, while The Verge reported the launch?", True),
+        ("Between the Fortune report on 2023-10-02 and The Age's, was there a change in the figure?", True),
+        ("After The Verge reported the fine, did TechCrunch show agreement or disagreement?", True),
+        ("Who is the founder named by both TechCrunch and The Verge?", False),
+        ("Which company, as reported by Fortune and The Age, was fined?", False),
+    ],
+)
+def test_a_question_of_several_parts_is_told_how_to_answer_by_its_form(question, yes_or_no):
+    passages = [Passage(citation=n, source=f"{n}.txt", start=0, end=4, text=f"text {n}", part=n) for n in (1, 2)]
+    turn = build_messages(question, passages)[-1]["content"]
+    assert asks_yes_or_no(question) is yes_or_no
+    assert (YES_OR_NO_NOTE in turn, NAMED_ANSWER_NOTE in turn) == (yes_or_no, not yes_or_no)
 
 
 def with_parts_and_without(store, embedder, ask):

@@ -168,23 +168,52 @@ def chat_messages(system: str, user: str) -> list[dict[str, str]]:
 
 #: what the user turn adds when the passages are grouped by the parts of the question
 PARTS_NOTE = (
-    "The question names several documents; the passages are grouped by the part of the question they are "
-    "evidence for. If the question asks yes or no, reply Yes or No, then the numbers of the passages of "
-    "each part you compared."
+    "The question names several documents; the passages are grouped by the part of the question they are evidence for. "
 )
+#: how to answer such a question that asks yes or no: a comparison holds only if every side of it does,
+#: and the small model otherwise says "Yes" to most of them
+YES_OR_NO_NOTE = (
+    "Reply Yes only if each part's passages support what the question says of that part, and No if any "
+    "part's passages do not. If the question offers a choice of two words, reply with the one the passages "
+    "support. Then give the numbers of the passages of each part you compared."
+)
+#: how to answer one that asks for a name, a date or a phrase: told to reply yes or no, the small model
+#: answered "Yes" to "Who is the individual ...?"
+NAMED_ANSWER_NOTE = (
+    "Reply with the shortest answer, copied word for word from a passage, then the numbers of the passages "
+    "of each part it rests on."
+)
+#: a clause that opens with a verb asks yes or no ("Did ...", "Has ..."); one that opens with a
+#: wh-word asks for a thing ("Which company ...")
+CLAUSE_OPENING = re.compile(
+    r"^\W*(?:(?P<wh>who|whom|whose|which|what|where|when|why|how)|"
+    r"(?P<verb>is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|may|might|must))\b",
+    re.IGNORECASE,
+)
+
+
+def asks_yes_or_no(question: str) -> bool:
+    """Whether the question's main clause opens with a verb ("Did TechCrunch ...?"; "Between the
+    two reports, was ...?") rather than a wh-word ("Which company ...?"): the first clause that
+    opens with either decides."""
+    for clause in re.split(r"[,;:]", question):
+        if opening := CLAUSE_OPENING.match(clause):
+            return opening["verb"] is not None
+    return False
 
 
 def user_turn(question: str, passages: Sequence[Passage]) -> str:
     """The passages and the question; a question of several parts gets its passages under a line
-    per part, and a note on how to answer it (a question searched whole gets neither, so its
-    prompt is unchanged)."""
+    per part, and a note on how to answer it, which depends on whether it asks yes or no (a
+    question searched whole gets neither, so its prompt is unchanged)."""
     if not any(p.part for p in passages):
         fenced = "\n\n".join(fence(p) for p in passages)
         return f"Passages:\n\n{fenced}\n\nQuestion: {question}"
     groups: list[str] = []
     for part, grouped in itertools.groupby(passages, key=lambda p: p.part):
         groups.append(f"Part {part}:\n\n" + "\n\n".join(fence(p) for p in grouped))
-    return "Passages:\n\n" + "\n\n".join(groups) + f"\n\n{PARTS_NOTE}\n\nQuestion: {question}"
+    note = PARTS_NOTE + (YES_OR_NO_NOTE if asks_yes_or_no(question) else NAMED_ANSWER_NOTE)
+    return "Passages:\n\n" + "\n\n".join(groups) + f"\n\n{note}\n\nQuestion: {question}"
 
 
 @cache

@@ -42,7 +42,10 @@ log = logging.getLogger(__name__)
 #: an expansion longer than this many characters is cut there (a runaway reply)
 MAX_EXPANSION_CHARS = 1500
 REFUSAL = re.compile(r"^(?:i'?m sorry|i am sorry|sorry|i cannot|i can'?t|as an ai)\b", re.IGNORECASE)
-BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|query\s*\d*:|rewrite\s*\d*:)\s*", re.IGNORECASE)
+#: a list item's mark or label ("- ", "2.", "Query 1:", "Question 2:"), taken off the line it starts
+BULLET = re.compile(
+    r"^\s*(?:[-*•]|\d+[.)]|query\s*\d*:|rewrite\s*\d*:|(?:question|part)\s*\d+\s*[:.)])\s*", re.IGNORECASE
+)
 
 
 @runtime_checkable
