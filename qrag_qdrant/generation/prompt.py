@@ -168,7 +168,7 @@ def chat_messages(system: str, user: str) -> list[dict[str, str]]:
 
 #: what the user turn adds when the passages are grouped by the parts of the question
 PARTS_NOTE = (
-    "The question names several documents; the passages are grouped by the part of the question they are evidence for. "
+    "The question names several documents; the passages are grouped by the part of the question they are evidence for."
 )
 #: how to answer such a question that asks yes or no: a comparison holds only if every side of it does,
 #: and the small model otherwise says "Yes" to most of them
@@ -186,7 +186,7 @@ NAMED_ANSWER_NOTE = (
 #: a clause that opens with a verb asks yes or no ("Did ...", "Has ..."); one that opens with a
 #: wh-word asks for a thing ("Which company ...")
 CLAUSE_OPENING = re.compile(
-    r"^\W*(?:(?P<wh>who|whom|whose|which|what|where|when|why|how)|"
+    r"^\W*(?:who|whom|whose|which|what|where|when|why|how|"
     r"(?P<verb>is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|may|might|must))\b",
     re.IGNORECASE,
 )
@@ -212,7 +212,7 @@ def user_turn(question: str, passages: Sequence[Passage]) -> str:
     groups: list[str] = []
     for part, grouped in itertools.groupby(passages, key=lambda p: p.part):
         groups.append(f"Part {part}:\n\n" + "\n\n".join(fence(p) for p in grouped))
-    note = PARTS_NOTE + (YES_OR_NO_NOTE if asks_yes_or_no(question) else NAMED_ANSWER_NOTE)
+    note = f"{PARTS_NOTE} {YES_OR_NO_NOTE if asks_yes_or_no(question) else NAMED_ANSWER_NOTE}"
     return "Passages:\n\n" + "\n\n".join(groups) + f"\n\n{note}\n\nQuestion: {question}"
 
 

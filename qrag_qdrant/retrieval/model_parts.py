@@ -104,7 +104,7 @@ SYSTEM_WORDS = plain_words(SPLIT_SYSTEM)
 def from_the_prompt(line: str) -> bool:
     """A line the model copied from its instructions or the prompt's form, not a part."""
     words = plain_words(line)
-    return words.startswith(("question", "questions to search")) or (len(words.split()) >= 4 and words in SYSTEM_WORDS)
+    return words.startswith("question") or (len(words.split()) >= 4 and words in SYSTEM_WORDS)
 
 
 class ModelSplit:
