@@ -14,19 +14,18 @@ from .embedding import DenseEmbedder
 from .errors import StoreError
 from .generation import GenerationBackend, loading_note, open_backend
 from .generation.answer import answer_from
-from .generation.scheduler import GenerationScheduler
+from .generation.scheduler import GenerationScheduler, QueuedCompleter
 from .results import Answer, Evidence
 from .retrieval import Coordinator
 from .retrieval.conversation import Asked, Turn
 from .retrieval.search import Scope
-from .store import Store, open_store
+from .store import Store, Where, open_store
 from .store.access import Access, checked_groups
 from .store.filters import DocumentFilter
 
 if TYPE_CHECKING:  # ingest's modules load when an ingest runs: a query starts sooner
     from .ingest.documents import Documents
-    from .ingest.ingestor import IngestReport
-    from .ingest.progress import IngestProgress
+    from .ingest.progress import IngestProgress, IngestReport
 
 
 class CollectionInfo(BaseModel):
@@ -81,13 +80,18 @@ class QuorumRAG:
     @property
     def coordinator(self) -> Coordinator:
         if self._coordinator is None:
-            self._coordinator = Coordinator(self.settings, self.store, self.embedder, self.generator)
+            self._coordinator = Coordinator(self.settings, self.store, self.embedder, self.completer)
         return self._coordinator
 
     def pipeline(self, settings: Settings) -> Coordinator:
         """Another pipeline on this store and model, with other settings (``gate calibrate``'s
         held-out documents); the caller closes it."""
-        return Coordinator(settings, self.store, self.embedder, self.generator)
+        return Coordinator(settings, self.store, self.embedder, self.completer)
+
+    def completer(self) -> object:
+        """The backend as retrieval calls it (rewrites, splits, expansions): with a scheduler,
+        each prompt waits for the model's turn in this namespace as an answer does."""
+        return QueuedCompleter.of(self.generator(), self._scheduler, self.settings.namespace)
 
     def ingest(
         self,
@@ -99,6 +103,8 @@ class QuorumRAG:
         ingested_by: str | None = None,
         readers: Sequence[str] | None = None,
         metadata: str | Path | None = None,
+        follow_links: bool = False,
+        as_groups: Iterable[str] | None = None,
     ) -> IngestReport:
         """``exclude``: sources (paths relative to ``path``) to leave out of the index, e.g. an eval's
         held-out documents; an earlier run's points of them are removed. ``ingested_by``: who
@@ -106,15 +112,21 @@ class QuorumRAG:
         that may read every document of this run (``store/access.py``); None: a document keeps
         the readers it had (or the ones ``metadata`` names), a new one is read by everyone in the
         namespace. ``metadata``: a JSON Lines sidecar of the documents' title, publisher, author,
-        date, URL and readers (``ingest/metadata.py``)."""
+        date, URL and readers (``ingest/metadata.py``). ``follow_links``: read what links inside
+        ``path`` point to outside it (without it they are skipped and reported). ``as_groups``: the
+        groups the caller reads as (None: every document); a document it may not read is neither
+        written over nor pruned."""
         from .ingest.ingestor import Ingestor
         from .ingest.metadata import read_sidecar
 
         checked = None if readers is None else checked_groups(readers)
         known = read_sidecar(Path(metadata)) if metadata is not None else None
         try:
-            return Ingestor(self.settings, self.store, self.embedder, ingested_by, checked, known).run(
-                Path(path), prune=prune, rebuild=rebuild, progress=progress, exclude=exclude
+            ingestor = Ingestor(
+                self.settings, self.store, self.embedder, ingested_by, checked, known, Access.of(as_groups)
+            )
+            return ingestor.run(
+                Path(path), prune=prune, rebuild=rebuild, progress=progress, exclude=exclude, follow_links=follow_links
             )
         finally:
             self._index_changed()
@@ -200,8 +212,9 @@ class QuorumRAG:
             self._on_answer(answer)
         return answer
 
-    def collections(self, all_namespaces: bool = False) -> list[CollectionInfo]:
-        """What readers of this namespace (or, for an admin, of every namespace) see."""
+    def collections(self, all_namespaces: bool = False, readers: Iterable[str] | None = None) -> list[CollectionInfo]:
+        """What readers of this namespace (or, for an admin, of every namespace) see. ``readers``:
+        the groups the caller reads as; its points are counted (None: every point)."""
         from .store.tokens import is_collection_scoped
 
         key = self.settings.qdrant.api_key
@@ -214,6 +227,7 @@ class QuorumRAG:
                 "listing every namespace needs the server's API key: this token reaches only the collections it names"
             )
         by_name = {spec.name: spec for spec in self.settings.collections}
+        access = Access.of(readers)
         infos = []
         served = self.store.list_collections(None if all_namespaces else self.settings.namespace)
         if not all_namespaces:  # a namespace token may not list aliases: try each configured one too
@@ -228,7 +242,9 @@ class QuorumRAG:
                     name=name,
                     namespace=manifest.namespace,
                     collection=collection,
-                    points=self.store.count_in_any_namespace(collection),
+                    points=self.store.count_in_any_namespace(collection)
+                    if access.reads_all
+                    else self.store.count(collection, Where(readers=access.groups)),
                     model=manifest.model,
                     size=manifest.size,
                     overlap=manifest.overlap,

@@ -182,7 +182,7 @@ class LocalNamespace:
         return self.rag.answer(evidence.question, evidence=evidence, cancelled=cancelled)
 
     def collections(self) -> "list[CollectionInfo]":
-        return self.rag.collections()
+        return self.rag.collections(readers=self.readers)
 
     def documents(self, offset: int, limit: int) -> "DocumentPage":
         return self.rag.documents(self.readers).page(offset, limit)

@@ -324,6 +324,17 @@ class Answer(Evidence):
         None, description='where that model ran: a server\'s URL (without credentials), or "in-process"'
     )
     warnings: list[str] = Field(default_factory=list, description="what was changed or found, in one line each")
+    client_left: bool = Field(
+        False, description="the answer was stopped because its client went away (error says when)"
+    )
+
+    @property
+    def outcome(self) -> str:
+        """How the answer ended, for the operator's counts: answered, declined, cancelled (its
+        client left) or error (the model failed)."""
+        if self.client_left:
+            return "cancelled"
+        return "error" if self.error else "declined" if self.abstained else "answered"
 
     @computed_field  # type: ignore[prop-decorator]
     @property

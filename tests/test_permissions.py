@@ -16,6 +16,7 @@ import pytest
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.errors import DocumentNotFound, RequestError
+from qrag_qdrant.ingest.documents import Documents
 from qrag_qdrant.mcp import LocalNamespace
 from qrag_qdrant.service.auth.keys import KeyFile
 from qrag_qdrant.store.access import Access
@@ -402,3 +403,78 @@ def test_a_sign_in_token_reads_as_its_groups(teams, tmp_path, embedder):
         "writer": True,  # team-a-writers may read it
         "key": False,  # a key without groups
     }
+
+
+def test_an_upload_under_a_name_the_writer_may_not_read_writes_nothing(answering):
+    """The probe: a read-write key without ``hr`` uploaded under the canary's name, replacing it."""
+    from .service_helpers import finished
+
+    client, auth, _, _ = answering
+    canary_before = client.get(f"/v1/documents/{CANARY_SOURCE}", headers=auth["hr"]).json()
+    upload = client.post(
+        "/v1/ingest",
+        files=[("files", (CANARY_SOURCE, b"Overwritten by a key outside hr.")), ("files", ("notes.txt", b"Plain."))],
+        headers=auth["plain"],
+    )
+    job = finished(client, upload.json(), auth["plain"])
+    assert job["state"] == "done", job
+    skipped = {s["source"]: s["reason"] for s in job["report"]["skipped"]}
+    assert list(skipped) == [CANARY_SOURCE] and skipped[CANARY_SOURCE].startswith("not written")
+    assert job["report"]["documents"] == 1  # notes.txt
+    assert client.get(f"/v1/documents/{CANARY_SOURCE}", headers=auth["hr"]).json() == canary_before
+    # the job's counts are the uploader's view: no restricted chunk in them
+    collections = client.get("/v1/collections", headers=auth["plain"]).json()
+    assert job["report"]["chunks"] == {c["name"]: c["points"] for c in collections}
+    # and no other key without every group finds the job, whose file names are the uploader's
+    assert client.get(f"/v1/jobs/{job['id']}", headers=auth["hr"]).status_code == 404
+    assert client.get(f"/v1/jobs/{job['id']}", headers=auth["all"]).status_code == 200
+
+
+def test_counts_of_collections_are_the_callers_view(answering):
+    client, auth, _, _ = answering
+    counts = {
+        who: {c["name"]: c["points"] for c in client.get("/v1/collections", headers=auth[who]).json()}
+        for who in ("plain", "hr", "all")
+    }
+    assert counts["hr"] == counts["all"]
+    assert all(counts["plain"][name] < counts["hr"][name] for name in counts["hr"])
+
+
+class CountingStore:
+    """The store, with each call it serves and the payloads it returns counted: what a lookup costs."""
+
+    def __init__(self, store):
+        self.store, self.calls, self.rows = store, [], 0
+
+    def __getattr__(self, name):
+        found = getattr(self.store, name)
+        if not callable(found):
+            return found
+
+        def counted(*args, **kwargs):
+            self.calls.append(name)
+            result = found(*args, **kwargs)
+            if name == "scroll_payloads":
+                result = list(result)
+                self.rows += len(result)
+            return result
+
+        return counted
+
+
+def test_a_hidden_document_costs_the_same_lookups_as_a_missing_one(acme, embedder):
+    """The probe: a restricted name's 404 took longer than a missing one's (one more store lookup),
+    so a guessed name could be confirmed by timing. Both now do the same calls and read no payload."""
+    store, _, _ = acme
+    with QuorumRAG(load_settings(store=store, namespace=NAMESPACE), embedder=embedder) as rag:
+        work = {}
+        for name in (CANARY_SOURCE, "hr/no-such-file.txt"):
+            counting = CountingStore(rag.store)
+            for verb in ("get", "set_readers", "remove"):
+                documents = Documents(rag.settings, counting, access=Access.of([]))
+                with pytest.raises(DocumentNotFound):
+                    getattr(documents, verb)(name, *([["sales"]] if verb == "set_readers" else []))
+            assert Documents(rag.settings, counting).exists(name) is (name == CANARY_SOURCE)
+            work[name] = (counting.calls, counting.rows)
+        assert work[CANARY_SOURCE] == work["hr/no-such-file.txt"]
+        assert rag.documents(readers=["hr"]).get(CANARY_SOURCE).readers == ["hr"]  # the control

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import json
 import os
 import re
 import signal
@@ -23,19 +22,16 @@ from typer.core import TyperGroup
 
 from ..config.settings import load_settings
 from ..errors import ConfigError
-from ..plugins import install_hint
 from ..results import Answer
-from ..service.auth.keys import KeyFile
 from ..store.access import groups_of
-from ..store.files import SERVE_RECORD
 from ..version import __version__
 from .admin import feedback_app, gate_app
 from .chat import chat
 from .documents import documents_app
 from .eval import evaluate
 from .keys import key_app
-from .logs import LogFormat, configure_logging, uvicorn_log_config
-from .operator import audit, usage
+from .logs import LogFormat, configure_logging
+from .operator import audit, serve, usage
 from .options import (
     AfterOption,
     AsGroupsOption,
@@ -115,6 +111,7 @@ app.command("eval")(evaluate)
 app.command("chat")(chat)
 app.command("audit")(audit)
 app.command("usage")(usage)
+app.command("serve")(serve)
 
 
 #: Qdrant's advice: about this many collections per cluster at most.
@@ -167,6 +164,14 @@ def ingest(
         ),
     ] = False,
     readers: ReadersOption = None,
+    follow_links: Annotated[
+        bool,
+        typer.Option(
+            "--follow-links",
+            help="read what links inside PATH point to, even outside it (without it such links are skipped "
+            "and reported)",
+        ),
+    ] = False,
     metadata: Annotated[
         Path | None,
         typer.Option(
@@ -192,6 +197,7 @@ def ingest(
                 ingested_by="cli",
                 readers=groups,
                 metadata=metadata,
+                follow_links=follow_links,
             )
     if as_json:
         print_json(dataclasses.asdict(report))
@@ -314,50 +320,6 @@ def token(
         print_json({"namespace": settings.namespace, "token": minted.token, **minted.claims})
         return
     sys.stdout.write(minted.token + "\n")
-
-
-@app.command()
-@friendly_errors
-def serve(
-    ctx: typer.Context,
-    host: Annotated[str | None, typer.Option("--host", help="address to listen on (service.host)")] = None,
-    port: Annotated[int | None, typer.Option("--port", help="port (service.port)")] = None,
-    preload: Annotated[
-        bool,
-        typer.Option(
-            "--preload",
-            help="load the answer model before serving (service.preload_model): no first "
-            "answer waits for it, and /readyz?answers=true says when it is in",
-        ),
-    ] = False,
-    config: ConfigOption = None,
-    store: StoreOption = None,
-) -> None:
-    """Serve the HTTP API (OpenAPI at /docs) with the models and the store kept warm; each team's
-    bearer key (qrag-qdrant key add) confines it to its namespace."""
-    try:
-        import uvicorn
-
-        from ..service.app import create_app
-        from ..service.server import server_options
-    except ImportError:
-        raise ConfigError(f"the service needs its extra: {install_hint('service')}") from None
-    settings = load_settings(config, store=store, service={"preload_model": True} if preload else None)
-    keys = KeyFile.load(settings.service.keys)
-    host, port = host or settings.service.host, port or settings.service.port
-    err.print(f"key file: {settings.service.keys.resolve()} ({plural(len(keys.entries()), 'key')})", markup=False)
-    if not keys.entries():
-        err.print("warning: no keys yet: add one with `qrag-qdrant key add --namespace NAME`", markup=False)
-    url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
-    err.print(f"serving on {url}/ (the web page; API docs at {url}/docs); Ctrl-C stops", markup=False)
-    log_config = uvicorn_log_config((ctx.obj or {}).get("log_format", "text"))
-    record = Path(settings.store) / SERVE_RECORD  # a command refused the store names this service
-    Path(settings.store).mkdir(parents=True, exist_ok=True)
-    record.write_text(json.dumps({"url": url, "pid": os.getpid()}))
-    try:
-        uvicorn.run(create_app(settings, keys), host=host, port=port, **server_options(settings), log_config=log_config)
-    finally:
-        record.unlink(missing_ok=True)
 
 
 @app.command("mcp")

@@ -12,6 +12,7 @@ from ..config.service import Role
 from ..config.settings import Settings, load_settings
 from ..errors import ConfigError
 from ..service.auth.keys import KeyEntry, KeyFile, digest
+from ..store.access import split_groups
 from .options import ConfigOption, JsonOption, KeyOption
 from .render import err, friendly_errors, key_view, out, print_json, print_table
 
@@ -50,7 +51,7 @@ def key_add(
     role: Role = "read" if read_only else "admin" if admin else "read-write"
     keys = KeyFile.load(settings.service.keys)
     ttl = parse_ttl(expires, "--expires") if expires else None
-    key = keys.add(settings.namespace, role, name, ttl, (groups or "").split(","))
+    key = keys.add(settings.namespace, role, name, ttl, split_groups(groups))
     entry = next(e for e in keys.entries() if e.sha256 == digest(key))
     audited(settings, "added", entry)
     if as_json:
@@ -115,7 +116,7 @@ def key_groups(
 ) -> None:
     """Set the groups a key reads as: a running service applies them from its next request."""
     settings = load_settings(config)
-    entry = KeyFile.load(settings.service.keys).set_groups(which, groups.split(","))
+    entry = KeyFile.load(settings.service.keys).set_groups(which, split_groups(groups))
     audited(settings, "groups", entry)
     if as_json:
         print_json(key_view(entry))

@@ -80,20 +80,42 @@ def formatter(log_format: LogFormat) -> logging.Formatter:
     return JsonFormatter() if log_format == "json" else TextFormatter()
 
 
+#: loggers of libraries the service runs whose lines go the same way as qrag-qdrant's (the MCP SDK
+#: otherwise installs a handler of its own on the root logger)
+ALSO_CONFIGURED = ("mcp",)
+
+
 def configure_logging(verbosity: int, log_format: LogFormat = "text") -> None:
     """Send qrag-qdrant's loggers to this command's stderr at the level ``verbosity`` (0, 1, 2+)
-    asks for; 0 in text leaves logging as Python sets it up (warnings and errors only)."""
-    logger = logging.getLogger("qrag_qdrant")
-    for old in [h for h in logger.handlers if getattr(h, "qrag_cli", False)]:
-        logger.removeHandler(old)
-    logger.setLevel(LEVELS[min(verbosity, len(LEVELS) - 1)] if verbosity else logging.NOTSET)
-    if verbosity or log_format == "json":
-        handler = logging.StreamHandler()  # the stderr of this command, as it is now
-        handler.setFormatter(formatter(log_format))
-        handler.addFilter(RequestIdFilter())
-        handler.qrag_cli = True  # type: ignore[attr-defined]
-        logger.addHandler(handler)
-        logger.propagate = log_format != "json"  # a JSON line is not written twice, once as text
+    asks for; 0 in text leaves logging as Python sets it up (warnings and errors only). Once a
+    handler is installed, every line is written by it alone (never again by a root handler another
+    library added), and the MCP SDK's lines go the same way at warning level."""
+    level = LEVELS[min(verbosity, len(LEVELS) - 1)] if verbosity else logging.NOTSET
+    for name in ("qrag_qdrant", *ALSO_CONFIGURED):
+        logger = logging.getLogger(name)
+        for old in [h for h in logger.handlers if getattr(h, "qrag_cli", False)]:
+            logger.removeHandler(old)
+        logger.setLevel(level if name == "qrag_qdrant" else max(level, logging.WARNING))
+        if verbosity or log_format == "json":
+            handler = logging.StreamHandler()  # the stderr of this command, as it is now
+            handler.setFormatter(formatter(log_format))
+            handler.addFilter(RequestIdFilter())
+            handler.qrag_cli = True  # type: ignore[attr-defined]
+            logger.addHandler(handler)
+            logger.propagate = False
+        else:
+            logger.propagate = True
+
+
+def start_up_line(log_format: LogFormat, message: str, level: int = logging.INFO) -> str:
+    """A line a command says to its operator as it starts (``serve``'s address), in the log's format:
+    with ``--log-format json`` a JSON object like every other line, else the message as it is."""
+    if log_format != "json":
+        return message
+    record = logging.makeLogRecord(
+        {"name": "qrag_qdrant.cli", "msg": message, "levelno": level, "levelname": logging.getLevelName(level)}
+    )
+    return JsonFormatter().format(record)
 
 
 def uvicorn_log_config(log_format: LogFormat) -> dict[str, Any]:

@@ -1,18 +1,25 @@
-"""The operator's commands: ``audit`` (the audit log's lines, filtered by namespace, key, event
-and time) and ``usage`` (what each namespace and key used, per day)."""
+"""The operator's commands: ``serve`` (the service, one per store), ``audit`` (the audit log's
+lines, filtered by namespace, key, event and time) and ``usage`` (what each namespace and key
+used, per day)."""
 
 from __future__ import annotations
 
 import json
+import logging
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from ..config.settings import load_settings
 from ..errors import ConfigError
-from .options import ConfigOption, JsonOption
-from .render import friendly_errors, print_json, print_table
+from ..plugins import install_hint
+from ..service.auth.keys import KeyFile
+from ..store.files import serving
+from .logs import start_up_line, uvicorn_log_config
+from .options import ConfigOption, JsonOption, StoreOption
+from .render import err, friendly_errors, plural, print_json, print_table
 
 COLUMNS = ("time", "event", "outcome", "key", "namespace", "client", "request_id")
 
@@ -112,3 +119,46 @@ def usage(
     for row in rows:
         table.add_row(*(str(row[name]) for name in (*keys, *COUNTS)))
     print_table(table)
+
+
+@friendly_errors
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str | None, typer.Option("--host", help="address to listen on (service.host)")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="port (service.port)")] = None,
+    preload: Annotated[
+        bool,
+        typer.Option(
+            "--preload",
+            help="load the answer model before serving (service.preload_model): no first "
+            "answer waits for it, and /readyz?answers=true says when it is in",
+        ),
+    ] = False,
+    config: ConfigOption = None,
+    store: StoreOption = None,
+) -> None:
+    """Serve the HTTP API (OpenAPI at /docs) with the models and the store kept warm; each team's
+    bearer key (qrag-qdrant key add) confines it to its namespace."""
+    try:
+        import uvicorn
+
+        from ..service.app import create_app
+        from ..service.server import server_options
+    except ImportError:
+        raise ConfigError(f"the service needs its extra: {install_hint('service')}") from None
+    settings = load_settings(config, store=store, service={"preload_model": True} if preload else None)
+    keys = KeyFile.load(settings.service.keys)
+    host, port = host or settings.service.host, port or settings.service.port
+    log_format = (ctx.obj or {}).get("log_format", "text")
+
+    def say(message: str, level: int = logging.INFO) -> None:
+        err.print(start_up_line(log_format, message, level), markup=False)
+
+    say(f"key file: {settings.service.keys.resolve()} ({plural(len(keys.entries()), 'key')})")
+    if not keys.entries():
+        say("warning: no keys yet: add one with `qrag-qdrant key add --namespace NAME`", logging.WARNING)
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    log_config = uvicorn_log_config(log_format)
+    with serving(Path(settings.store), url):
+        say(f"serving on {url}/ (the web page; API docs at {url}/docs); Ctrl-C stops")
+        uvicorn.run(create_app(settings, keys), host=host, port=port, **server_options(settings), log_config=log_config)

@@ -29,8 +29,7 @@ if TYPE_CHECKING:  # imported where they are used (ingest, tables): a query star
     from rich.progress import Progress
     from rich.table import Table
 
-    from ..ingest.ingestor import IngestReport
-    from ..ingest.progress import IngestProgress
+    from ..ingest.progress import IngestProgress, IngestReport
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -51,7 +51,7 @@ def answer_from(
                 result.timings_ms["queue_wait"] = round(waited * 1000, 3)
                 generate_answer(result, evidence.passages, backend, settings, on_token, cancelled)
         except LeftQueue as left:  # the client went away before the model took the question
-            result.error, result.complete = str(left), False
+            result.error, result.complete, result.client_left = str(left), False, True
     return result
 
 
@@ -116,6 +116,7 @@ def generate_answer(
     result.answer = "".join(parts) or None
     if result.error is None and reported.cancelled.is_set():  # left before the model wrote a word
         result.error, result.complete = CLIENT_GONE, False
+    result.client_left = result.error == CLIENT_GONE
     if result.error is None and not (result.answer or "").strip():
         result.error, result.answer = "the model returned an empty answer", None
     if result.error is None:

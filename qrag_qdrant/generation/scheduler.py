@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from ..errors import GenerationError
 
@@ -204,3 +205,34 @@ class GenerationScheduler:
         self.stats.refused += 1
         waiting = self.stats.waiting
         return QueueFull(waiting, max(1, round(max(waiting, held or 0) * self.seconds_per_answer / self.slots)), held)
+
+
+@runtime_checkable
+class Completing(Protocol):
+    """A backend that completes one prompt (``retrieval.expansion.Completer``)."""
+
+    def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str: ...
+
+
+@dataclass(frozen=True)
+class QueuedCompleter:
+    """A backend's prompts under the fair queue, as its answers are: the model calls retrieval
+    makes (a follow-up's rewrite, the model's question split, expansions) wait for the model's
+    turn in their namespace, are refused when it is at its share, and leave the queue when their
+    ``cancelled`` is set, so no team's follow-ups take the model outside its share."""
+
+    backend: Completing
+    scheduler: GenerationScheduler
+    namespace: str
+
+    def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
+        with self.scheduler.turn(self.namespace, cancelled):
+            return self.backend.complete(system, prompt, max_tokens, cancelled)
+
+    @classmethod
+    def of(cls, backend: object, scheduler: GenerationScheduler | None, namespace: str) -> object:
+        """``backend`` under ``scheduler`` when it completes prompts; as it is otherwise (no queue,
+        or a backend that cannot complete a prompt, which its caller then says)."""
+        if scheduler is None or not isinstance(backend, Completing):
+            return backend
+        return cls(backend, scheduler, namespace)

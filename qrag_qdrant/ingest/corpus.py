@@ -74,6 +74,16 @@ class Corpus:
     files: list[Path]
     skipped: list[SkippedFile] = field(default_factory=list)
     registered: dict[str, Loader] = field(default_factory=LOADERS.registered)
+    #: whether a file may be a link to outside ``root`` (else it is checked again as it is read)
+    follow_links: bool = False
+
+    def refuse(self, sources: Collection[str], reason: str) -> None:
+        """Leave out the files of ``sources``, each skipped with ``reason``."""
+        if not sources:
+            return
+        refused = [path for path in self.files if self.source_of(path) in sources]
+        self.files = [path for path in self.files if path not in refused]
+        self.skipped += [SkippedFile(self.source_of(path), reason) for path in refused]
 
     def source_of(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
@@ -87,9 +97,15 @@ class Corpus:
         """Usable documents; files that cannot be used are appended to ``skipped`` and handed to
         ``on_skip``, each read one to ``on_read`` as it is read. Only files for which
         ``needs_text(source, content_hash)`` holds are extracted; the others come without text.
-        The caller closes each document when done with it."""
+        The caller closes each document when done with it; the links the walk left out are
+        handed to ``on_skip`` first."""
+        for left_out in list(self.skipped):
+            on_skip(left_out)
         for path in self.files:
             source = self.source_of(path)
+            if not (self.follow_links or inside(self.root, path)):  # made a link since the walk
+                self._skip(SkippedFile(source, LINK_NOT_FOLLOWED), on_skip)
+                continue
             try:
                 loader = loader_for(path, self.registered)
                 if loader is None:
@@ -162,21 +178,61 @@ def visible(root: Path, folder: str, name: str) -> bool:
     return not any(part.startswith(".") for part in (Path(folder) / name).relative_to(root).parts)
 
 
-def open_corpus(path: Path, exclude: Collection[str] = ()) -> Corpus:
+#: the reason given for a link an ingest does not follow
+LINK_NOT_FOLLOWED = "a link to outside the folder: not followed (ingest --follow-links follows links)"
+LINKED_FOLDER_NOT_FOLLOWED = "a link to a folder: not followed (ingest --follow-links follows links)"
+
+
+def inside(root: Path, path: Path) -> bool:
+    """Whether ``path``, every link on the way resolved, is ``root`` or below it."""
+    return path.resolve().is_relative_to(root)
+
+
+def walk(root: Path, follow_links: bool) -> tuple[list[Path], list[SkippedFile]]:
+    """The visible files under ``root`` (resolved), and the links left out with their reasons.
+
+    Without ``follow_links`` nothing outside ``root`` is read: a file is kept only when its path,
+    links resolved, stays inside the root, and a link to a folder is not entered. With it, links
+    to files and folders anywhere are followed, each folder entered once (a link back up is no
+    loop)."""
+    files: list[Path] = []
+    skipped: list[SkippedFile] = []
+    entered: set[Path] = set()
+    for folder, folders, names in os.walk(root, followlinks=follow_links):
+        here = Path(folder)
+        entered.add(here.resolve())
+        for name in list(folders):
+            path = here / name
+            if not visible(root, folder, name):
+                folders.remove(name)
+            elif path.is_symlink() and not follow_links:
+                skipped.append(SkippedFile(path.relative_to(root).as_posix(), LINKED_FOLDER_NOT_FOLLOWED))
+            elif path.resolve() in entered:
+                folders.remove(name)
+        for name in names:
+            path = here / name
+            if not visible(root, folder, name):
+                continue
+            if follow_links or inside(root, path):
+                files.append(path)
+            else:
+                skipped.append(SkippedFile(path.relative_to(root).as_posix(), LINK_NOT_FOLLOWED))
+    return sorted(files), sorted(skipped, key=lambda s: s.source)
+
+
+def open_corpus(path: Path, exclude: Collection[str] = (), follow_links: bool = False) -> Corpus:
     """A folder (searched recursively) or a single file; an empty folder is an error.
-    ``exclude`` names sources (paths relative to the folder) to leave out."""
+    ``exclude`` names sources (paths relative to the folder) to leave out. Links inside the folder
+    are followed only with ``follow_links``: without it, what a link points to outside the
+    folder is skipped and reported, never read (a service ingests with it off)."""
     path = Path(path)
     if not path.exists():
         raise CorpusError(f"path does not exist: {path}")
     if path.is_file():
-        return Corpus(root=path.parent.resolve(), files=[path.resolve()])
+        return Corpus(root=path.parent.resolve(), files=[path.resolve()], follow_links=True)
     root = path.resolve()
-    files = sorted(
-        Path(folder) / name
-        for folder, _, names in os.walk(root)
-        for name in names
-        if visible(root, folder, name) and (Path(folder) / name).relative_to(root).as_posix() not in exclude
-    )
-    if not files:
+    found, skipped = walk(root, follow_links)
+    files = [file for file in found if file.relative_to(root).as_posix() not in exclude]
+    if not files and not skipped:
         raise CorpusError(f"no files under {path}")
-    return Corpus(root=root, files=files)
+    return Corpus(root=root, files=files, skipped=skipped, follow_links=follow_links)

@@ -89,23 +89,21 @@ class Documents:
         ``access``: the documents the caller may read; the others are not there for it (not found)."""
         self.settings, self.store, self._on_change, self.access = settings, store, on_change, access
 
-    def _readable(self, current: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
-        """``current`` less the sources the caller may not read."""
-        if self.access.reads_all:
-            return current
-        hidden: set[str] = set()
-        for name, versions in current.items():
-            readers = self.store.document_readers(name, versions) if versions else {}
-            hidden |= {source for source in versions if not self.access.may_read(readers.get(source, ()))}
-        return {name: {s: h for s, h in versions.items() if s not in hidden} for name, versions in current.items()}
-
     def _collections(self) -> list[str]:
         return [spec.name for spec in self.settings.collections if self.store.manifest(spec.name) is not None]
 
     def _current(self, sources: Iterable[str] | None) -> dict[str, dict[str, str]]:
-        """collection -> source -> hash of its newest complete version."""
-        current = {name: self.store.current_versions(name, sources) for name in self._collections()}
-        return self._readable(current)
+        """collection -> source -> hash of its newest complete version, of the sources the caller
+        may read: the store filters by the caller's groups, so a name it may not read costs what a
+        name no document has (no timing tells them apart)."""
+        asked = None if sources is None else sorted(set(sources))
+        return {name: self.store.current_versions(name, asked, self.access.groups) for name in self._collections()}
+
+    def exists(self, source: str) -> bool:
+        """Whether any collection holds a complete version of ``source``, whoever may read it: the
+        same lookups for a hidden name as for a missing one."""
+        found = [self.store.current_versions(name, [source]) for name in self._collections()]  # each one asked
+        return any(found)
 
     def page(self, offset: int = 0, limit: int = 100) -> DocumentPage:
         """Documents ``offset`` to ``offset + limit``, sorted by source (``limit`` at most 1,000)."""
@@ -130,10 +128,13 @@ class Documents:
         if not sources:
             return []
         found: dict[str, DocumentDetail] = {}
+        fields = ["source", "doc_hash", "chunk_index", "start", "end", "version", "ingested_by", READERS]
+        fields += METADATA_FIELDS
         for name, versions in current.items():
-            fields = ["source", "doc_hash", "chunk_index", "start", "end", "version", "ingested_by", READERS]
-            fields += METADATA_FIELDS
-            for p in self.store.scroll_payloads(name, fields, Where.of_sources(sources)):
+            present = [source for source in sources if source in versions]
+            if not present:  # nothing read: a hidden document costs what a missing one does
+                continue
+            for p in self.store.scroll_payloads(name, fields, Where.of_sources(present)):
                 if versions.get(p["source"]) != p["doc_hash"]:
                     continue  # an older or unfinished version
                 doc = found.get(p["source"]) or found.setdefault(

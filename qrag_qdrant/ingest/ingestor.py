@@ -25,22 +25,22 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config.settings import CollectionSpec, Settings
 from ..embedding import DenseEmbedder, model_dim
 from ..embedding.term_stats import TermLedger, TermStats
-from ..errors import ConfigError, CorpusError
-from ..store import ChunkPayload, ChunkPoint, CollectionManifest, Store
+from ..errors import ConfigError, CorpusError, RequestError
+from ..store import ChunkPayload, ChunkPoint, CollectionManifest, Store, Where
+from ..store.access import ALL, Access
 from ..store.base import CALIBRATED_GATE, TERM_STATS
 from ..store.points import Sparse, point_id
 from .chunking import Chunk, iter_chunks
-from .corpus import Document, SkippedFile, open_corpus
-from .labels import DocumentLabels
+from .corpus import Document, open_corpus
+from .labels import NOT_PERMITTED, DocumentLabels
 from .locations import marks_covering
 from .metadata import DocumentMetadata
-from .progress import IngestProgress, NoProgress
+from .progress import IngestProgress, IngestReport, NoProgress
 from .writer import Chunked, CollectionWriter
 
 #: Chunks gathered per collection before they are embedded together and handed to the writer.
@@ -55,23 +55,6 @@ WRITES_IN_FLIGHT = 2
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class IngestReport:
-    root: str
-    documents: int = 0
-    unchanged: int = 0
-    embedded_chunks: int = 0
-    chunks: dict[str, int] = field(default_factory=dict)
-    pruned_sources: int = 0
-    skipped: list[SkippedFile] = field(default_factory=list)
-    #: alias -> the collection it serves after this run
-    collections: dict[str, str] = field(default_factory=dict)
-    rebuilt: bool = False
-    #: collections dropped: the ones a rebuild replaced, and a crashed rebuild's leftovers
-    dropped: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-
 class Ingestor:
     def __init__(
         self,
@@ -81,15 +64,18 @@ class Ingestor:
         ingested_by: str | None = None,
         readers: Sequence[str] | None = None,
         metadata: dict[str, DocumentMetadata] | None = None,
+        access: Access = ALL,
     ):
         """``ingested_by``: who runs it (a service key's id, "cli"), kept with every point written.
         ``readers``: the groups that may read every document of the run, unchanged ones included
         (``store/access.py``); None: each document keeps the readers its stored version has, a new
         one has none (everyone in the namespace may read it). ``metadata``: source -> what the
-        metadata sidecar says of it (``metadata.py``), readers included."""
+        metadata sidecar says of it (``metadata.py``), readers included. ``access``: what the
+        caller may read; a stored document it may not read is neither written over nor pruned,
+        and the report's counts are of what it may read."""
         self.settings = settings
         given = None if readers is None else tuple(sorted(set(readers)))
-        self.labels = DocumentLabels(given, metadata or {})
+        self.labels = DocumentLabels(given, metadata or {}, access)
         self.store = store
         self._embedder_factory = embedder
         self._embedder: DenseEmbedder | None = None
@@ -109,15 +95,20 @@ class Ingestor:
         rebuild: bool = False,
         progress: IngestProgress | None = None,
         exclude: Collection[str] = (),
+        follow_links: bool = False,
     ) -> IngestReport:
+        """``follow_links``: read what links inside ``path`` point to outside it (``corpus.walk``)."""
         progress = progress or NoProgress()
         started = time.perf_counter()
         self.version = time.time_ns()  # newer runs' versions of a file win over older ones
-        corpus = open_corpus(path, exclude)
+        if rebuild and not self.labels.access.reads_all:
+            raise RequestError("a rebuild replaces every document: it needs a caller that reads every document")
+        corpus = open_corpus(path, exclude, follow_links)
         report = IngestReport(root=str(path), rebuilt=rebuild)
-        progress.files_found(len(corpus.files))
         stored = {spec.name: self._stored_hashes(spec, rebuild) for spec in self.settings.collections}
         self.labels.read_stored(self.store, self.settings)
+        corpus.refuse(self.labels.unreadable, NOT_PERMITTED)
+        progress.files_found(len(corpus.files))
         documents = corpus.documents(
             needs_text=lambda source, digest: any(h.get(source) != {digest} for h in stored.values()),
             on_read=progress.file_read,
@@ -259,6 +250,7 @@ class Ingestor:
             # an excluded source an earlier run indexed leaves too: an eval's held-out document
             # still in the namespace would answer the questions meant to be out of its corpus
             gone = (indexed - sources.keys() if prune else set()) | (indexed & set(exclude))
+            gone -= self.labels.unreadable  # what the caller may not read is not its to remove
             if gone:
                 self._writing(writer)
             self.store.delete_sources(writer.target, gone, writer.terms.removing)
@@ -268,8 +260,10 @@ class Ingestor:
             self.store.finish_bulk(writer.target)
             stamp = time.time_ns()
             self.store.stamp_indexed(writer.target, stamp)  # result caches start over
-        report.chunks[writer.spec.name] = self.store.count(writer.target)
-        self._save_term_stats(writer, report.chunks[writer.spec.name], stamp)
+        chunks = self.store.count(writer.target)
+        self._save_term_stats(writer, chunks, stamp)
+        readable = None if self.labels.access.reads_all else Where(readers=self.labels.access.groups)
+        report.chunks[writer.spec.name] = chunks if readable is None else self.store.count(writer.target, readable)
 
     def _relabel(self, writer: CollectionWriter, sources: dict[str, str]) -> bool:
         """Unchanged documents given other readers or metadata than they have get them in place

@@ -15,8 +15,12 @@ from typing import Any
 
 from ..config.settings import Settings
 from ..store import Store
+from ..store.access import ALL, Access
 from ..store.points import METADATA_FIELDS, READERS
 from .metadata import DocumentMetadata
+
+#: why a file named like a stored document the ingest's caller may not read is not written
+NOT_PERMITTED = "not written: the namespace holds a document of this name that this caller may not read"
 
 
 @dataclass
@@ -25,12 +29,20 @@ class DocumentLabels:
     given: tuple[str, ...] | None = None
     #: source -> its line of the metadata sidecar
     sidecar: dict[str, DocumentMetadata] = field(default_factory=dict)
+    #: what the ingest's caller may read: a stored document it may not read it neither writes over nor prunes
+    access: Access = ALL
     #: source -> the readers and metadata its stored version carries, read when a run starts
     stored: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the stored documents ``access`` may not read, read when a run starts
+    unreadable: frozenset[str] = frozenset()
 
     def read_stored(self, store: Store, settings: Settings) -> None:
         names = [spec.name for spec in settings.collections if store.manifest(spec.name) is not None]
         self.stored = store.document_labels(names[0]) if names else {}
+        access = self.access
+        self.unreadable = frozenset(
+            source for source, labels in self.stored.items() if not access.may_read(labels.get(READERS) or ())
+        )
 
     def readers(self, source: str, own: DocumentMetadata | None = None) -> tuple[str, ...]:
         """The readers a point of ``source`` written now carries (``own``: what the file says)."""

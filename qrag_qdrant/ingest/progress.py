@@ -1,8 +1,9 @@
 """What a long ingest reports as it goes, to whoever shows it: the CLI's bars or lines, a
-service job's record, or nobody."""
+service job's record, or nobody; and what it reports when it is done."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from .corpus import SkippedFile
@@ -25,3 +26,20 @@ class NoProgress:
     def file_skipped(self, skipped: SkippedFile) -> None: ...
     def chunks_queued(self, count: int) -> None: ...
     def chunks_embedded(self, count: int) -> None: ...
+
+
+@dataclass
+class IngestReport:
+    root: str
+    documents: int = 0
+    unchanged: int = 0
+    embedded_chunks: int = 0
+    chunks: dict[str, int] = field(default_factory=dict)
+    pruned_sources: int = 0
+    skipped: list[SkippedFile] = field(default_factory=list)
+    #: alias -> the collection it serves after this run
+    collections: dict[str, str] = field(default_factory=dict)
+    rebuilt: bool = False
+    #: collections dropped: the ones a rebuild replaced, and a crashed rebuild's leftovers
+    dropped: list[str] = field(default_factory=list)
+    seconds: float = 0.0

@@ -25,8 +25,7 @@ from ..config.settings import Settings
 from ..embedding import DenseEmbedder
 from ..generation import loading_note, open_backend
 from ..generation.scheduler import GenerationScheduler
-from ..ingest.ingestor import IngestReport
-from ..ingest.progress import IngestProgress
+from ..ingest.progress import IngestProgress, IngestReport
 from ..results import Answer
 from ..version import __version__
 from .audit import AuditLog, AuditTrail, answer_fields
@@ -34,7 +33,7 @@ from .auth.guard import BodyGuard, McpGate, RateLimits
 from .auth.keys import KeyFile, Principal
 from .auth.oidc import OidcSignIn, origin
 from .cache import ResultCache
-from .errors import error_of, install_handlers, one_line
+from .errors import UnexpectedErrors, error_of, install_handlers, one_line
 from .feedback import FeedbackFile
 from .jobs import IngestJobs, JobRecords
 from .metrics import ServiceMetrics
@@ -186,6 +185,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         body_timeout=settings.service.body_timeout,
         body_min_rate=settings.service.body_min_rate,
     )
+    app.add_middleware(UnexpectedErrors)
     app.add_middleware(
         SecurityHeaders, headers=security_headers(origin(str(oidc.issuer)) if oidc.page_signs_in else "")
     )
@@ -198,6 +198,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         app.mount("/swagger", StaticFiles(directory=str(swagger)), name="swagger")
     if mcp is not None:  # under /v1/: the key is checked, and the body bounded, before MCP reads it
         install_handlers(mcp)  # its errors (a body cut off at the limit) in the service's shape too
+        mcp.add_middleware(UnexpectedErrors)
         app.mount("/v1/mcp", McpGate(mcp, state.limits), name="mcp")
     return app
 

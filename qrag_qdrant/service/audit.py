@@ -107,6 +107,9 @@ def audit_file(path: Path, max_bytes: int, backups: int) -> QuietFileHandler:
 def audit_record(event: str, fields: dict[str, Any]) -> logging.LogRecord:
     """One line of the log, as the file handler writes it."""
     line = json.dumps({"time": now_iso(), "event": event, **fields}, ensure_ascii=False, default=str)
+    # a lone surrogate (a client may send one) written as its JSON escape: it cannot be encoded, and
+    # the line would be lost
+    line = line.encode("utf-8", "backslashreplace").decode("utf-8")
     return logging.makeLogRecord({"msg": line, "levelno": logging.INFO})
 
 
@@ -170,19 +173,21 @@ class AuditTrail:
 
     def _write(self, scope: Scope, status: int, request_id: str, state: dict[str, Any]) -> None:
         audit = self.audit()
-        details = {key: value for key, value in (state.get("audit") or {}).items() if value is not None}
+        principal = state.get("principal")
+        with LINE_WRITTEN:  # what the request noted until now is its line; an answer noted later has its own
+            details = {key: value for key, value in (state.get("audit") or {}).items() if value is not None}
+            common = {
+                "key": details.pop("key", principal.key_id if principal is not None else None),
+                "namespace": principal.namespace if principal is not None else None,
+                "client": (scope.get("client") or ("", 0))[0],
+                "request_id": request_id,
+            }
+            state["written"] = common
         # a route may name the event: a document the caller may not read is a 404 to it, a refusal here
         event = details.pop("event", None) or event_of(scope["method"], scope["path"], status)
         if audit is None or event is None:
             return
-        principal = state.get("principal")
         answer = details.pop("answer", None)
-        common = {
-            "key": details.pop("key", principal.key_id if principal is not None else None),
-            "namespace": principal.namespace if principal is not None else None,
-            "client": (scope.get("client") or ("", 0))[0],
-            "request_id": request_id,
-        }
         if (signed_in := state.get("signed_in")) is not None:
             audit.record("sign-in", **common, outcome="ok", role=signed_in.principal.role)
         # an MCP call answers 200 even when a tool was refused: the tool says so in ``outcome``
@@ -191,6 +196,22 @@ class AuditTrail:
         audit.record(event, **common, outcome=outcome, status=status, **route, **details)
         if answer is not None:
             audit.record("answer", **common, **answer)
+
+
+#: held while a request's line is read from its notes, and while an answer is noted
+LINE_WRITTEN = threading.Lock()
+
+
+def note_answer(audit: AuditLog, state: dict[str, Any], fields: dict[str, Any]) -> None:
+    """The answer's outcome on its request's line; or, when that line is written already (a client
+    that left mid-stream ends the request before its answer ends), on an ``answer`` line of its own
+    with the request's key, namespace, client and id."""
+    with LINE_WRITTEN:
+        common = state.get("written")
+        if common is None:
+            state.setdefault("audit", {})["answer"] = fields
+            return
+    audit.record("answer", **common, **fields)
 
 
 def error_code(body: bytes) -> str | None:
@@ -207,7 +228,9 @@ def error_code(body: bytes) -> str | None:
 
 def answer_fields(answer: Any) -> dict[str, Any]:
     """What the log keeps of an answer: how it ended, the model, the tokens; never its text."""
-    outcome = "error" if answer.error else answer.abstain_reason if answer.abstained else "answered"
+    outcome = answer.outcome
+    if outcome == "declined":  # why: the retrievers, the gate or the model
+        outcome = answer.abstain_reason or outcome
     used = answer.usage
     return {
         "outcome": outcome,

@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import (
     ConfigError,
@@ -122,7 +123,6 @@ def install_handlers(app: Starlette) -> None:
     app.add_exception_handler(QragError, qrag_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, invalid_request)  # type: ignore[arg-type]
     app.add_exception_handler(ClientDisconnect, client_gone)
-    app.add_exception_handler(Exception, unexpected)
 
 
 async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
@@ -167,8 +167,37 @@ async def client_gone(request: Request, exc: Exception) -> JSONResponse:
     return error_response(400, "bad_request", "the request body broke off before its end", path=request.url.path)
 
 
-async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-    status, code, message = error_of(exc)
-    if status >= 500:  # a fault of the service's: its traceback, once, for the operator
-        log.error("%s %s failed: %s", request.method, request.url.path, code, exc_info=exc)
-    return error_response(status, code, message, path=request.url.path)
+class UnexpectedErrors:
+    """ASGI middleware inside the audit trail and the security headers: an exception no route
+    handled becomes the service's 500 (``{"code": "internal"}``) here, its traceback logged once
+    with the request's id, so the reply still carries ``X-Request-ID`` and the security headers
+    and the audit line and metrics see its code. (Starlette's handler for ``Exception`` answers
+    from outside every middleware, and raises again for the server to log a second time.) A
+    response already under way cannot become a 500: it ends where it stood (a stream then lacks
+    its closing event), logged once the same way."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = ended = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started, ended
+            started = started or message["type"] == "http.response.start"
+            ended = ended or (message["type"] == "http.response.body" and not message.get("more_body", False))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception as exc:
+            status, code, message = error_of(exc)
+            if status >= 500:  # a fault of the service's: its traceback, once, for the operator
+                log.error("%s %s failed: %s", scope["method"], scope["path"], code, exc_info=exc)
+            if not started:
+                await error_response(status, code, message, path=scope["path"])(scope, receive, send)
+            elif not ended:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..ingest.corpus import SkippedFile
-from ..ingest.ingestor import IngestReport
+from ..ingest.progress import IngestReport
 from ..store.files import write_atomically
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,8 @@ class IngestJob:
     error: dict[str, str] | None = None
     #: the ingested path is a folder on the server (an admin's ingest), not a job's own uploads
     server_path: str | None = None
+    #: the key that started it: only that key, and a caller reading every document, finds it
+    submitted_by: str | None = None
 
     def view(self, shows_paths: bool = True) -> dict[str, Any]:
         """The record; without ``shows_paths`` (any key but an admin's), no path on the server: an
@@ -201,12 +203,15 @@ class IngestJobs:
         source: str,
         release: Callable[[Path], None] | None = None,
         options: dict[str, Any] | None = None,
+        submitted_by: str | None = None,
     ) -> IngestJob:
         """Queue an ingest of ``path``; ``release``: the path is an upload folder of this job's, handed
         back (removed) when the job ends, whatever happened. Without ``release`` the path is a folder
         on the server, which only an admin's view of the job shows."""
         self.prune()
-        job = IngestJob(uuid.uuid4().hex, namespace, source, server_path=None if release else str(path))
+        job = IngestJob(
+            uuid.uuid4().hex, namespace, source, server_path=None if release else str(path), submitted_by=submitted_by
+        )
         self._records.write(job)
         with self._lock:
             self._jobs[job.id] = job
@@ -216,10 +221,14 @@ class IngestJobs:
             self._pending[job.id] = (queue.submit(self._execute, job, path, release, options or {}), path, release)
         return job
 
-    def get(self, job_id: str, namespace: str) -> IngestJob | None:
-        """The job, if it belongs to ``namespace``: other teams' jobs do not exist for a caller."""
+    def get(self, job_id: str, namespace: str, key_id: str | None = None) -> IngestJob | None:
+        """The job, if it belongs to ``namespace`` and (with ``key_id``) was started by that key:
+        other teams' jobs, and another key's (whose files' names may be its secret), do not exist
+        for a caller."""
         job = self._jobs.get(job_id)
-        return job if job is not None and job.namespace == namespace else None
+        if job is None or job.namespace != namespace:
+            return None
+        return job if key_id is None or job.submitted_by == key_id else None
 
     def _execute(
         self, job: IngestJob, path: Path, release: Callable[[Path], None] | None, options: dict[str, Any]

@@ -111,15 +111,14 @@ class ServiceMetrics:
         self.generation.observe(timings["generation"] / 1000)
         if "first_token" in timings:
             self.first_token.observe(timings["first_token"] / 1000)
-        outcome = "error" if answer.error else "declined" if answer.abstained else "answered"
-        self.answers.labels(**labels, outcome=outcome).inc()
+        self.answers.labels(**labels, outcome=answer.outcome).inc()
         if answer.usage is not None:
             self.tokens.labels(**labels, kind="prompt").inc(answer.usage.prompt_tokens)
             self.tokens.labels(**labels, kind="completion").inc(answer.usage.completion_tokens)
 
     def count_response(self, status: int, code: str | None) -> None:
         if status >= 400:
-            self.refused.labels(status=str(status), code=code or "").inc()
+            self.refused.labels(status=str(status), code=code or ("internal" if status >= 500 else "http_error")).inc()
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -17,8 +17,7 @@ from ..embedding import DenseEmbedder
 from ..errors import QragError
 from ..generation.scheduler import GenerationScheduler
 from ..ingest.documents import DocumentPage
-from ..ingest.ingestor import IngestReport
-from ..ingest.progress import IngestProgress
+from ..ingest.progress import IngestProgress, IngestReport
 from ..results import Answer, Evidence
 from ..retrieval.conversation import Asked
 from ..store.filters import DocumentFilter
@@ -102,17 +101,26 @@ class Namespaces:
         rebuild: bool = False,
         ingested_by: str | None = None,
         readers: Sequence[str] | None = None,
+        as_groups: Sequence[str] | None = None,
     ) -> IngestReport:
         """Outside the retrieval lock: queries go on during an ingest and see the old index until
-        each document's new version is complete."""
+        each document's new version is complete. Links are never followed out of ``path``; a
+        document the key (``as_groups``) may not read is neither written over nor pruned."""
         return self.rag(namespace).ingest(
-            path, prune=prune, rebuild=rebuild, progress=progress, ingested_by=ingested_by, readers=readers
+            path,
+            prune=prune,
+            rebuild=rebuild,
+            progress=progress,
+            ingested_by=ingested_by,
+            readers=readers,
+            as_groups=as_groups,
         )
 
-    def collections(self, namespace: str) -> list[CollectionInfo]:
+    def collections(self, namespace: str, readers: Sequence[str] | None = None) -> list[CollectionInfo]:
+        """The namespace's collections, their points counted as ``readers`` read them."""
         rag, lock = self._open(namespace)
         with lock:
-            return rag.collections()
+            return rag.collections(readers=readers)
 
     def stamp(self, namespace: str) -> tuple[int, ...]:
         """The index stamps of the namespace's collections: they change with every ingest."""
@@ -183,7 +191,7 @@ class ServiceNamespace:
         return answer
 
     def collections(self) -> list[CollectionInfo]:
-        return self.spaces.collections(self.namespace)
+        return self.spaces.collections(self.namespace, self.readers)
 
     def documents(self, offset: int, limit: int) -> DocumentPage:
         return self.spaces.rag(self.namespace).documents(self.readers).page(offset, limit)

@@ -45,7 +45,7 @@ class IngestPathRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    path: str = Field(description="a folder or file on the server")
+    path: str = Field(max_length=4096, pattern=r"^[^\x00]*$", description="a folder or file on the server")
     prune: bool = Field(False, description="remove the chunks of files that are gone from the folder")
     rebuild: bool = Field(False, description="build fresh collections, then switch to them at once")
     readers: list[str] | None = Field(
@@ -60,7 +60,7 @@ class FeedbackRequest(BaseModel):
 
     query_id: str = Field(max_length=64)
     rating: Literal["up", "down"]
-    comment: str | None = Field(None, max_length=2000)
+    comment: str | None = Field(None, max_length=2000, pattern=r"^[^\x00]*$", description="no NUL characters")
 
 
 #: POST /v1/ingest reads its body itself (files, or a path as JSON); this documents both

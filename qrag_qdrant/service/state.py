@@ -13,7 +13,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from ..config.settings import Settings
 from ..generation.scheduler import GenerationScheduler
 from ..results import Answer, Evidence
-from .audit import AuditLog, answer_fields
+from .audit import AuditLog, answer_fields, note_answer
 from .auth.guard import UNAUTHORIZED, RateLimits
 from .auth.keys import Principal
 from .cache import ResultCache
@@ -64,7 +64,8 @@ class ServiceState:
         """``then``, after the answer's outcome is noted for the audit log and its tokens counted."""
 
         def done(answer: Answer) -> None:
-            self.note(request, answer=answer_fields(answer))
+            if self.audit is not None:
+                note_answer(self.audit, request.scope.setdefault("state", {}), answer_fields(answer))
             self.count_tokens(principal, answer)
             then(answer)
 

@@ -26,8 +26,9 @@ MAX_GROUPS = 64
 
 
 def checked_groups(groups: Iterable[str], what: str = "readers") -> tuple[str, ...]:
-    """``groups`` sorted and without repeats; a bad name is a one-line RequestError."""
-    names = sorted({group.strip() for group in groups if group.strip()})
+    """``groups`` sorted and without repeats; a bad name, a blank one too (``[""]`` is not "no
+    group": it would open a document to everyone), is a one-line RequestError."""
+    names = sorted({group.strip() for group in groups})
     bad = [name for name in names if not GROUP.fullmatch(name)]
     if bad:
         raise RequestError(
@@ -39,8 +40,15 @@ def checked_groups(groups: Iterable[str], what: str = "readers") -> tuple[str, .
 
 
 def groups_of(text: str | None, what: str = "readers") -> tuple[str, ...]:
-    """A comma-separated list of groups (``--readers hr,legal``), checked."""
-    return checked_groups((text or "").split(","), what)
+    """A comma-separated list of groups (``--readers hr,legal``), checked; an empty text is none."""
+    return checked_groups(split_groups(text), what)
+
+
+def split_groups(text: str | None) -> list[str]:
+    """The names of a comma-separated list, unchecked; an empty text names none (``hr,`` names a
+    blank one, which a check refuses)."""
+    text = text or ""
+    return text.split(",") if text.strip() else []
 
 
 @dataclass(frozen=True)

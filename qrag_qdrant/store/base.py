@@ -232,23 +232,22 @@ class Store(ABC):
                 labels[p["source"]] = found
         return labels
 
-    def document_readers(self, name: str, sources: Iterable[str] | None = None) -> dict[str, tuple[str, ...]]:
-        """source -> the readers its stored versions name, for the sources that name any."""
-        labels = self.document_labels(name, sources, (READERS,))
-        return {source: tuple(sorted(found[READERS])) for source, found in labels.items() if found.get(READERS)}
-
     def reader_groups(self, name: str) -> frozenset[str]:
         """Every group any point of ``name`` names among its readers."""
         restricted = Where(unreadable_by=frozenset())  # points whose readers name a group
         return frozenset(group for p in self.scroll_payloads(name, [READERS], restricted) for group in p[READERS])
 
-    def current_versions(self, name: str, sources: Iterable[str] | None) -> dict[str, str]:
+    def current_versions(
+        self, name: str, sources: Iterable[str] | None, readers: frozenset[str] | None = None
+    ) -> dict[str, str]:
         """source -> hash of its newest complete version: what a reader may see of it
-        (``sources`` None: of every source in the collection)."""
+        (``sources`` None: of every source in the collection); with ``readers`` (``Access.groups``),
+        of the documents those groups may read only, filtered by the store: a document they may
+        not read costs the lookup a missing one does."""
         sources = None if sources is None else sorted(set(sources))
         newest: dict[str, tuple[int, str]] = {}
         if sources is None or sources:
-            where = Where(sources=None if sources is None else tuple(sources), first_chunks=True)
+            where = Where(sources=None if sources is None else tuple(sources), first_chunks=True, readers=readers)
             for p in self.scroll_payloads(name, ["source", "doc_hash", "version"], where):
                 version = p.get("version", 0)  # points written before versions were stamped
                 if (version, p["doc_hash"]) > newest.get(p["source"], (-1, "")):

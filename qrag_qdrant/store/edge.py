@@ -1,10 +1,9 @@
 """The embedded default: Qdrant Edge in-process, one shard directory per collection.
 
-Layout: ``<store>/<collection>/shard/`` (Qdrant's files) and
-``<store>/<collection>/manifest.json``. Edge lets one process open a shard, so each
-namespace is locked by one process at a time (``<store>/.lock-<namespace>``): two teams
-can ingest into one store folder at once, while a second process on the same namespace
-fails fast instead of waiting or corrupting anything.
+Layout: ``<store>/<collection>/shard/`` (Qdrant's files) and ``<store>/<collection>/manifest.json``.
+Edge lets one process open a shard, so each namespace is locked by one process at a time
+(``<store>/.lock-<namespace>``): two teams can ingest into one store folder at once, while a
+second process on the same namespace fails fast instead of waiting or corrupting anything.
 
 Aliases: ``<store>/.aliases-<namespace>.json`` maps each alias to its collection folder.
 Moving aliases writes a new file and renames it over the old one, so a rebuild's folders
@@ -229,12 +228,15 @@ class EdgeStore(Store):
         finally:
             self._forget_versions()
 
-    def current_versions(self, name: str, sources: Iterable[str] | None) -> dict[str, str]:
-        """Cached: this process is the namespace's only writer (the lock), and each of its
-        writes clears the cache, so a cached answer is the store's answer. A lookup that
-        overlapped a write is used but not kept. After ``warm`` the cache holds every source,
-        so a query looks nothing up (SciFact's questions each found new documents: a lookup
-        per collection per question)."""
+    def current_versions(
+        self, name: str, sources: Iterable[str] | None, readers: frozenset[str] | None = None
+    ) -> dict[str, str]:
+        """Cached (a caller of groups, ``readers``, asks the store, which filters): this process is the
+        namespace's only writer (the lock) and each write clears the cache, so a cached answer is the
+        store's; a lookup that overlapped a write is used, not kept. After ``warm`` the cache holds every
+        source: a query looks nothing up (SciFact's questions found new documents each: a lookup each)."""
+        if readers is not None:
+            return super().current_versions(name, sources, readers)
         resolved = self._aliases.get(name, name)
         with self._versions_lock:
             generation = self._versions_generation

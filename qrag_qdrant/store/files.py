@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from ..errors import StoreInUseError
 
 #: the kernel reads ahead at most this much of one advice (a 32 MiB file advised whole: 8 resident)
 READ_AHEAD = 8 << 20
@@ -15,6 +20,9 @@ PRIVATE_FILE_MODE = 0o600
 #: written by ``qrag-qdrant serve`` beside the store it serves: its address and process, so a command
 #: refused the store can say where to send its work instead
 SERVE_RECORD = ".qrag-serve.json"
+#: held locked by the one ``qrag-qdrant serve`` of a store while it runs: the kernel lets it go when
+#: the process ends, however it ends, so a crashed service leaves no lock behind
+SERVE_LOCK = ".qrag-serve.lock"
 
 
 def write_atomically(path: Path, data: str | bytes, mode: int = PRIVATE_FILE_MODE) -> None:
@@ -66,3 +74,34 @@ def held_by(root: Path, namespace: str) -> str:
         f"key (curl -H 'Authorization: Bearer KEY' {url}/v1/query -d '{{\"question\": \"...\"}}', "
         f"or POST {url}/v1/ingest, GET {url}/v1/documents), or stop it first"
     )
+
+
+@contextmanager
+def serving(root: Path, url: str) -> Iterator[None]:
+    """The store claimed for one service at ``url`` while the block runs: a second service of the
+    same store is refused at once, naming the first (StoreInUseError). The claim is a lock the
+    kernel holds for this process, so the record of a service that died is taken over, never obeyed."""
+    root.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(root / SERVE_LOCK, os.O_CREAT | os.O_RDWR, PRIVATE_FILE_MODE)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StoreInUseError(f"{root} is served already: {serving_process(root)}; stop it first") from None
+        record = root / SERVE_RECORD  # a command refused the store names this service
+        write_atomically(record, json.dumps({"url": url, "pid": os.getpid()}))
+        try:
+            yield
+        finally:
+            record.unlink(missing_ok=True)
+    finally:
+        os.close(descriptor)  # the lock goes with it
+
+
+def serving_process(root: Path) -> str:
+    """The service its record names (process and address), as well as the record can say."""
+    try:
+        record = json.loads((root / SERVE_RECORD).read_text())
+        return f"`qrag-qdrant serve` (process {int(record['pid'])}) at {record['url']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another `qrag-qdrant serve`"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -72,9 +73,10 @@ class BodyGuard:
             await error_response(413, "body_too_large", too_large(limit), path=path)(scope, receive, send)
             return
         body = BodyReader(receive, limit, self.body_timeout, self.body_min_rate)
-        if headers.get(b"content-type", b"").split(b";")[0].strip() == b"application/json":
+        if read_as_json(headers.get(b"content-type")):
             try:  # read whole (it is bounded), so it is checked once for what a parser would let pass
                 whole = await body.whole()
+                refuse_deep_nesting(whole)
                 refuse_duplicate_keys(whole)
             except ServiceError as bad:
                 await error_response(bad.status_code, bad.code, bad.detail, path=path, headers=dict(bad.headers or {}))(
@@ -172,6 +174,51 @@ class BodyReader:
             return await self._receive()
 
         return receive
+
+
+def read_as_json(content_type: bytes | None) -> bool:
+    """Whether a route would parse the body as JSON: as FastAPI decides it, a body without a
+    content type too, and any ``*/json`` or ``*/*+json`` type."""
+    if content_type is None:
+        return True
+    kind = content_type.split(b";")[0].strip().lower()
+    return kind.endswith(b"/json") or kind.endswith(b"+json") or not kind
+
+
+#: the deepest nesting of arrays and objects a JSON body may have (the API's own bodies need 5)
+MAX_JSON_DEPTH = 64
+#: what nesting depends on: brackets, and the quotes and backslashes that say whether one is in a string
+JSON_STRUCTURE = re.compile(rb'[\\"\[\]{}]')
+OPENING = frozenset(b"[{")
+CLOSING = frozenset(b"]}")
+QUOTE, BACKSLASH = ord('"'), ord("\\")
+
+
+def refuse_deep_nesting(body: bytes) -> None:
+    """A 400 ``too_deep`` for arrays and objects nested deeper than ``MAX_JSON_DEPTH``: a
+    recursive parser (the standard library's, the duplicate-key check's) would run out of stack
+    on them. One pass over the structural bytes alone, linear in the body whatever it holds."""
+    depth, in_string, escaped_until = 0, False, -1
+    for found in JSON_STRUCTURE.finditer(body):
+        at = found.start()
+        if at < escaped_until:  # the character a backslash escapes
+            continue
+        byte = body[at]
+        if in_string:
+            if byte == BACKSLASH:
+                escaped_until = at + 2
+            elif byte == QUOTE:
+                in_string = False
+        elif byte == QUOTE:
+            in_string = True
+        elif byte in OPENING:
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                raise ServiceError(
+                    400, "too_deep", f"the JSON body nests arrays and objects deeper than {MAX_JSON_DEPTH}"
+                )
+        elif byte in CLOSING:
+            depth -= 1
 
 
 def refuse_duplicate_keys(body: bytes) -> None:

@@ -72,17 +72,20 @@ def set_readers(
 
 @contextmanager
 def refusal_noted(state: ServiceState, request: Request, principal: Principal, source: str) -> Iterator[None]:
-    """A document the caller may not read answers 404 like a missing one; the audit log, which
-    only the operator reads, tells them apart (``refused``, ``not_a_reader``)."""
+    """A document the caller may not read answers 404 like a missing one, at the same cost: for a
+    caller that reads as groups, both are looked up again and both written to the audit log, which
+    only the operator reads and which tells them apart (``refused``: ``not_a_reader`` or
+    ``not_found``)."""
     try:
         yield
     except DocumentNotFound:
-        if principal.readers is not None and source_exists(state, principal.namespace, source):
+        if principal.readers is not None:
+            hidden = source_exists(state, principal.namespace, source)
             state.note(
                 request,
                 event="refused",
                 outcome="refused",
-                reason="not_a_reader",
+                reason="not_a_reader" if hidden else "not_found",
                 source=source[:300],
                 groups=list(principal.groups),
             )
@@ -90,11 +93,8 @@ def refusal_noted(state: ServiceState, request: Request, principal: Principal, s
 
 
 def source_exists(state: ServiceState, namespace: str, source: str) -> bool:
-    try:
-        state.spaces().rag(namespace).documents().get(source)
-    except DocumentNotFound:
-        return False
-    return True
+    """Whether a document holds ``source``: the same work for a hidden name as for a missing one."""
+    return state.spaces().rag(namespace).documents().exists(source)
 
 
 @documents.delete("/documents/{source:path}")

@@ -52,7 +52,8 @@ async def ingest(request: Request, state: State, principal: IngestCaller) -> JSO
             folder,
             source,
             release=state.uploads.release,
-            options={"ingested_by": principal.key_id, "readers": readers},
+            submitted_by=principal.key_id,
+            options={"ingested_by": principal.key_id, "readers": readers, "as_groups": principal.readers},
         )
         state.note(request, job=job.id, files=len(names), readers=readers)
     elif content_type.startswith("application/json"):
@@ -66,11 +67,13 @@ async def ingest(request: Request, state: State, principal: IngestCaller) -> JSO
             principal.namespace,
             path,
             body.path,
+            submitted_by=principal.key_id,
             options={
                 "prune": body.prune,
                 "rebuild": body.rebuild,
                 "ingested_by": principal.key_id,
                 "readers": readers,
+                "as_groups": principal.readers,
             },
         )
         state.note(request, job=job.id, server_path=body.path, readers=readers)
@@ -114,20 +117,26 @@ def server_path(state: ServiceState, principal: Principal, asked: str) -> Path:
             "forbidden",
             "this service takes no server paths for this namespace (service.ingest_roots); upload the files",
         )
+    refused = ServiceError(
+        403, "forbidden", "the path is not inside a folder this namespace may ingest from (service.ingest_roots)"
+    )
     path = Path(asked)
-    if not path.is_absolute() or settings.ingest_root_of(principal.namespace, path) is None:
-        raise ServiceError(
-            403, "forbidden", "the path is not inside a folder this namespace may ingest from (service.ingest_roots)"
-        )
-    resolved = path.resolve()
-    if not resolved.exists():
+    try:
+        if not path.is_absolute() or settings.ingest_root_of(principal.namespace, path) is None:
+            raise refused
+        resolved = path.resolve()
+        found = resolved.exists()
+    except (OSError, ValueError):  # a name the file system refuses (too long, a NUL): no such folder
+        raise refused from None
+    if not found:
         raise ServiceError(400, "bad_corpus", f"path does not exist on the server: {asked}")
     return resolved
 
 
 @ingests.get("/jobs/{job_id}")
 def job(job_id: str, state: State, principal: LookupCaller) -> dict[str, Any]:
-    found = state.jobs.get(job_id, principal.namespace)
+    # a caller reading every document may follow any job of its namespace; others only their own
+    found = state.jobs.get(job_id, principal.namespace, None if principal.readers is None else principal.key_id)
     if found is None:
         raise ServiceError(404, "unknown_job", f"no job {job_id[:40]!r} in this namespace")
     return found.view(principal.can_read_server_paths)

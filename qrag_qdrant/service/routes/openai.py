@@ -91,7 +91,7 @@ class ChatRequest(BaseModel):
             )
         if self.n not in (None, 1):
             raise ServiceError(
-                400, "unsupported_parameter", "n > 1 is not supported: one answer per question", param="n"
+                400, "unsupported_parameter", f"n must be 1, not {self.n}: one answer per question", param="n"
             )
         if self.tools or self.functions:
             raise ServiceError(

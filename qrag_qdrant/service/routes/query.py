@@ -38,7 +38,7 @@ queries = APIRouter(prefix="/v1")
 
 @queries.get("/collections")
 def collections(state: State, principal: LookupCaller) -> list[CollectionInfo]:
-    return state.spaces().collections(principal.namespace)
+    return state.spaces().collections(principal.namespace, principal.readers)
 
 
 @queries.post("/query", response_model=None)
