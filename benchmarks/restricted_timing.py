@@ -72,7 +72,8 @@ def main() -> None:
     key = keys.add("acme", "read")
     settings = load_settings(store=store, namespace="acme", service={"keys": work / "keys.toml", "rate_lookup": None})
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings, keys), host="127.0.0.1", port=port, log_level="warning"))
+    app = create_app(settings, keys)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:

@@ -289,7 +289,13 @@ def test_the_loaded_models_http_port_answers_no_one_without_its_key():
 
 def prompt_tokens_read(backend) -> int:
     """Prompt tokens llama.cpp has read so far (its own counter, cached tokens excluded)."""
-    lines = backend._model.server.handle_metrics().splitlines()
+    import urllib.request
+
+    asked = urllib.request.Request(
+        backend._model.url + "/metrics", headers={"Authorization": f"Bearer {backend._model.key}"}
+    )
+    with urllib.request.urlopen(asked, timeout=30) as reply:
+        lines = reply.read().decode().splitlines()
     return int(float(next(line for line in lines if line.startswith("llamacpp:prompt_tokens_total ")).split()[1]))
 
 

@@ -299,3 +299,54 @@ def test_a_pipelines_rewrites_go_through_its_scheduler(tmp_path, embedder):
         asked = rag.asked("How is it compensated?", history)
     assert asked.searched_for == "How is the on-call engineer compensated?"
     assert scheduler.stats.served == 1  # the rewrite took its turn
+
+
+@pytest.mark.slow
+def test_the_service_answers_while_the_model_loads(teams, monkeypatch):
+    """The probe: the first answer's model load held the event loop (four 1-second /readyz probes
+    timed out). The load now runs in a process of its own; held stopped here, mid-load, the
+    service still answers /readyz, /metrics and evidence-only queries."""
+    import os
+    import signal
+
+    from qrag_qdrant.generation import embedded_available
+    from qrag_qdrant.generation.backends import embedded, model_process
+
+    if not embedded_available(load_settings()):
+        pytest.skip("the local-llm extra is not installed: pip install '.[local-llm]'")
+    monkeypatch.setattr(embedded, "_SERVERS", {})  # this test's load is a fresh one
+    spawned, started = [], threading.Event()
+    real_popen = model_process.Popen
+
+    def held_at_start(*args, **kwargs):
+        child = real_popen(*args, **kwargs)
+        os.kill(child.pid, signal.SIGSTOP)  # the load, stopped where it stands
+        spawned.append(child)
+        started.set()
+        return child
+
+    monkeypatch.setattr(model_process, "Popen", held_at_start)
+    start, auth = teams
+    with start(generation={"backend": "embedded", "judge": False}) as client:
+        answered = {}
+
+        def ask() -> None:
+            body = {"question": BEES, "generate": True}
+            answered["reply"] = client.post("/v1/query", json=body, headers=auth["a"])
+
+        asking = threading.Thread(target=ask)
+        asking.start()
+        assert started.wait(120), "the model's load did not start"
+        try:
+            assert client.get("/readyz").status_code == 200
+            assert client.get("/metrics").status_code == 200
+            evidence = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"])
+            assert evidence.status_code == 200 and evidence.json()["clusters"]
+            assert asking.is_alive()  # all of it while the load was under way
+        finally:
+            spawned[0].kill()  # the load fails: the answer says so, in one line
+            asking.join(120)
+    reply = answered["reply"].json()
+    assert answered["reply"].status_code == 502 and reply["code"] == "generation_failed" and reply["clusters"]
+    assert reply["message"].startswith("llama.cpp cannot load") and "process ended" in reply["message"]
+    assert "/tmp" not in json.dumps(reply)  # no server path, in the message or the mark's reason

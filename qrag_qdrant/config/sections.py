@@ -210,7 +210,7 @@ class OpenAISettings(Section):
 
 
 class LlmSettings(Section):
-    """The ``embedded`` backend: llama.cpp in-process."""
+    """The ``embedded`` backend: llama.cpp in a child process of this one, on a loopback port."""
 
     gguf: Path | None = Field(None, description="a GGUF model file (QRAG_LLM_GGUF); default: the packaged model")
     sha256: str | None = Field(None, description="refuse llm.gguf unless its sha256 is this")

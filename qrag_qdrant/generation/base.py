@@ -49,7 +49,7 @@ class GenerationBackend(Protocol):
 
     #: the model's context window in tokens, to trim passages to; None: unknown, nothing is trimmed
     context_tokens: int | None
-    #: the model's name and where it runs (a URL without credentials, or "in-process"), shown with
+    #: the model's name and where it runs (a URL without credentials, or "local process"), shown with
     #: every answer; None: the backend cannot tell
     model_name: str | None
     server: str | None

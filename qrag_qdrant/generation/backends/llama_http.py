@@ -66,3 +66,26 @@ def stream_over_http(
     finally:
         finished.set()
         connection.close()
+
+
+def complete_over_http(url: str, key: str, request: dict[str, Any]) -> dict[str, Any]:
+    """POST ``request`` (not streamed) to the server at ``url``: its reply, or GenerationError."""
+    address = urlsplit(url)
+    connection = http.client.HTTPConnection(address.hostname or "127.0.0.1", address.port, timeout=None)
+    try:
+        connection.request(
+            "POST",
+            "/v1/chat/completions",
+            json.dumps({**request, "stream": False}),
+            {"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        )
+        response = connection.getresponse()
+        body = response.read()
+    except (OSError, http.client.HTTPException) as exc:
+        raise GenerationError(f"the embedded model did not answer: {exc}") from None
+    finally:
+        connection.close()
+    if response.status != 200:
+        raise GenerationError(f"the embedded model refused the request: {body[:500].decode(errors='replace')}")
+    reply: dict[str, Any] = json.loads(body)
+    return reply

@@ -66,7 +66,7 @@ async def query(
                     "code": GENERATION_FAILED,
                     "message": one_line(result.error),
                     "query_id": query_id,
-                    **result.model_dump(mode="json", exclude={"error"}),
+                    **shown(result).model_dump(mode="json", exclude={"error"}),  # its mark_reason says it too
                 },
                 status_code=502,
             )
