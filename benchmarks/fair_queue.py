@@ -9,12 +9,15 @@ a client leaves in the middle of a long answer.
     QRAG_SERVICE_QUEUE_CAPACITY=7 qrag-qdrant serve ... # admission: team a's burst past the queue
     python benchmarks/fair_queue.py burst --url http://127.0.0.1:8000 --key-a $A --key-b $B --burst 8
     python benchmarks/fair_queue.py leave --url http://127.0.0.1:8000 --key-a $A --key-b $B --question "..."
+    python benchmarks/fair_queue.py follow-ups --url http://127.0.0.1:8000 --key-a $A --key-b $B --burst 20
 
 ``burst``: team a sends ``--burst`` questions at once, then team b one; team b's seconds from its
 request to its answer are compared with one answer's (the median of team a's). ``leave``: team a
 streams an answer and leaves after its first event; team b's question, sent at that moment, gets
 its first token when the model is free: its wait, less its own time to a first token when the
 model is idle (measured first), is how long the model stayed busy for a client that was gone.
+``follow-ups``: as ``burst``, with follow-ups whose evidence alone is asked for: each needs the
+model only for its stand-alone rewrite; team b's seconds are compared with one rewrite's.
 """
 
 from __future__ import annotations
@@ -84,6 +87,58 @@ def burst(args: argparse.Namespace) -> dict:
     }
 
 
+#: an earlier turn every follow-up leans on, so each one is rewritten by the model
+HISTORY = [
+    {"role": "user", "content": "How often does the on-call rotation change?"},
+    {"role": "assistant", "content": "Every Monday at 10:00 [1]."},
+]
+FOLLOW_UPS = ["And how is it compensated?", "And who does it escalate to?", "And what happens at handover?"]
+
+
+def follow_up(url: str, key: str, question: str) -> dict:
+    started = time.perf_counter()
+    reply = httpx.post(
+        f"{url}/v1/query",
+        json={"question": question, "history": HISTORY, "generate": False},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=3600,
+    )
+    body = reply.json() if reply.status_code == 200 else {}
+    return {
+        "seconds": time.perf_counter() - started,
+        "status": reply.status_code,
+        "rewrite_ms": body.get("timings_ms", {}).get("conversation"),
+        "how": (body.get("conversation") or {}).get("how"),
+    }
+
+
+def follow_ups(args: argparse.Namespace) -> dict:
+    follow_up(args.url, args.key_a, f"{FOLLOW_UPS[0]} (warm-up {time.time_ns()})")  # the model loaded
+    results: dict[str, list[dict]] = {"a": [], "b": []}
+    threads = []
+    for n in range(args.burst):  # distinct follow-ups: none is answered from the result cache
+        question = f"{FOLLOW_UPS[n % len(FOLLOW_UPS)]} ({n} {time.time_ns()})"
+        thread = threading.Thread(target=lambda q=question: results["a"].append(follow_up(args.url, args.key_a, q)))
+        thread.start()
+        threads.append(thread)
+    time.sleep(args.head_start)  # team a's requests are in before team b's
+    results["b"].append(follow_up(args.url, args.key_b, f"{FOLLOW_UPS[1]} ({time.time_ns()})"))
+    for thread in threads:
+        thread.join()
+    rewrites = [r["rewrite_ms"] / 1000 for r in results["a"] if r["rewrite_ms"] and r["how"] == "rewritten"]
+    one = min(rewrites) if rewrites else float("nan")  # a rewrite that did not wait: the model's own time
+    return {
+        "burst": args.burst,
+        "team_b_seconds": round(results["b"][0]["seconds"], 2),
+        "team_b_how": results["b"][0]["how"],
+        "one_rewrite_seconds_min": round(one, 2),
+        "team_b_in_rewrites": round(results["b"][0]["seconds"] / one, 2),
+        "team_a_seconds_max": round(max(r["seconds"] for r in results["a"]), 2),
+        "team_a_rewritten": sum(r["how"] == "rewritten" for r in results["a"]),
+        "statuses": sorted({r["status"] for r in results["a"] + results["b"]}),
+    }
+
+
 def first_token_seconds(url: str, key: str, question: str, leave_after_first: bool = False) -> float:
     started = time.perf_counter()
     with httpx.stream(
@@ -118,7 +173,7 @@ def leave(args: argparse.Namespace) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=("burst", "leave"))
+    parser.add_argument("mode", choices=("burst", "leave", "follow-ups"))
     parser.add_argument("--url", default="http://127.0.0.1:8000")
     parser.add_argument("--key-a", required=True)
     parser.add_argument("--key-b", required=True)
@@ -126,7 +181,8 @@ def main() -> None:
     parser.add_argument("--head-start", type=float, default=2.0, help="seconds team a's requests go first")
     parser.add_argument("--question", default="Summarise everything these passages say.", help="leave: team a's")
     args = parser.parse_args()
-    print(json.dumps(burst(args) if args.mode == "burst" else leave(args), indent=2))
+    run = {"burst": burst, "leave": leave, "follow-ups": follow_ups}[args.mode]
+    print(json.dumps(run(args), indent=2))
 
 
 if __name__ == "__main__":

@@ -167,3 +167,20 @@ def test_the_openai_sdk_gets_a_real_answer_from_the_packaged_model(tmp_path, cor
     assert reply.model_extra["qrag"]["claims"][0]["grounded"], reply.model_extra["qrag"]["claims"]
     text = "".join(chunk.choices[0].delta.content or "" for chunk in streamed)
     assert text == reply.choices[0].message.content  # greedy: the same answer, streamed
+
+
+def test_a_chat_client_that_shows_only_the_text_is_told_an_answer_is_not_supported(teams):
+    """A plain chat client (Open WebUI, LibreChat) shows the message text alone: an answer the
+    passages do not support reads as such there, by default; a supported one reads as itself."""
+    start, auth = teams
+    question = [{"role": "user", "content": BEES}]
+    with ollama_standin(tokens=["a swarm of locusts ", "[1]"]) as ollama:
+        for setting, marked in ((None, True), (False, False)):
+            service = {} if setting is None else {"openai_mark_in_text": setting}
+            backend = {"ollama": {"host": ollama.host}, "generation": {"backend": "ollama"}, "service": service}
+            with start(**backend) as client:
+                reply = sdk(client, auth["a"]).chat.completions.create(model="quorum", messages=question)
+            content = reply.choices[0].message.content
+            assert reply.model_extra["qrag"]["mark"] == "not supported"
+            assert content.startswith("a swarm of locusts [1]")
+            assert ("\n\nNot supported: " in content) is marked, content

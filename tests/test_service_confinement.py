@@ -135,6 +135,12 @@ def test_hostile_fields_are_400s_and_422s_never_500s(teams, tmp_path):
             "/v1/feedback", json={"query_id": "x", "rating": "up", "comment": "a\x00b"}, headers=auth["a"]
         )
         assert nul.status_code == 422
+        json_body = {**auth["a"], "Content-Type": "application/json"}
+        bom = b"\xef\xbb\xbf" + json.dumps({"question": BEES, "generate": False}).encode()
+        assert client.post("/v1/query", content=bom, headers=json_body).status_code == 200  # as on every route
+        bom_path = b"\xef\xbb\xbf" + json.dumps({"path": str(root / "nope")}).encode()
+        admin_json = {**auth["a-admin"], "Content-Type": "application/json"}
+        assert client.post("/v1/ingest", content=bom_path, headers=admin_json).json()["code"] == "bad_corpus"
 
 
 def test_a_500_carries_the_request_id_and_headers_and_is_logged_once(teams, monkeypatch, caplog):

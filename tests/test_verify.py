@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
 
@@ -455,6 +456,10 @@ def test_an_answer_copied_from_a_planted_instruction_is_never_supported(planted)
     # an attack's payload is withheld, whatever generation.unsupported says: not shown as the answer
     assert answer.answer is None and answer.abstained and answer.abstain_reason == "unsupported_answer"
     assert any("withheld" in warning for warning in answer.warnings)
+    if importlib.util.find_spec("fastapi") is not None:  # a chat client is told the reason, not another one
+        from qrag_qdrant.service.routes.openai import message
+
+        assert "gives orders to an assistant" in message(answer, generate=True)
     honest = asked("What do honeybee foragers perform to show where flowers are?", "the waggle dance [1]", passages)
     assert honest.claims[0].supported  # the passage's facts are still read as facts
 

@@ -179,10 +179,10 @@ class ServiceSettings(Section):
         "/readyz?answers=true is ready once it is in",
     )
     openai_mark_in_text: bool = Field(
-        False,
-        description="the OpenAI-compatible endpoint also writes the answer's mark as one plain line under the "
-        "answer ('Supported: ...', 'Not supported: ...'), for clients that show only the message text; the mark is "
-        "always in the response's qrag field",
+        True,
+        description="the OpenAI-compatible endpoint writes an answer's mark other than supported as one plain line "
+        "under the answer ('Not supported: ...', 'Ambiguous: ...'), so a chat client that shows only the message "
+        "text shows it; false: the text is the answer alone. The mark is always in the response's qrag field",
     )
     stream_ping_seconds: PositiveFloat = Field(
         15.0,

@@ -64,10 +64,20 @@ def general_rarity(word: str) -> float:
     return min(1.0, max(0.0, (ZIPF_COMMON - zipf) / (ZIPF_COMMON - ZIPF_RARE)))
 
 
+#: verbs a question asks with, not about ("What happens to ...?", "How long does it take?"): no
+#: sentence that answers need repeat them, so they carry no weight (every form the analyser keeps)
+GENERIC_VERB_FORMS = (
+    "happen happens happened happening occur occurs occurred do does did done doing get gets got gotten "
+    "getting take takes took taken taking have has had having make makes made making go goes went gone "
+    "going become becomes became come comes came give gives gave given need needs needed"
+)
+GENERIC_VERBS = frozenset(GENERIC_VERB_FORMS.split())
+
+
 def question_words(question: str) -> dict[str, frozenset[int]]:
-    """The question's content words (lower case, no numbers) with their analyser terms."""
+    """The question's content words (lower case, no numbers, no generic verb) with their analyser terms."""
     words = {word: word_terms(word) for word in dict.fromkeys(re.findall(r"[\w'-]+", question.lower()))}
-    return {word: ids for word, ids in words.items() if ids and not word.isdigit()}
+    return {word: ids for word, ids in words.items() if ids and not word.isdigit() and word not in GENERIC_VERBS}
 
 
 def key_term_weights(question: str, stats: TermStats, typed: str | None = None) -> dict[str, float]:

@@ -47,6 +47,8 @@ from .verdict import VerdictCheck, is_verdict, verdict_check
 
 #: the checks any claim can fail beside its grounding: the model's confidence, agreement, the gate's
 Doubt = Literal["unsure", "disputed", "weak evidence"]
+#: a Markdown heading line a passage's text holds (a loader that keeps them in the text)
+MARKDOWN_HEADING = re.compile(r"^#+\s+(.+)$", re.MULTILINE)
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*\n\s*")
 #: a line that starts a block of its own (a heading, a table row, a quote, a list item): never the
@@ -136,6 +138,21 @@ def _claim(text: str, shown: Sequence[int]) -> Claim:
     return Claim(text=text.strip(), citations=cited, invalid_citations=[n for n in cited if n not in shown])
 
 
+def one_target(text: str, shown: Sequence[int], answer: Answer) -> str:
+    """The answer with its citations read against what it was shown: with one passage shown, every
+    ``[n]`` can only mean that passage (a model shown one passage of several paragraphs numbers the
+    paragraphs), so each is read as it, the answer's text too, and a warning says so. With several
+    passages a citation of none of them stays invalid."""
+    if len(shown) != 1 or not (wrong := sorted({n for n in citations_in(text) if n not in shown})):
+        return text
+    only = f"[{shown[0]}]"
+    repaired = re.sub(rf"{re.escape(only)}(?:\s*{re.escape(only)})+", only, CITATION.sub(only, text))
+    answer.answer = repaired
+    cited = ", ".join(f"[{n}]" for n in wrong)
+    answer.warnings.append(f"the answer cited {cited}; one passage was shown, so it is read as [{shown[0]}]")
+    return repaired
+
+
 def declined(answer: str) -> bool:
     """The model said the passages do not hold the answer (and nothing else of substance)."""
     text = " ".join(CITATION.sub("", answer).lower().split()).strip(" .\"'")
@@ -200,8 +217,11 @@ def read_sentence(
     """The sentence of ``holder`` that holds the claim (the first of ``holding``), with the heading
     over it: what it says of the question, and a rival sentence in the passages the claim cites."""
     sentence = holding[0] if holding else holder.text
-    offset = max(unwrapped(holder.text).find(sentence.strip()), 0)
+    text = unwrapped(holder.text)
+    offset = max(text.find(sentence.strip()), 0)
     heading = next((h for at, h in reversed(holder.heading_marks) if at <= offset), holder.heading)
+    if heading is None and (lines := MARKDOWN_HEADING.findall(text[:offset])):  # a heading the text holds
+        heading = lines[-1]
     cited = [p for p in passages if p.citation in claim.citations] or [holder]
     return sentence_check(bare(claim.text), sentence, heading, cited, weights, sentences, unseen)
 
@@ -347,6 +367,7 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
     disputed = answer.agreement is not None and answer.agreement.share < options.min_agreement
     weak = not confident(answer.confidence, options.min_evidence_confidence)
     shown = [p.citation for p in passages]
+    text = one_target(text, shown, answer)
     answer.claims = split_claims(text, shown)
     invalid = sorted({n for claim in answer.claims for n in claim.invalid_citations})
     if invalid:

@@ -61,13 +61,55 @@ def coverage(text: str, weights: Mapping[str, float]) -> tuple[float, tuple[str,
         return 1.0, ()
     held = terms(text)
     spelled = set(re.findall(r"\w+", text.lower()))
+    short = abbreviations(text)
+    missing = [
+        word
+        for word in weights
+        if not word_terms(word) <= held and not near_spelling(word, spelled) and not paraphrased(word, text)
+    ]
     missing = sorted(
-        (word for word in weights if not word_terms(word) <= held and not near_spelling(word, spelled)),
+        (word for word in missing if word not in short and not spelled_out(word, missing, spelled)),
         key=lambda w: -weights[w],
     )
     share = round(1 - sum(weights[word] for word in missing) / total, 4)
     floor = SHOWN_SHARE * max(weights.values())
     return share, tuple(word for word in missing if weights[word] >= floor)
+
+
+#: a question's word of quantity and the words a sentence states it with ("the maximum number" is
+#: "at most six", "up to six")
+PARAPHRASES = {
+    "maximum": re.compile(r"\b(?:at most|up to|no more than|max(?:imum)?|limit(?:ed)?|capacity)\b", re.IGNORECASE),
+    "minimum": re.compile(r"\b(?:at least|no (?:less|fewer) than|min(?:imum)?)\b", re.IGNORECASE),
+    "required": re.compile(r"\b(?:must|mandatory|obligatory|(?:has|have|need|needs) to)\b", re.IGNORECASE),
+}
+
+
+def paraphrased(word: str, text: str) -> bool:
+    """Whether ``text`` says ``word`` in other words (``PARAPHRASES``)."""
+    said = PARAPHRASES.get(word)
+    return said is not None and said.search(text) is not None
+
+
+def abbreviations(text: str) -> set[str]:
+    """The abbreviations ``text`` spells out, lower case: the initials of two or more consecutive
+    capitalised words ("European Union" gives "eu"; "The Department of Human Resources" "dhr", "hr")."""
+    found = set()
+    for run in re.findall(r"(?:\b[A-Z][a-z]+(?:\s+(?:of\s+(?:the\s+)?)?|\b)){2,5}", text):
+        initials = "".join(word[0] for word in run.split() if word[0].isupper()).lower()
+        found |= {initials[i:j] for i in range(len(initials)) for j in range(i + 2, len(initials) + 1)}
+    return found
+
+
+def spelled_out(word: str, missing: Sequence[str], spelled: set[str]) -> bool:
+    """Whether ``word`` is one of consecutive question words whose initials the text writes as an
+    abbreviation ("European Union" in the question, "EU" in the sentence)."""
+    at = missing.index(word)
+    for start in range(max(0, at - 4), at + 1):
+        for end in range(at + 1, min(len(missing), start + 5) + 1):
+            if end - start >= 2 and "".join(w[0] for w in missing[start:end]) in spelled:
+                return True
+    return False
 
 
 def relevance_of(claimed: set[int], asked: set[int], holding: Sequence[str]) -> float:
@@ -123,11 +165,13 @@ def sentence_check(
     ``unseen`` (rare, and in no document of the namespace) that the cited passages do not hold
     as a near spelling either makes the coverage 0: the answer is to another question."""
     own, missing = coverage(f"{heading or ''} {holding}", weights)
+    rival = rival_of(claim_words, holding, own, cited, weights, split)
     spelled = {word for passage in cited for word in re.findall(r"\w+", passage.text.lower())}
-    absent = [word for word in unseen if not near_spelling(word, spelled)]
-    if absent:
+    text = " ".join(passage.text for passage in cited)
+    absent = [word for word in unseen if not near_spelling(word, spelled) and not paraphrased(word, text)]
+    if absent:  # the question is about something else; a rival still has to beat what the sentence says
         own, missing = 0.0, (*absent, *(word for word in missing if word not in absent))
-    return SentenceCheck(holding.strip(), own, missing, rival_of(claim_words, holding, own, cited, weights, split))
+    return SentenceCheck(holding.strip(), own, missing, rival)
 
 
 def rival_of(
@@ -142,8 +186,9 @@ def rival_of(
     if not answer or not weights:
         return None
     for passage in cited:
+        headings = {passage.heading, passage.title, *(heading for _, heading in passage.heading_marks)}
         for sentence in split(passage.text):
-            if not sentence.strip() or sentence.strip() == holding.strip():
+            if not sentence.strip() or sentence.strip() == holding.strip() or is_heading(sentence, headings):
                 continue
             score, _ = coverage(sentence, weights)
             # a sentence that only ties the holding one is as often another fact the question does not ask
@@ -154,3 +199,11 @@ def rival_of(
                 if held.get(kind) and not held[kind] & values and not values <= held[kind]:
                     return sentence.strip()
     return None
+
+
+def is_heading(sentence: str, headings: set[str | None]) -> bool:
+    """A heading or title names what follows it; it answers no question, so it is no rival: a
+    Markdown heading line, or one of the passage's headings or its title."""
+    line = sentence.strip()
+    named = {part.strip() for heading in headings if heading for part in heading.split("›")}  # a heading path
+    return line.startswith("#") or line in named

@@ -76,6 +76,7 @@ class BodyGuard:
         if read_as_json(headers.get(b"content-type")):
             try:  # read whole (it is bounded), so it is checked once for what a parser would let pass
                 whole = await body.whole()
+                whole = whole.removeprefix(UTF8_BOM)  # accepted on every JSON route alike (RFC 8259 allows ignoring it)
                 refuse_deep_nesting(whole)
                 refuse_duplicate_keys(whole)
             except ServiceError as bad:
@@ -185,6 +186,8 @@ def read_as_json(content_type: bytes | None) -> bool:
     return kind.endswith(b"/json") or kind.endswith(b"+json") or not kind
 
 
+#: a byte-order mark some clients put before a UTF-8 body
+UTF8_BOM = b"\xef\xbb\xbf"
 #: the deepest nesting of arrays and objects a JSON body may have (the API's own bodies need 5)
 MAX_JSON_DEPTH = 64
 #: what nesting depends on: brackets, and the quotes and backslashes that say whether one is in a string

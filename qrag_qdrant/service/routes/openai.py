@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ...api import QuorumRAG
+from ...generation.checks.claims import INSTRUCTION_WITHHELD
 from ...results import Answer, Evidence
 from ...store.filters import DocumentFilter
 from ..errors import ServiceError
@@ -229,6 +230,8 @@ def message(answer: Answer, generate: bool) -> str:
         return answer.clarification.question
     if answer.abstain_reason == "part_missing":
         return f"No answer: a part of the question has no evidence: {answer.missing_part}."
+    if any(claim.unsupported == "instruction" for claim in answer.claims):  # withheld as an attack's payload
+        return f"No answer: {INSTRUCTION_WITHHELD}."
     if answer.abstained:
         return ABSTAINED.get(answer.abstain_reason or "", "No answer.")
     if not generate:
@@ -238,8 +241,9 @@ def message(answer: Answer, generate: bool) -> str:
 
 def with_mark(text: str, answer: Answer, in_text: bool) -> str:
     """The message with its mark as one plain line under it (``service.openai_mark_in_text``), for
-    clients that show only the text: "Supported: handbook.md says ...", "Not supported: ..."."""
-    if not in_text or answer.mark is None or answer.mark in ("no evidence", "clarifying question"):
+    clients that show only the text: "Not supported: ...", "Ambiguous: ...". A supported answer
+    reads as itself; an abstention's message already says why there is no answer."""
+    if not in_text or answer.mark in (None, "supported", "no evidence", "clarifying question", "declined"):
         return text
     return f"{text}\n\n{answer.mark.capitalize()}: {answer.mark_reason}"
 
