@@ -239,6 +239,7 @@ class Claim(BaseModel):
             "weak evidence",
             "doubted",
             "one-sided",
+            "wrong kind",
         ]
         | None
     ) = Field(
@@ -297,6 +298,7 @@ def claim_reason(claim: Claim, answer: Answer) -> str:
         "weak evidence": f"the evidence is weak (confidence {answer.confidence or 0:.3f})",
         "doubted": f"the judge doubted it (score {claim.score or 0:.2f})",
         "one-sided": f"it cites no passage of {uncited_part(answer.parts, claim.citations) or 'a part'}",
+        "wrong kind": "it is not what the question asks for (a time or number where it asks where or who)",
     }
     return reasons[claim.unsupported] or "it failed a check"
 

@@ -262,7 +262,7 @@ def test_chat_completions_use_the_earlier_messages_as_history(chatting):
     messages = [{"role": "system", "content": "Be brief."}, *HISTORY, {"role": "user", "content": FOLLOW_UP}]
     reply = sdk.chat.completions.create(model="quorum", messages=messages)
     evidence = reply.model_extra["qrag"]
-    assert reply.choices[0].message.content == "a hot spot [1]"
+    assert reply.choices[0].message.content.split("\n\n")[0] == "a hot spot [1]"  # its mark may follow
     assert evidence["searched_for"] == STAND_ALONE and evidence["conversation"]["turns"] == 2
 
 

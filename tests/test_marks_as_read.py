@@ -36,12 +36,25 @@ The first train leaves the central station at 05:10.
 
 The trip from the central station to the airport takes 22 minutes.
 """
+SCHEDULE = """# Schedule
+
+The opening keynote starts at 09:00 in Hall 1.
+
+The data track starts at 10:30 in Hall 2.
+
+The closing panel starts at 16:00 in Hall 1.
+
+Lunch is served in the foyer at 12:30.
+"""
 #: the question -> what the model writes
 WRITES: dict[str, str] = {}
+#: the follow-up -> the stand-alone question the model rewrites it as
+REWRITES: dict[str, str] = {}
 
 
 class Writes(BackendDefaults):
-    """A model that writes the answer ``WRITES`` gives for the question."""
+    """A model that writes the answer ``WRITES`` gives for the question, and the rewrite
+    ``REWRITES`` gives for a follow-up."""
 
     def __init__(self, settings):
         pass
@@ -49,12 +62,15 @@ class Writes(BackendDefaults):
     def stream(self, question, passages, result):
         yield WRITES[question]
 
+    def complete(self, system, prompt, max_tokens, cancelled):
+        return next(rewrite for follow_up, rewrite in REWRITES.items() if follow_up in prompt)
+
 
 @pytest.fixture(scope="module")
 def rag(tmp_path_factory, embedder):
     register_backend("writes", Writes)
     root = tmp_path_factory.mktemp("marks")
-    for name, text in (("rooms.md", ROOMS), ("trial.md", TRIAL), ("trains.md", TRAINS)):
+    for name, text in (("rooms.md", ROOMS), ("trial.md", TRIAL), ("trains.md", TRAINS), ("schedule.md", SCHEDULE)):
         (root / "corpus" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "corpus" / name).write_text(text)
     settings = load_settings(store=root / "store", generation={"backend": "writes"})
@@ -110,3 +126,22 @@ def test_an_abbreviation_matches_its_expansion_both_ways():
     assert coverage("In the EU the warranty lasts two years.", spelled) == (1.0, ())
     assert coverage("In the US the warranty lasts one year.", weights)[1] == ("eu",)  # another one's initials
     assert coverage("The Department of Human Resources decides.", {"hr": 1.0}) == (1.0, ())
+
+
+def test_the_sentence_read_is_the_one_that_says_most_of_the_question(rag):
+    """ "Hall 1" is in the keynote's sentence and the closing panel's: the panel's is read."""
+    answer = marked(rag, "Where is the closing panel?", "Hall 1 [1]")
+    assert answer.mark == "supported", answer.mark_reason
+    assert "closing panel" in answer.claims[0].sentence
+
+
+def test_a_follow_up_asks_for_what_the_user_asked_for(rag):
+    """The rewrite kept the earlier question's "when": the follow-up asked where."""
+    REWRITES["And where?"] = "When is lunch served?"
+    history = [{"role": "user", "content": "When is lunch served?"}, {"role": "assistant", "content": "12:30 [1]"}]
+    WRITES["Where is lunch served?"] = "12:30 [1]"  # the earlier answer, copied
+    answer = rag.answer("And where?", history=history)
+    assert answer.searched_for == "Where is lunch served?"
+    assert answer.mark != "supported"  # a time is no answer to where
+    WRITES["Where is lunch served?"] = "in the foyer [1]"
+    assert rag.answer("And where?", history=history).mark == "supported"

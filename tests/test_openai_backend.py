@@ -90,7 +90,7 @@ def test_the_service_streams_and_counts_an_answer_from_the_server(server, teams,
     completion = metric_value(metrics, "qrag_tokens_total", **labels, kind="completion")
     assert completion == done["usage"]["completion_tokens"]
     assert metric_value(metrics, "qrag_generation_seconds_count") == 1
-    assert reply.choices[0].message.content == done["answer"]  # the cached answer, through the OpenAI endpoint
+    assert reply.choices[0].message.content.startswith(done["answer"])  # the cached answer (its mark may follow)
     assert reply.model_extra["qrag"]["model"] == SERVED_MODEL
 
 

@@ -91,6 +91,7 @@ def test_the_service_never_follows_a_link_out_of_an_ingest_root(teams, linked_ro
         job = finished(client, job, auth["a-admin"])
         assert job["state"] == "done", job
         assert {s["source"] for s in job["report"]["skipped"]} == {"keys.txt", "elsewhere"}
+        assert (job["files_total"], job["files_done"], job["files_skipped"]) == (4, 4, 2)
         found = client.post(
             "/v1/query", json={"question": "What does the key file say?", "generate": False}, headers=auth["a"]
         )
@@ -356,3 +357,37 @@ def test_the_service_answers_while_the_model_loads(teams, monkeypatch):
     assert answered["reply"].status_code == 502 and reply["code"] == "generation_failed" and reply["clusters"]
     assert reply["message"].startswith("llama.cpp cannot load") and "process ended" in reply["message"]
     assert "/tmp" not in json.dumps(reply)  # no server path, in the message or the mark's reason
+
+
+def test_a_rewrite_whose_client_left_leaves_the_queue_without_the_model(tmp_path, embedder):
+    """The rewrite, the split and expansions are the request's work: once its client has left
+    (``CLIENT_LEFT``, set by the service while it retrieves), a call waiting for the model leaves the
+    queue and the question is searched as typed; no model call is made for nobody."""
+    from qrag_qdrant.generation.scheduler import CLIENT_LEFT
+
+    scheduler, called = GenerationScheduler(), []
+
+    class Model:
+        def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
+            called.append(prompt)
+            return "How is the on-call engineer compensated?"
+
+    settings = load_settings(store=tmp_path / "store", namespace="team-a")
+    history = [{"role": "user", "content": "Who is on call?"}, {"role": "assistant", "content": "Ana [1]."}]
+    found = {}
+    with QuorumRAG(settings, embedder=embedder, generator=Model(), scheduler=scheduler) as rag:
+        gone = threading.Event()
+
+        def ask() -> None:
+            CLIENT_LEFT.set(gone)  # as the service sets it for the request's worker thread
+            found["asked"] = rag.asked("How is it compensated?", history)
+
+        with scheduler.turn("team-b"):  # the model is busy with another team's answer
+            asking = threading.Thread(target=ask)
+            asking.start()
+            while scheduler.stats.waiting == 0 and asking.is_alive():  # the rewrite queued
+                asking.join(0.01)
+            gone.set()  # its client leaves
+            asking.join(60)
+    assert found["asked"].how == "rewrite_failed" and found["asked"].searched_for == "How is it compensated?"
+    assert called == [] and scheduler.stats.dropped == 1

@@ -17,6 +17,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -214,6 +215,23 @@ class Completing(Protocol):
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str: ...
 
 
+#: set by the service while it retrieves for a request: an event set once the request's client has
+#: left, so the model calls retrieval makes for it leave the queue (or stop) as its answer would
+CLIENT_LEFT: ContextVar[threading.Event | None] = ContextVar("qrag_client_left", default=None)
+
+
+class EitherSet(threading.Event):
+    """Set when it is set itself or any of ``events`` is: a call's own cancel, or its request's
+    client leaving. Read with ``is_set``, as the queue and the backends read a cancel."""
+
+    def __init__(self, *events: threading.Event):
+        super().__init__()
+        self.events = events
+
+    def is_set(self) -> bool:
+        return super().is_set() or any(event.is_set() for event in self.events)
+
+
 @dataclass(frozen=True)
 class QueuedCompleter:
     """A backend's prompts under the fair queue, as its answers are: the model calls retrieval
@@ -224,15 +242,19 @@ class QueuedCompleter:
     backend: Completing
     scheduler: GenerationScheduler
     namespace: str
+    #: the request's ``CLIENT_LEFT`` when it was opened: its client leaving stops the call too
+    client_left: threading.Event | None = None
 
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str:
-        with self.scheduler.turn(self.namespace, cancelled):
-            return self.backend.complete(system, prompt, max_tokens, cancelled)
+        stop = EitherSet(cancelled, self.client_left) if self.client_left is not None else cancelled
+        with self.scheduler.turn(self.namespace, stop):
+            return self.backend.complete(system, prompt, max_tokens, stop)
 
     @classmethod
     def of(cls, backend: object, scheduler: GenerationScheduler | None, namespace: str) -> object:
-        """``backend`` under ``scheduler`` when it completes prompts; as it is otherwise (no queue,
-        or a backend that cannot complete a prompt, which its caller then says)."""
+        """``backend`` under ``scheduler`` when it completes prompts, for the request this thread
+        works for (``CLIENT_LEFT``); as it is otherwise (no queue, or a backend that cannot
+        complete a prompt, which its caller then says)."""
         if scheduler is None or not isinstance(backend, Completing):
             return backend
-        return cls(backend, scheduler, namespace)
+        return cls(backend, scheduler, namespace, CLIENT_LEFT.get())

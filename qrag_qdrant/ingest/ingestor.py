@@ -108,7 +108,7 @@ class Ingestor:
         stored = {spec.name: self._stored_hashes(spec, rebuild) for spec in self.settings.collections}
         self.labels.read_stored(self.store, self.settings)
         corpus.refuse(self.labels.unreadable, NOT_PERMITTED)
-        progress.files_found(len(corpus.files))
+        progress.files_found(len(corpus.files) + len(corpus.skipped))  # links and refusals are skipped files too
         documents = corpus.documents(
             needs_text=lambda source, digest: any(h.get(source) != {digest} for h in stored.values()),
             on_read=progress.file_read,

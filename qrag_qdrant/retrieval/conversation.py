@@ -202,6 +202,26 @@ def with_every_word(rewrite: str, question: str) -> str:
     return f"{rewrite} {' '.join(dropped)}" if dropped else rewrite
 
 
+#: what a question asks for, when it says it exactly: a rewrite may not ask for something else
+ASKS_FOR = re.compile(
+    r"\b(?:how (?:much|many|long|often|early|late|far|old|soon)|when|where|who|whom|whose|which|why)\b(?! about)",
+    re.IGNORECASE,
+)
+
+
+def with_the_question_word(rewrite: str, question: str) -> str:
+    """The rewrite asking for what the user asked for: "And where?" after a question about when
+    lunch is served is "Where is lunch served?", not the earlier "When is lunch served?". Only an
+    exact question word counts ("what" and "how" alone ask for anything, "what about" for the
+    earlier question's thing)."""
+    asked, written = ASKS_FOR.search(question), ASKS_FOR.search(rewrite)
+    if asked is None or written is None or asked.group().lower() == written.group().lower():
+        return rewrite
+    wanted = asked.group().lower()
+    wanted = wanted.capitalize() if written.group()[:1].isupper() else wanted
+    return f"{rewrite[: written.start()]}{wanted}{rewrite[written.end() :]}"
+
+
 def same_question(first: str, second: str) -> bool:
     """Equal but for case, spacing and punctuation: the rewrite kept the question."""
 
@@ -237,7 +257,7 @@ class Conversation:
             log.warning("conversation: the rewrite failed; the question is searched as typed", exc_info=True)
             return Asked(question, question, "rewrite_failed", count, one_line(exc), time.perf_counter() - started)
         seconds = time.perf_counter() - started
-        rewrite = with_every_word(rewrite, question)
+        rewrite = with_every_word(with_the_question_word(rewrite, question), question)
         if same_question(rewrite, question):
             log.debug("conversation: %r kept as typed (%.2f s)", question, seconds)
             return Asked(question, question, "unchanged", count, seconds=seconds)

@@ -42,17 +42,14 @@ from ..base import Judge
 from ..prompt import NOT_IN_DOCUMENTS, fence
 from .instructions import reads_as_instruction
 from .pieces import STRIPPED, PiecesCheck, pieces_check, pieces_of
-from .sentence import SentenceCheck, relevance_of, sentence_check
+from .sentence import SentenceCheck, coverage, fits_the_question, heading_above, relevance_of, sentence_check
 from .verdict import VerdictCheck, is_verdict, verdict_check
 
 #: the checks any claim can fail beside its grounding: the model's confidence, agreement, the gate's
 Doubt = Literal["unsure", "disputed", "weak evidence"]
-#: a Markdown heading line a passage's text holds (a loader that keeps them in the text)
-MARKDOWN_HEADING = re.compile(r"^#+\s+(.+)$", re.MULTILINE)
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*\n\s*")
-#: a line that starts a block of its own (a heading, a table row, a quote, a list item): never the
-#: rest of the line above it
+#: a line that starts a block of its own (a heading, a table row, a quote, a list item), never the last one's
 BLOCK_START = re.compile(r"\s*(?:#|\||>|[-*+•]\s|\(?(?:\d{1,3}|[a-z])[.)]\s)", re.IGNORECASE)
 #: a line at least this long that ends without a sentence's end was wrapped, not ended
 WRAPPED_LINE = 60
@@ -82,6 +79,7 @@ UNSUPPORTED = {
     "doubted": "were not confirmed by the judge",
     "instruction": "come from a sentence that reads as an instruction to the assistant, not a fact",
     "one-sided": "answer yes or no citing the evidence of only some of the question's parts",
+    "wrong kind": "are not of the kind the question asks for (a time or number where it asks where or who)",
 }
 
 
@@ -139,18 +137,15 @@ def _claim(text: str, shown: Sequence[int]) -> Claim:
 
 
 def one_target(text: str, shown: Sequence[int], answer: Answer) -> str:
-    """The answer with its citations read against what it was shown: with one passage shown, every
-    ``[n]`` can only mean that passage (a model shown one passage of several paragraphs numbers the
-    paragraphs), so each is read as it, the answer's text too, and a warning says so. With several
-    passages a citation of none of them stays invalid."""
+    """With one passage shown, every ``[n]`` can only mean it (a model shown one passage of several
+    paragraphs numbers the paragraphs): each is read as it, in the text too, with a warning."""
     if len(shown) != 1 or not (wrong := sorted({n for n in citations_in(text) if n not in shown})):
         return text
     only = f"[{shown[0]}]"
-    repaired = re.sub(rf"{re.escape(only)}(?:\s*{re.escape(only)})+", only, CITATION.sub(only, text))
-    answer.answer = repaired
+    answer.answer = re.sub(rf"{re.escape(only)}(?:\s*{re.escape(only)})+", only, CITATION.sub(only, text))
     cited = ", ".join(f"[{n}]" for n in wrong)
-    answer.warnings.append(f"the answer cited {cited}; one passage was shown, so it is read as [{shown[0]}]")
-    return repaired
+    answer.warnings.append(f"the answer cited {cited}; one passage was shown, so it is read as {only}")
+    return answer.answer
 
 
 def declined(answer: str) -> bool:
@@ -220,8 +215,7 @@ def read_sentence(
     text = unwrapped(holder.text)
     offset = max(text.find(sentence.strip()), 0)
     heading = next((h for at, h in reversed(holder.heading_marks) if at <= offset), holder.heading)
-    if heading is None and (lines := MARKDOWN_HEADING.findall(text[:offset])):  # a heading the text holds
-        heading = lines[-1]
+    heading = heading or heading_above(text, offset)
     cited = [p for p in passages if p.citation in claim.citations] or [holder]
     return sentence_check(bare(claim.text), sentence, heading, cited, weights, sentences, unseen)
 
@@ -301,6 +295,8 @@ def check_grounded(
     claim.grounded = holder is not None
     # the sentences that hold the claim, found once for every check that reads them
     holding = holding_sentences(claim.text, holder.text) if holder is not None else []
+    # the one that says most of the question first: "Hall 1" is read where the closing panel is
+    holding.sort(key=lambda sentence: -coverage(sentence, answer.key_terms)[0])
     claim.relevance = relevance(answer.searched, claim.text, holder.text, holding) if holder is not None else None
     claim.location = holder.location_at(holding_offset(holder.text, holding)) if holder is not None else None
     read = read_sentence(claim, holder, holding, passages, answer.key_terms, answer.unseen_terms) if holder else None
@@ -312,6 +308,8 @@ def check_grounded(
         if claim.relevance is None or read is None
         else "instruction"
         if any(map(reads_as_instruction, holding))
+        else "wrong kind"
+        if not fits_the_question(answer.searched, bare(claim.text))
         else "ambiguous"
         if options.rivals and read.rival is not None
         else "off the question"

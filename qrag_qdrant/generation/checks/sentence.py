@@ -207,3 +207,35 @@ def is_heading(sentence: str, headings: set[str | None]) -> bool:
     line = sentence.strip()
     named = {part.strip() for heading in headings if heading for part in heading.split("›")}  # a heading path
     return line.startswith("#") or line in named
+
+
+#: a Markdown heading line a passage's text holds (a loader that keeps them in the text)
+MARKDOWN_HEADING = re.compile(r"^#+\s+(.+)$", re.MULTILINE)
+
+
+def heading_above(text: str, offset: int) -> str | None:
+    """The last Markdown heading line of ``text`` before ``offset``, if it holds one."""
+    lines = MARKDOWN_HEADING.findall(text[:offset])
+    return lines[-1] if lines else None
+
+
+#: questions that ask for a place, a person or a thing by name: a bare time, date or number answers
+#: none of them ("Where is lunch served?" "12:30")
+ASKS_FOR_A_NAME = re.compile(r"^\W*(?:and\s+)?(?:where|who|whom|whose)\b", re.IGNORECASE)
+#: questions that ask for a quantity: an answer with no number in figures or words answers none
+ASKS_FOR_A_QUANTITY = re.compile(r"^\W*(?:and\s+)?how (?:much|many)\b", re.IGNORECASE)
+NUMBER_WORDS = re.compile(
+    r"\b(?:zero|none|no|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
+    r"fifty|sixty|hundred|thousand|million|billion|dozen|half|third|quarter|single|double|free|percent|most|all|"
+    r"several|few|many|majority)\b",
+    re.IGNORECASE,
+)
+
+
+def fits_the_question(question: str, answer: str) -> bool:
+    """Whether the answer is of the kind the question asks for, where the question's form says it
+    plainly: a place or a person is not a bare time or number, a quantity holds a number."""
+    bare_value = not re.sub(r"[\d\s:.,/%-]|\b(?:am|pm|a\.m\.|p\.m\.)\b", "", answer, flags=re.IGNORECASE)
+    if ASKS_FOR_A_NAME.search(question) and (bare_value or TIME.fullmatch(answer.strip())):
+        return False
+    return not ASKS_FOR_A_QUANTITY.search(question) or bool(NUMBER.search(answer) or NUMBER_WORDS.search(answer))

@@ -7,7 +7,9 @@ was read, confined to that team's namespace. What the routes share lives on ``ap
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import threading
 import time
 import uuid
 
@@ -17,7 +19,7 @@ from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
 
 from ...api import CollectionInfo
-from ...generation.scheduler import QueueFull
+from ...generation.scheduler import CLIENT_LEFT, QueueFull
 from ...results import Answer, Evidence
 from ...retrieval.conversation import conversation_step
 from ...store.filters import DocumentFilter
@@ -28,7 +30,7 @@ from ..errors import ServiceError, one_line
 from ..feedback import AskedQuery
 from ..schemas import FeedbackRequest, QueryRequest
 from ..state import FeedbackCaller, LookupCaller, QueryCaller, ServiceState, State
-from ..streaming import answer_unless_gone, busy, event_stream, shown, stream_answer
+from ..streaming import answer_unless_gone, busy, event_stream, shown, stream_answer, until_disconnected
 
 #: what a team sees of the service's failure to answer (the evidence is in the response too)
 GENERATION_FAILED = "generation_failed"
@@ -81,10 +83,32 @@ async def evidence_for(
     quota, with the question (and a cached answer) noted for the request's audit line."""
     state.note_question(request, body)
     state.charge(principal, queries=1)
-    result, stamp = await run_in_threadpool(cached_or_retrieved, state, principal, body)
+    result, stamp = await retrieved_unless_gone(request, state, principal, body)
     if isinstance(result, Answer):
         state.note(request, answer=answer_fields(result) | {"cached": True})
     return result, stamp
+
+
+async def retrieved_unless_gone(
+    request: Request, state: ServiceState, principal: Principal, body: QueryRequest
+) -> tuple[Evidence, tuple[int, ...]]:
+    """``cached_or_retrieved`` on a worker thread, as one request's work: a client that leaves
+    meanwhile takes the model calls retrieval makes for it (a rewrite, a split, expansions) out of
+    the model's queue, or stops them (``scheduler.CLIENT_LEFT``)."""
+    gone = threading.Event()
+    token = CLIENT_LEFT.set(gone)  # the worker thread runs in a copy of this context
+    try:
+        retrieving = asyncio.ensure_future(run_in_threadpool(cached_or_retrieved, state, principal, body))
+    finally:
+        CLIENT_LEFT.reset(token)
+    watching = asyncio.ensure_future(until_disconnected(request))
+    try:
+        await asyncio.wait({retrieving, watching}, return_when=asyncio.FIRST_COMPLETED)
+        if watching.done():
+            gone.set()
+        return await retrieving
+    finally:
+        watching.cancel()
 
 
 def answer_allowed(
