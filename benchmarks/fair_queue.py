@@ -27,6 +27,7 @@ import json
 import statistics
 import threading
 import time
+from collections.abc import Callable
 
 import httpx
 
@@ -58,19 +59,26 @@ def ask(url: str, key: str, question: str) -> dict:
     }
 
 
-def burst(args: argparse.Namespace) -> dict:
-    ask(args.url, args.key_a, f"{QUESTIONS[0]} (warm-up {time.time_ns()})")  # the model loaded, its prefix cached
+def team_burst(args: argparse.Namespace, send: Callable[[str, str, str], dict], texts: list[str]) -> dict:
+    """Team a sends ``--burst`` of ``texts`` at once (distinct: none is answered from the result
+    cache), then team b one; each reply as ``send`` reads it, by team."""
+    send(args.url, args.key_a, f"{texts[0]} (warm-up {time.time_ns()})")  # the model loaded, its prefix cached
     results: dict[str, list[dict]] = {"a": [], "b": []}
     threads = []
-    for n in range(args.burst):  # distinct questions: none is answered from the result cache
-        question = f"{QUESTIONS[n % len(QUESTIONS)]} (burst {n} {time.time_ns()})"
-        thread = threading.Thread(target=lambda q=question: results["a"].append(ask(args.url, args.key_a, q)))
+    for n in range(args.burst):
+        question = f"{texts[n % len(texts)]} (burst {n} {time.time_ns()})"
+        thread = threading.Thread(target=lambda q=question: results["a"].append(send(args.url, args.key_a, q)))
         thread.start()
         threads.append(thread)
     time.sleep(args.head_start)  # team a's requests are in before team b's
-    results["b"].append(ask(args.url, args.key_b, f"{QUESTIONS[1]} ({time.time_ns()})"))
+    results["b"].append(send(args.url, args.key_b, f"{texts[1]} ({time.time_ns()})"))
     for thread in threads:
         thread.join()
+    return results
+
+
+def burst(args: argparse.Namespace) -> dict:
+    results = team_burst(args, ask, QUESTIONS)
     # one answer: the model's own time for one of team a's (those that reached it)
     generated = [r["generation_ms"] / 1000 for r in results["a"] if r["generation_ms"]]
     answer_seconds = statistics.median(generated) if generated else min(r["seconds"] for r in results["a"])
@@ -113,18 +121,7 @@ def follow_up(url: str, key: str, question: str) -> dict:
 
 
 def follow_ups(args: argparse.Namespace) -> dict:
-    follow_up(args.url, args.key_a, f"{FOLLOW_UPS[0]} (warm-up {time.time_ns()})")  # the model loaded
-    results: dict[str, list[dict]] = {"a": [], "b": []}
-    threads = []
-    for n in range(args.burst):  # distinct follow-ups: none is answered from the result cache
-        question = f"{FOLLOW_UPS[n % len(FOLLOW_UPS)]} ({n} {time.time_ns()})"
-        thread = threading.Thread(target=lambda q=question: results["a"].append(follow_up(args.url, args.key_a, q)))
-        thread.start()
-        threads.append(thread)
-    time.sleep(args.head_start)  # team a's requests are in before team b's
-    results["b"].append(follow_up(args.url, args.key_b, f"{FOLLOW_UPS[1]} ({time.time_ns()})"))
-    for thread in threads:
-        thread.join()
+    results = team_burst(args, follow_up, FOLLOW_UPS)
     rewrites = [r["rewrite_ms"] / 1000 for r in results["a"] if r["rewrite_ms"] and r["how"] == "rewritten"]
     one = min(rewrites) if rewrites else float("nan")  # a rewrite that did not wait: the model's own time
     return {

@@ -189,7 +189,13 @@ def test_store_held_by_another_process_is_a_clear_error(tmp_path):
 @pytest.mark.parametrize(
     ("tokens", "sure", "why"),
     [
-        (["performs the waggle dance [1][9]"], None, "it cites passages that were not shown"),
+        # one passage is shown: [9] is read as [1] (a note says so), and the sentence is read
+        (
+            ["performs the waggle dance [1][9]"],
+            None,
+            'the sentence it comes from does not mention "honeybee", "sisters", "distance"\n'
+            "note: the answer cited [9]; one passage was shown, so it is read as [1]",
+        ),
         (["They sing to each other [1]"], None, "it is not found in the passages it cites"),
         (["a single queen [1]"], None, 'the sentence it comes from does not mention "forager", "sisters", "distance"'),
         (["the angle of the waggle run [1]"], 0.2, "the model was only 20% sure of it"),

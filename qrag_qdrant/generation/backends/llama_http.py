@@ -42,12 +42,7 @@ def stream_over_http(
                 return
 
     try:
-        connection.request(
-            "POST",
-            "/v1/chat/completions",
-            json.dumps({**request, "stream": True}),
-            {"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-        )
+        post_chat(connection, key, request, stream=True)
         threading.Thread(target=watch, name="qrag-llm-watch", daemon=True).start()
         response = connection.getresponse()
         if response.status != 200:
@@ -73,12 +68,7 @@ def complete_over_http(url: str, key: str, request: dict[str, Any]) -> dict[str,
     address = urlsplit(url)
     connection = http.client.HTTPConnection(address.hostname or "127.0.0.1", address.port, timeout=None)
     try:
-        connection.request(
-            "POST",
-            "/v1/chat/completions",
-            json.dumps({**request, "stream": False}),
-            {"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-        )
+        post_chat(connection, key, request, stream=False)
         response = connection.getresponse()
         body = response.read()
     except (OSError, http.client.HTTPException) as exc:
@@ -89,3 +79,13 @@ def complete_over_http(url: str, key: str, request: dict[str, Any]) -> dict[str,
         raise GenerationError(f"the embedded model refused the request: {body[:500].decode(errors='replace')}")
     reply: dict[str, Any] = json.loads(body)
     return reply
+
+
+def post_chat(connection: http.client.HTTPConnection, key: str, request: dict[str, Any], stream: bool) -> None:
+    """Send ``request`` to llama.cpp's chat completions, with the key only this process knows."""
+    connection.request(
+        "POST",
+        "/v1/chat/completions",
+        json.dumps({**request, "stream": stream}),
+        {"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
