@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import filelock
 
 from ..errors import StoreInUseError
 
@@ -20,8 +21,8 @@ PRIVATE_FILE_MODE = 0o600
 #: written by ``qrag-qdrant serve`` beside the store it serves: its address and process, so a command
 #: refused the store can say where to send its work instead
 SERVE_RECORD = ".qrag-serve.json"
-#: held locked by the one ``qrag-qdrant serve`` of a store while it runs: the kernel lets it go when
-#: the process ends, however it ends, so a crashed service leaves no lock behind
+#: held locked by the one ``qrag-qdrant serve`` of a store while it runs (``filelock``: flock on POSIX,
+#: msvcrt on Windows): the system lets it go when the process ends, however it ends
 SERVE_LOCK = ".qrag-serve.lock"
 
 
@@ -82,20 +83,18 @@ def serving(root: Path, url: str) -> Iterator[None]:
     same store is refused at once, naming the first (StoreInUseError). The claim is a lock the
     kernel holds for this process, so the record of a service that died is taken over, never obeyed."""
     root.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(root / SERVE_LOCK, os.O_CREAT | os.O_RDWR, PRIVATE_FILE_MODE)
+    lock = filelock.FileLock(root / SERVE_LOCK, timeout=0, thread_local=False)  # flock on POSIX, msvcrt on Windows
     try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise StoreInUseError(f"{root} is served already: {serving_process(root)}; stop it first") from None
-        record = root / SERVE_RECORD  # a command refused the store names this service
+        lock.acquire()
+    except filelock.Timeout:
+        raise StoreInUseError(f"{root} is served already: {serving_process(root)}; stop it first") from None
+    record = root / SERVE_RECORD  # a command refused the store names this service
+    try:
         write_atomically(record, json.dumps({"url": url, "pid": os.getpid()}))
-        try:
-            yield
-        finally:
-            record.unlink(missing_ok=True)
+        yield
     finally:
-        os.close(descriptor)  # the lock goes with it
+        record.unlink(missing_ok=True)
+        lock.release()
 
 
 def serving_process(root: Path) -> str:
