@@ -46,6 +46,12 @@ The closing panel starts at 16:00 in Hall 1.
 
 Lunch is served in the foyer at 12:30.
 """
+FILMS = """# Spectre
+
+Thomas Newman composed the score of Spectre. Scenes were filmed in Austria, in the Solden ski resort.
+
+The shop on the harbour opened on 12 March 1990 and closed in 2016.
+"""
 #: the question -> what the model writes
 WRITES: dict[str, str] = {}
 #: the follow-up -> the stand-alone question the model rewrites it as
@@ -70,7 +76,13 @@ class Writes(BackendDefaults):
 def rag(tmp_path_factory, embedder):
     register_backend("writes", Writes)
     root = tmp_path_factory.mktemp("marks")
-    for name, text in (("rooms.md", ROOMS), ("trial.md", TRIAL), ("trains.md", TRAINS), ("schedule.md", SCHEDULE)):
+    for name, text in (
+        ("rooms.md", ROOMS),
+        ("trial.md", TRIAL),
+        ("trains.md", TRAINS),
+        ("schedule.md", SCHEDULE),
+        ("films.md", FILMS),
+    ):
         (root / "corpus" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "corpus" / name).write_text(text)
     settings = load_settings(store=root / "store", generation={"backend": "writes"})
@@ -145,3 +157,24 @@ def test_a_follow_up_asks_for_what_the_user_asked_for(rag):
     assert answer.mark != "supported"  # a time is no answer to where
     WRITES["Where is lunch served?"] = "in the foyer [1]"
     assert rag.answer("And where?", history=history).mark == "supported"
+
+
+@pytest.mark.parametrize(
+    ("question", "written", "swapped"),
+    [
+        ("On what day of March did the shop on the harbour open?", "12 [1]", None),
+        ("The shop on the harbour opened on 11 of what month?", "March [1]", "11"),
+        ("In which country were scenes of Spectre filmed?", "Austria [1]", None),
+        ("Scenes of Spectre were filmed in Australia at which ski resort?", "Solden [1]", "Australia"),
+        ("What did Thomas Newman compose?", "the score of Spectre [1]", None),
+        ("Newman Thomas composed what for Spectre?", "the score of Spectre [1]", "Newman Thomas"),
+    ],
+)
+def test_a_detail_the_question_swapped_is_not_supported(rag, question, written, swapped):
+    """A question that states a detail its sentence does not (a number, a name, a name's words in
+    another order) is about something else, however many of its other words match."""
+    answer = marked(rag, question, written)
+    if swapped is None:
+        assert answer.mark == "supported", answer.mark_reason
+    else:
+        assert answer.mark == "not supported" and f'does not mention "{swapped}"' in answer.mark_reason

@@ -32,7 +32,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
 from ...config.sections import GenerationSettings
@@ -43,6 +43,7 @@ from ..prompt import NOT_IN_DOCUMENTS, fence
 from .instructions import reads_as_instruction
 from .pieces import STRIPPED, PiecesCheck, pieces_check, pieces_of
 from .sentence import SentenceCheck, coverage, fits_the_question, heading_above, relevance_of, sentence_check
+from .specifics import lacking
 from .verdict import VerdictCheck, is_verdict, verdict_check
 
 #: the checks any claim can fail beside its grounding: the model's confidence, agreement, the gate's
@@ -202,12 +203,7 @@ def holding_sentences(claim: str, passage: str) -> list[str]:
 
 
 def read_sentence(
-    claim: Claim,
-    holder: Passage,
-    holding: Sequence[str],
-    passages: Sequence[Passage],
-    weights: Mapping[str, float],
-    unseen: Sequence[str] = (),
+    claim: Claim, holder: Passage, holding: Sequence[str], passages: Sequence[Passage], answer: Answer
 ) -> SentenceCheck:
     """The sentence of ``holder`` that holds the claim (the first of ``holding``), with the heading
     over it: what it says of the question, and a rival sentence in the passages the claim cites."""
@@ -217,7 +213,9 @@ def read_sentence(
     heading = next((h for at, h in reversed(holder.heading_marks) if at <= offset), holder.heading)
     heading = heading or heading_above(text, offset)
     cited = [p for p in passages if p.citation in claim.citations] or [holder]
-    return sentence_check(bare(claim.text), sentence, heading, cited, weights, sentences, unseen)
+    left_out = lacking(answer.searched, f"{heading or ''} {sentence} {holder.title or ''} {holder.publisher or ''}")
+    weights, unseen = answer.key_terms, answer.unseen_terms
+    return sentence_check(bare(claim.text), sentence, heading, cited, weights, sentences, unseen, left_out)
 
 
 def holding_offset(passage: str, holding: Sequence[str]) -> int:
@@ -299,7 +297,7 @@ def check_grounded(
     holding.sort(key=lambda sentence: -coverage(sentence, answer.key_terms)[0])
     claim.relevance = relevance(answer.searched, claim.text, holder.text, holding) if holder is not None else None
     claim.location = holder.location_at(holding_offset(holder.text, holding)) if holder is not None else None
-    read = read_sentence(claim, holder, holding, passages, answer.key_terms, answer.unseen_terms) if holder else None
+    read = read_sentence(claim, holder, holding, passages, answer) if holder else None
     if read is not None:
         claim.sentence, claim.coverage, claim.rival = read.sentence, read.coverage, read.rival
         claim.missing_terms = list(read.missing) if read.coverage < 1 else []

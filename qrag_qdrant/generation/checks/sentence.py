@@ -159,16 +159,19 @@ def sentence_check(
     weights: Mapping[str, float],
     split: Callable[[str], Sequence[str]],
     unseen: Sequence[str] = (),
+    lacking: Sequence[str] = (),
 ) -> SentenceCheck:
     """The holding sentence's coverage of the question, and a rival sentence in ``cited`` if one
     matches the question better with a different value of the answer's kind. A word of
     ``unseen`` (rare, and in no document of the namespace) that the cited passages do not hold
-    as a near spelling either makes the coverage 0: the answer is to another question."""
+    as a near spelling either, or a specific of the question the sentence ``lacking`` leaves out
+    (``specifics.lacking``), makes the coverage 0: the answer is to another question."""
     own, missing = coverage(f"{heading or ''} {holding}", weights)
     rival = rival_of(claim_words, holding, own, cited, weights, split)
     spelled = {word for passage in cited for word in re.findall(r"\w+", passage.text.lower())}
     text = " ".join(passage.text for passage in cited)
     absent = [word for word in unseen if not near_spelling(word, spelled) and not paraphrased(word, text)]
+    absent = [*lacking, *(word for word in absent if word not in lacking)]  # a swapped detail named first
     if absent:  # the question is about something else; a rival still has to beat what the sentence says
         own, missing = 0.0, (*absent, *(word for word in missing if word not in absent))
     return SentenceCheck(holding.strip(), own, missing, rival)

@@ -1,0 +1,75 @@
+"""The details a question states, and whether the sentence an answer comes from states them too.
+
+A question written to look answerable swaps one detail of a sentence: "opened on 11 of what month"
+over a sentence that says 12, "Scenes filmed in Australia" over one that says Austria, "Newman
+Thomas" for Thomas Newman. The rest of its words match, so coverage and relevance pass it. So every
+specific the question states (a number, a year, a month or weekday, a capitalised name, a quoted
+phrase) must be found in the answer's sentence, its heading or its document's title or publisher,
+exactly: no near spelling, and a name's words in their order.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: a number as written (1,200 and 1200 are one), a month or weekday, a quoted phrase
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+DAY_OR_MONTH = re.compile(
+    r"\b(?:january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
+    re.IGNORECASE,
+)
+QUOTED = re.compile(r"[\"“]([^\"”]{2,60})[\"”]")
+#: a run of capitalised words (a name): after the question's first word, or from it when the run has
+#: two words or more ("Newman Thomas was ...?"; "Scenes were ...?" names nothing)
+NAME = re.compile(
+    r"(?:(?<=\S )[A-Z][\w'’.-]*|^[A-Z][\w'’.-]*(?=\s+[A-Z]))(?:\s+(?:(?:of|the|de|von|van|del|da)\s+)?[A-Z][\w'’.-]*)*"
+)
+#: a possessive's ending: "Spectre's" names Spectre
+POSSESSIVE = re.compile(r"['’]s$")
+#: capitalised words that are no name: question words, pronouns and the like, where a title starts one
+NOT_NAME_WORDS = (
+    "i what who whom whose which when where why how was were is are did does do the a an in on of for and "
+    "according after before during"
+)
+NOT_NAMES = frozenset(NOT_NAME_WORDS.split())
+
+
+def specifics(question: str) -> list[str]:
+    """The details ``question`` states: numbers, days and months, quoted phrases, names."""
+    found = [m.group(1) for m in QUOTED.finditer(question)]
+    found += NUMBER.findall(question)
+    found += [m.group() for m in DAY_OR_MONTH.finditer(question)]
+    for match in NAME.finditer(question):
+        words = [POSSESSIVE.sub("", w) for w in match.group().split() if w.lower() not in NOT_NAMES]
+        if words and not any(DAY_OR_MONTH.fullmatch(w) for w in words):
+            found.append(" ".join(words))
+    return list(dict.fromkeys(found))
+
+
+def lacking(question: str, text: str) -> list[str]:
+    """The specifics of ``question`` that ``text`` does not state exactly."""
+    plain = text.lower()
+    numbers = {number.replace(",", "") for number in NUMBER.findall(text)}
+    words = [POSSESSIVE.sub("", word.strip(".")) for word in re.findall(r"[\w'’.-]+", plain)]
+    missing = []
+    for detail in specifics(question):
+        if NUMBER.fullmatch(detail):
+            held = detail.replace(",", "") in numbers
+        elif " " in detail or (detail[:1].isupper() and not DAY_OR_MONTH.fullmatch(detail)):
+            held = name_held(detail.lower().split(), words)
+        else:
+            held = re.search(rf"\b{re.escape(detail.lower())}\b", plain) is not None
+        if not held:
+            missing.append(detail)
+    return missing
+
+
+def name_held(name: list[str], words: list[str]) -> bool:
+    """A name is held when its last word is, and those of its words the text holds come in its
+    order ("Frank Burnet" by "Burnet"; "Newman Thomas" not by "Thomas Newman")."""
+    name = [part.strip(".") for part in name]
+    if name[-1] not in words:
+        return False
+    places = [words.index(part) for part in name if part in words]
+    return places == sorted(places)
