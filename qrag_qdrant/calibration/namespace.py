@@ -26,9 +26,9 @@ from typing import Any
 
 from ..config.settings import Settings
 from ..errors import QragError
+from ..generation.base import Completer
 from ..results import Evidence
 from ..retrieval import Coordinator
-from ..retrieval.expansion import Completer
 from ..retrieval.gate import GateModel, LogisticGate, logit, sigmoid
 from ..store import Store
 from ..store.base import CALIBRATED_GATE

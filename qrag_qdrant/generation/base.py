@@ -44,7 +44,7 @@ class GenerationBackend(Protocol):
 
     A plug-in may subclass ``BackendDefaults`` for the attributes it cannot tell. Two more
     abilities are separate protocols, checked with isinstance: ``complete(system, prompt,
-    max_tokens, cancelled)`` writes query expansions (``retrieval.expansion.Completer``), and
+    max_tokens, cancelled)`` writes query expansions and rewrites (``Completer``), and
     ``yes_probability`` makes it a ``Judge``; both built-ins have both."""
 
     #: the model's context window in tokens, to trim passages to; None: unknown, nothing is trimmed
@@ -79,6 +79,14 @@ def text_until(pieces: Iterator[str], cancelled: threading.Event) -> str:
             break
         text.append(piece)
     return "".join(text)
+
+
+@runtime_checkable
+class Completer(Protocol):
+    """A backend that completes one prompt (a query expansion, a follow-up's rewrite, a question's
+    split); it stops early once ``cancelled`` is set."""
+
+    def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str: ...
 
 
 @runtime_checkable

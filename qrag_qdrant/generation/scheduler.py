@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
 
 from ..errors import GenerationError
+from .base import Completer
 
 
 class QueueFull(GenerationError):
@@ -208,13 +208,6 @@ class GenerationScheduler:
         return QueueFull(waiting, max(1, round(max(waiting, held or 0) * self.seconds_per_answer / self.slots)), held)
 
 
-@runtime_checkable
-class Completing(Protocol):
-    """A backend that completes one prompt (``retrieval.expansion.Completer``)."""
-
-    def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str: ...
-
-
 #: set by the service while it retrieves for a request: an event set once the request's client has
 #: left, so the model calls retrieval makes for it leave the queue (or stop) as its answer would
 CLIENT_LEFT: ContextVar[threading.Event | None] = ContextVar("qrag_client_left", default=None)
@@ -239,7 +232,7 @@ class QueuedCompleter:
     turn in their namespace, are refused when it is at its share, and leave the queue when their
     ``cancelled`` is set, so no team's follow-ups take the model outside its share."""
 
-    backend: Completing
+    backend: Completer
     scheduler: GenerationScheduler
     namespace: str
     #: the request's ``CLIENT_LEFT`` when it was opened: its client leaving stops the call too
@@ -255,6 +248,6 @@ class QueuedCompleter:
         """``backend`` under ``scheduler`` when it completes prompts, for the request this thread
         works for (``CLIENT_LEFT``); as it is otherwise (no queue, or a backend that cannot
         complete a prompt, which its caller then says)."""
-        if scheduler is None or not isinstance(backend, Completing):
+        if scheduler is None or not isinstance(backend, Completer):
             return backend
         return cls(backend, scheduler, namespace, CLIENT_LEFT.get())

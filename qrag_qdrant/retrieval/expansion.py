@@ -29,11 +29,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
 from ..config.settings import Settings
 from ..config.values import parse_expansion
 from ..errors import ConfigError, QragError
+from ..generation.base import Completer
 from ..plugins import Registry
 from ..results import QueryExpansion
 
@@ -46,13 +46,6 @@ REFUSAL = re.compile(r"^(?:i'?m sorry|i am sorry|sorry|i cannot|i can'?t|as an a
 BULLET = re.compile(
     r"^\s*(?:[-*•]|\d+[.)]|query\s*\d*:|rewrite\s*\d*:|(?:question|part)\s*\d+\s*[:.)])\s*", re.IGNORECASE
 )
-
-
-@runtime_checkable
-class Completer(Protocol):
-    """A model that completes one prompt; it stops early once ``cancelled`` is set."""
-
-    def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str: ...
 
 
 class ExpansionFailed(Exception):

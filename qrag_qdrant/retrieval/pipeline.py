@@ -50,7 +50,7 @@ class Coordinator:
         completer: Callable[[], object] | None = None,
     ):
         """``completer``: opens the model that writes the question's expansions (retrieval.expansions);
-        it is used if it can complete a prompt (``expansion.Completer``)."""
+        it is used if it can complete a prompt (``generation.base.Completer``)."""
         self.settings = settings
         self.store = store
         self.searcher = Searcher(settings, store, embedder)
