@@ -25,6 +25,7 @@ from .errors import ServiceError, one_line
 log = logging.getLogger(__name__)
 
 EvidenceT = TypeVar("EvidenceT", bound=Evidence)
+T = TypeVar("T")
 
 
 def busy(full: QueueFull) -> ServiceError:
@@ -42,17 +43,24 @@ async def answer_unless_gone(request: Request, rag: QuorumRAG, evidence: Evidenc
     """The answer, generated on a worker thread; a client that disconnects meanwhile stops the
     model at its next token (the thread's answer is then incomplete, and nobody reads it)."""
     cancelled = threading.Event()
-    answering = asyncio.ensure_future(
-        run_in_threadpool(rag.answer, evidence.question, evidence=evidence, cancelled=cancelled)
-    )
-    watching = asyncio.ensure_future(until_disconnected(request))
     try:
-        await asyncio.wait({answering, watching}, return_when=asyncio.FIRST_COMPLETED)
-        if watching.done():
-            cancelled.set()  # waiting for the model: it leaves the queue; answering: the model stops
-        return await answering
+        return await unless_gone(
+            request, cancelled, lambda: rag.answer(evidence.question, evidence=evidence, cancelled=cancelled)
+        )
     except QueueFull as full:  # filled up between the check and the answer's turn
         raise busy(full) from None
+
+
+async def unless_gone(request: Request, gone: threading.Event, work: Callable[[], T]) -> T:
+    """``work`` on a worker thread (in a copy of this context), with ``gone`` set if the client
+    disconnects meanwhile: waiting for the model, the work leaves the queue; at it, the model stops."""
+    working = asyncio.ensure_future(run_in_threadpool(work))
+    watching = asyncio.ensure_future(until_disconnected(request))
+    try:
+        await asyncio.wait({working, watching}, return_when=asyncio.FIRST_COMPLETED)
+        if watching.done():
+            gone.set()
+        return await working
     finally:
         watching.cancel()
 

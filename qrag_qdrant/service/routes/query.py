@@ -7,14 +7,12 @@ was read, confined to that team's namespace. What the routes share lives on ``ap
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import threading
 import time
 import uuid
 
 from fastapi import APIRouter, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
 
@@ -30,7 +28,7 @@ from ..errors import ServiceError, one_line
 from ..feedback import AskedQuery
 from ..schemas import FeedbackRequest, QueryRequest
 from ..state import FeedbackCaller, LookupCaller, QueryCaller, ServiceState, State
-from ..streaming import answer_unless_gone, busy, event_stream, shown, stream_answer, until_disconnected
+from ..streaming import answer_unless_gone, busy, event_stream, shown, stream_answer, unless_gone
 
 #: what a team sees of the service's failure to answer (the evidence is in the response too)
 GENERATION_FAILED = "generation_failed"
@@ -92,23 +90,15 @@ async def evidence_for(
 async def retrieved_unless_gone(
     request: Request, state: ServiceState, principal: Principal, body: QueryRequest
 ) -> tuple[Evidence, tuple[int, ...]]:
-    """``cached_or_retrieved`` on a worker thread, as one request's work: a client that leaves
-    meanwhile takes the model calls retrieval makes for it (a rewrite, a split, expansions) out of
-    the model's queue, or stops them (``scheduler.CLIENT_LEFT``)."""
+    """``cached_or_retrieved`` as one request's work: a client that leaves meanwhile takes the model
+    calls retrieval makes for it (a rewrite, a split, expansions) out of the model's queue, or stops
+    them (``scheduler.CLIENT_LEFT``, seen by the worker thread, which runs in a copy of this context)."""
     gone = threading.Event()
-    token = CLIENT_LEFT.set(gone)  # the worker thread runs in a copy of this context
+    token = CLIENT_LEFT.set(gone)
     try:
-        retrieving = asyncio.ensure_future(run_in_threadpool(cached_or_retrieved, state, principal, body))
+        return await unless_gone(request, gone, lambda: cached_or_retrieved(state, principal, body))
     finally:
         CLIENT_LEFT.reset(token)
-    watching = asyncio.ensure_future(until_disconnected(request))
-    try:
-        await asyncio.wait({retrieving, watching}, return_when=asyncio.FIRST_COMPLETED)
-        if watching.done():
-            gone.set()
-        return await retrieving
-    finally:
-        watching.cancel()
 
 
 def answer_allowed(
