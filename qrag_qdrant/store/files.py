@@ -61,15 +61,13 @@ def read_ahead(path: Path) -> None:
 def held_by(root: Path, namespace: str) -> str:
     """Why the namespace cannot be opened, and what to do: a running ``qrag-qdrant serve`` of this
     store is named with its address (ask it, over HTTP, with a key); another process is waited for."""
-    try:
-        record = json.loads((root / SERVE_RECORD).read_text())
-        url, pid = str(record["url"]), int(record["pid"])
-        os.kill(pid, 0)  # the service is alive (no signal is sent)
-    except (OSError, ValueError, KeyError, TypeError):
+    served = serve_record(root)
+    if served is None or not alive(served[1]):
         return (
             f"store is in use by another process: namespace {namespace!r} of {root} "
             "(wait for it to finish, or use another --store or --namespace)"
         )
+    url, pid = served
     return (
         f"store is in use by `qrag-qdrant serve` (process {pid}) at {url}: send the request to it with a team "
         f"key (curl -H 'Authorization: Bearer KEY' {url}/v1/query -d '{{\"question\": \"...\"}}', "
@@ -99,8 +97,27 @@ def serving(root: Path, url: str) -> Iterator[None]:
 
 def serving_process(root: Path) -> str:
     """The service its record names (process and address), as well as the record can say."""
+    served = serve_record(root)
+    if served is None:
+        return "another `qrag-qdrant serve`"
+    url, pid = served
+    return f"`qrag-qdrant serve` (process {pid}) at {url}"
+
+
+def serve_record(root: Path) -> tuple[str, int] | None:
+    """The address and process ``qrag-qdrant serve`` recorded beside the store; None without a
+    readable record."""
     try:
         record = json.loads((root / SERVE_RECORD).read_text())
-        return f"`qrag-qdrant serve` (process {int(record['pid'])}) at {record['url']}"
+        return str(record["url"]), int(record["pid"])
     except (OSError, ValueError, KeyError, TypeError):
-        return "another `qrag-qdrant serve`"
+        return None
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (no signal is sent)."""
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
