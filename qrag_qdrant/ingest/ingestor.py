@@ -262,8 +262,10 @@ class Ingestor:
             self.store.stamp_indexed(writer.target, stamp)  # result caches start over
         chunks = self.store.count(writer.target)
         self._save_term_stats(writer, chunks, stamp)
-        readable = None if self.labels.access.reads_all else Where(readers=self.labels.access.groups)
-        report.chunks[writer.spec.name] = chunks if readable is None else self.store.count(writer.target, readable)
+        access = self.labels.access  # the report counts what the caller may read
+        report.chunks[writer.spec.name] = (
+            chunks if access.reads_all else self.store.count(writer.target, Where(readers=access.groups))
+        )
 
     def _relabel(self, writer: CollectionWriter, sources: dict[str, str]) -> bool:
         """Unchanged documents given other readers or metadata than they have get them in place

@@ -174,8 +174,11 @@ class LoadedModel:
     loopback port with a key that only this process knows."""
 
     process: ModelProcess
-    url: str
     key: str
+
+    @property
+    def url(self) -> str:
+        return self.process.url
 
 
 def _server(path: Path, settings: LlmSettings) -> LoadedModel:
@@ -193,7 +196,7 @@ def _server(path: Path, settings: LlmSettings) -> LoadedModel:
             loaded = model_process.start(
                 ModelSetup(str(path), settings.context, settings.threads, settings.batch, api_key)
             )
-            _SERVERS[key] = LoadedModel(loaded, loaded.url, api_key)
+            _SERVERS[key] = LoadedModel(loaded, api_key)
         found: LoadedModel = _SERVERS[key]
         return found
 

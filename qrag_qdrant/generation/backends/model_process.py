@@ -35,16 +35,11 @@ class ModelSetup:
 
 @dataclass
 class ModelProcess:
-    """A loaded model's process and the URL its HTTP API answers on."""
+    """A loaded model's process (it exits once this process ends and its standard input closes)
+    and the URL its HTTP API answers on."""
 
     process: Popen[str]
     url: str
-
-    def close(self) -> None:
-        """Ends the child (it exits once its standard input closes)."""
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        self.process.wait()
 
 
 def start(setup: ModelSetup) -> ModelProcess:

@@ -294,7 +294,8 @@ def check_grounded(
     # the sentences that hold the claim, found once for every check that reads them
     holding = holding_sentences(claim.text, holder.text) if holder is not None else []
     # the one that says most of the question first: "Hall 1" is read where the closing panel is
-    holding.sort(key=lambda sentence: -coverage(sentence, answer.key_terms)[0])
+    if len(holding) > 1:
+        holding.sort(key=lambda sentence: -coverage(sentence, answer.key_terms)[0])
     claim.relevance = relevance(answer.searched, claim.text, holder.text, holding) if holder is not None else None
     claim.location = holder.location_at(holding_offset(holder.text, holding)) if holder is not None else None
     read = read_sentence(claim, holder, holding, passages, answer) if holder else None

@@ -53,20 +53,21 @@ class SentenceCheck:
 
 
 def coverage(text: str, weights: Mapping[str, float]) -> tuple[float, tuple[str, ...]]:
-    """The share of ``weights`` whose words ``text`` holds (by the analyser's stems, or as a near
-    spelling: "Counil" for "Council"), and the words it lacks that weigh enough to name, weightiest
-    first. A question without key words is covered whole."""
+    """The share of ``weights`` whose words ``text`` holds (by the analyser's stems, as a near
+    spelling: "Counil" for "Council", as an abbreviation either way: "EU", or in ``PARAPHRASES``'
+    words), and the words it lacks that weigh enough to name, weightiest first. A question without
+    key words is covered whole."""
     total = sum(weights.values())
     if not total:
         return 1.0, ()
     held = terms(text)
     spelled = set(re.findall(r"\w+", text.lower()))
-    short = abbreviations(text)
     missing = [
         word
         for word in weights
         if not word_terms(word) <= held and not near_spelling(word, spelled) and not paraphrased(word, text)
     ]
+    short = abbreviations(text) if missing else set()
     missing = sorted(
         (word for word in missing if word not in short and not spelled_out(word, missing, spelled)),
         key=lambda w: -weights[w],

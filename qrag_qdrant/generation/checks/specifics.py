@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import re
 
-#: a number as written (1,200 and 1200 are one), a month or weekday, a quoted phrase
-NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-DAY_OR_MONTH = re.compile(
-    r"\b(?:january|february|march|april|may|june|july|august|september|october|november|december|"
-    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
-    re.IGNORECASE,
-)
+from .sentence import MONTHS, NUMBER, values_of
+
+#: a month or weekday alone (numbers are the answer check's ``NUMBER``), a quoted phrase
+DAY_OR_MONTH = re.compile(rf"\b(?:{MONTHS})\b", re.IGNORECASE)
 QUOTED = re.compile(r"[\"“]([^\"”]{2,60})[\"”]")
 #: a run of capitalised words (a name): after the question's first word, or from it when the run has
 #: two words or more ("Newman Thomas was ...?"; "Scenes were ...?" names nothing)
@@ -50,7 +47,7 @@ def specifics(question: str) -> list[str]:
 def lacking(question: str, text: str) -> list[str]:
     """The specifics of ``question`` that ``text`` does not state exactly."""
     plain = text.lower()
-    numbers = {number.replace(",", "") for number in NUMBER.findall(text)}
+    numbers = values_of(text).get("number", set())  # 1,200 and 1200 are one
     words = [POSSESSIVE.sub("", word.strip(".")) for word in re.findall(r"[\w'’.-]+", plain)]
     missing = []
     for detail in specifics(question):
