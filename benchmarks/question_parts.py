@@ -62,12 +62,14 @@ def without_publishers(question: str, publishers: frozenset[str]) -> str:
 
 
 def scored(rag: QuorumRAG, question: dict[str, Any]) -> dict[str, Any]:
+    """One question's row: its context's gold articles, whether it abstained, what it cost."""
     started = time.perf_counter()
     evidence = rag.retrieve(question["question"])
     seconds = time.perf_counter() - started
     shown = {Path(passage.source).name for passage in evidence.passages}
     gold = set(question["relevant_docs"])
     return {
+        "id": question["id"],
         "kind": question["kind"],
         "abstained": evidence.abstained,
         "coverage": len(gold & shown) / len(gold) if gold else None,
@@ -76,6 +78,7 @@ def scored(rag: QuorumRAG, question: dict[str, Any]) -> dict[str, Any]:
         "parts": len(evidence.parts),
         "ms": seconds * 1000,
         "split_ms": evidence.timings_ms.get("question_split", 0.0),
+        "second_round": sum(getattr(part, "round", 1) > 1 for part in evidence.parts),  # 0.3.x has no rounds
     }
 
 
@@ -103,6 +106,13 @@ def main() -> None:
     parser.add_argument("--half", choices=[*HALVES, "all"], default="held-out")
     parser.add_argument("--json-out", type=Path)
     parser.add_argument("--parts", choices=["rules", "model"], default="rules", help="against off")
+    parser.add_argument("--only", action="store_true", help="run --parts alone, not off beside it")
+    parser.add_argument("--rows-out", type=Path, help="write each question's row, per system, as JSON")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="pair --parts with the rows of the same name in this --rows-out file (another version's run)",
+    )
     parser.add_argument("--without-publishers", action="store_true", help="questions naming a publisher, without it")
     parser.add_argument("--sample", type=int, help="this many of the half's questions")
     parser.add_argument("--seed", type=int, default=1)
@@ -132,7 +142,7 @@ def main() -> None:
         print(f"{len(questions)} questions in {folder}")
         return
     rows: dict[str, list[dict[str, Any]]] = {}
-    for plan in (args.parts, "off"):
+    for plan in (args.parts,) if args.only else (args.parts, "off"):
         settings = load_settings(
             store=args.store, namespace=args.namespace, retrieval={"context": "fixed", "question_parts": plan}
         )
@@ -150,9 +160,23 @@ def main() -> None:
             "all": summary(plan_rows),
             **{kind: summary([r for r in plan_rows if r["kind"] == kind]) for kind in kinds},
         }
-    pairs = list(zip(rows[args.parts], rows["off"], strict=True))
+    if args.rows_out:
+        args.rows_out.write_text(json.dumps(rows) + "\n")
+    if args.against:
+        earlier = {row["id"]: row for row in json.loads(args.against.read_text())[args.parts]}
+        rows["earlier"] = [earlier[row["id"]] for row in rows[args.parts]]
+        result["systems"]["earlier"] = {
+            "all": summary(rows["earlier"]),
+            **{kind: summary([r for r in rows["earlier"] if r["kind"] == kind]) for kind in kinds},
+        }
+    control = "earlier" if args.against else "off"
+    if control not in rows:
+        print(json.dumps(result, indent=1))
+        return
+    pairs = list(zip(rows[args.parts], rows[control], strict=True))
     answerable = [(a, b) for a, b in pairs if a["coverage"] is not None]
     null = [(a, b) for a, b in pairs if a["coverage"] is None]
+    result["paired_with"] = control
     result["paired"] = {
         "coverage": paired_test([(a["coverage"], b["coverage"]) for a, b in answerable]),
         "all_evidence": paired_test([(a["all"], b["all"]) for a, b in answerable], exact_mcnemar=True),

@@ -104,6 +104,7 @@ class QuestionPartEvidence(BaseModel):
     filter: str | None = Field(None, description="the documents it was searched in")
     citations: list[int] = Field(default_factory=list, description="its passages' numbers")
     missing: str | None = Field(None, description="why it has no evidence; the question then abstains")
+    round: int = Field(1, description="the search that found it; 2: searched again with what other parts found")
 
 
 def uncited_part(parts: Sequence[QuestionPartEvidence], citations: Collection[int]) -> str | None:

@@ -269,7 +269,9 @@ def print_evidence(evidence: Evidence, quorum: int) -> None:
         return
     for number, part in enumerate(evidence.parts, 1):
         found = f"passages {', '.join(f'[{n}]' for n in part.citations)}" if part.citations else "no passage"
-        out.print(f"Part {number} ({part.label}): {part.missing or found}", markup=False)
+        found += " (searched again with what the other parts found)" if part.round > 1 else ""
+        named = f'"{part.searched_for}"' if part.label == f"part {number}" else part.label
+        out.print(f"Part {number} ({named}): {part.missing or found}", markup=False)
     if evidence.abstain_reason == "part_missing":
         out.print(f"No answer: a part of the question has no evidence: {evidence.missing_part}.", markup=False)
         out.print("[bold]The other parts' evidence[/bold]")

@@ -77,6 +77,13 @@ class RetrievalSettings(Section):
         description="a question of several parts: the clusters its parts share (rounded up per part), "
         "within part_words; more, shorter windows let each of its documents in",
     )
+    part_rounds: int = Field(
+        2,
+        ge=1,
+        le=2,
+        description="a question split by its form: 2 searches a part again, with the names the other parts "
+        "found, when its first search found no document of its own; 1: one search a part",
+    )
     part_words: PositiveInt = Field(
         300,
         description="a question of several parts: the context words its parts share (the same documents "

@@ -9,7 +9,7 @@ joins the parts into one ``Evidence``, numbered [1], [2], ... across them, group
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ..results import Evidence, EvidenceCluster, QuestionPartEvidence
@@ -29,6 +29,8 @@ class PartFound:
     evidence: Evidence | None = None
     ranked: Sequence[ScoredCluster] = ()
     missing: str | None = None
+    #: the search that found it: 1, or 2 when it was searched again with what the others found
+    round: int = 1
 
 
 def interleaved(rankings: Sequence[Sequence[ScoredCluster]]) -> list[ScoredCluster]:
@@ -37,10 +39,11 @@ def interleaved(rankings: Sequence[Sequence[ScoredCluster]]) -> list[ScoredClust
     return [ranking[n] for n in range(max(map(len, rankings), default=0)) for ranking in rankings if n < len(ranking)]
 
 
-def one_per_document(ranked: Sequence[ScoredCluster]) -> list[ScoredCluster]:
+def one_per_document(ranked: Sequence[ScoredCluster], sent: Collection[str] = ()) -> list[ScoredCluster]:
     """The clusters of documents not yet represented first, best first, then the rest: a part
-    answered by several documents sends each of them before a second place in one."""
-    seen: set[str] = set()
+    answered by several documents sends each of them before a second place in one, and a
+    document an earlier part sent (``sent``) comes after the part's own."""
+    seen: set[str] = set(sent)
     first: list[ScoredCluster] = []
     again: list[ScoredCluster] = []
     for scored in ranked:
@@ -66,7 +69,7 @@ def shared_context(found: Sequence[PartFound], clusters: int, words: int) -> lis
     citation, rank, joined = 0, 0, []
     for number, one in enumerate(found, start=1):
         context = (
-            build_context(one_per_document(one.ranked), share_clusters, share_words, sent, citation)
+            build_context(one_per_document(one.ranked, sent), share_clusters, share_words, sent, citation)
             if one.evidence is not None
             else []
         )
@@ -80,12 +83,20 @@ def shared_context(found: Sequence[PartFound], clusters: int, words: int) -> lis
     return joined
 
 
-def joined_evidence(question: str, found: Sequence[PartFound], clusters: int, words: int) -> Evidence:
-    """The question's evidence from its parts': the context shared out (``shared_context``); it
-    abstains when a part has none (``part_missing``: a publisher the namespace lacks, or no
-    quorum within the part's documents), or when the gate doubts the evidence of every part (a
-    part searched in a few documents agrees less than a whole question, so one part's doubt is
-    not enough). Its confidence is the least of the parts'."""
+def joined_evidence(
+    question: str, found: Sequence[PartFound], clusters: int, words: int, whole: Evidence | None = None
+) -> Evidence:
+    """The question's evidence from its parts': the context shared out (``shared_context``).
+
+    Parts that name their documents (a publisher, a date) decide together: the question abstains
+    when a part has none (``part_missing``: a publisher the namespace lacks, or no quorum within
+    the part's documents), or when the gate doubts the evidence of every part (a part searched in a
+    few documents agrees less than a whole question, so one part's doubt is not enough); its
+    confidence is the least of the parts'. Parts searched by their own words alone in every
+    document (``whole``: the whole question's evidence) are judged as the whole question is: the
+    gate's decision on it, which its features describe, so that a question whose parts each find
+    something somewhere still abstains when the namespace does not hold it; a part of them whose
+    words found no quorum is named, and the others answer."""
     searched = [one for one in found if one.evidence is not None]
     contexts = shared_context(found, clusters, words)
     parts, timings = [], {}
@@ -98,20 +109,26 @@ def joined_evidence(question: str, found: Sequence[PartFound], clusters: int, wo
                 filter=one.filter,
                 citations=[p.citation for cluster in context for p in cluster.passages],
                 missing=missing,
+                round=one.round,
             )
         )
         if one.evidence is not None:
             timings.update({f"part {len(parts)} {stage}": ms for stage, ms in one.evidence.timings_ms.items()})
-    first = searched[0].evidence if searched else None
+    first = whole or (searched[0].evidence if searched else None)
     share_clusters, share_words = shares(found, clusters, words)
-    doubted = all(one.evidence is not None and one.evidence.abstain_reason == "low_confidence" for one in searched)
-    reason = "part_missing" if any(part.missing for part in parts) else ("low_confidence" if doubted else None)
+    if whole is not None:
+        reason = whole.abstain_reason
+        confidence = whole.confidence or 0.0
+    else:
+        doubted = all(one.evidence is not None and one.evidence.abstain_reason == "low_confidence" for one in searched)
+        reason = "part_missing" if any(part.missing for part in parts) else ("low_confidence" if doubted else None)
+        confidence = min((one.evidence.confidence or 0.0 for one in searched if one.evidence), default=0.0)
     return Evidence(
         question=question,
         searched_for=question,
         abstained=reason is not None,
         abstain_reason=reason,
-        confidence=min((one.evidence.confidence or 0.0 for one in searched if one.evidence), default=0.0),
+        confidence=confidence,
         gate_threshold=first.gate_threshold if first else None,
         retrievers=first.retrievers if first else 0,
         clusters=[cluster for context in contexts for cluster in context],

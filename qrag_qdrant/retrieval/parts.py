@@ -105,6 +105,11 @@ class QuestionPlan:
     def split(self) -> bool:
         return bool(self.parts)
 
+    @property
+    def alone(self) -> bool:
+        """Every part searched by its own words alone, in every document (no publisher named)."""
+        return self.split and all(part.alone for part in self.parts)
+
 
 WHOLE = QuestionPlan()
 

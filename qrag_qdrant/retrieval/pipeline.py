@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 
 from ..config.sections import RetrievalSettings
@@ -24,6 +25,7 @@ from ..store.filters import NoDocumentPasses
 from .context import adaptive_plan, build_context
 from .conversation import Asked, Conversation
 from .expansion import ExpandedText, Expander, ExpansionPlan, no_completer
+from .form_parts import plan_by_form
 from .fusion import RankedList
 from .gate import GateInput, GateModel, decide, quorum_features
 from .model_parts import ModelSplit
@@ -33,6 +35,7 @@ from .question import checked_question
 from .ranking import ScoredCluster, fused_and_ranked
 from .readings import as_asked, word_similarity
 from .search import EVERYTHING, QueryVectors, Scope, Searcher
+from .second_round import bridge, brings_more, chains, weak_parts
 from .views import NamespaceViews
 
 log = logging.getLogger(__name__)
@@ -94,12 +97,15 @@ class Coordinator:
         return self._gate
 
     def plan(self, question: str, access: Access = ALL) -> QuestionPlan:
-        """The question's parts (``retrieval.question_parts``): by the rules, then by the model
-        for a question they leave whole (``model_parts``); or the whole question."""
+        """The question's parts (``retrieval.question_parts``): by the publishers it names, else by
+        its form (``form_parts``), then by the model for a question they leave whole
+        (``model_parts``); or the whole question."""
         how = self.settings.retrieval.question_parts
         if how == "off":
             return WHOLE
         plan = plan_question(question, self.views.publishers_for(access))
+        if not plan.split:
+            plan = plan_by_form(question)
         return self.model_split.plan(question) if how == "model" and not plan.split else plan
 
     def min_confidence(self, options: RetrievalSettings) -> float:
@@ -190,6 +196,14 @@ class Coordinator:
         if (where is not None and where.sources == ()) or not self.store.count(self.views.finest, where):
             raise NoDocumentPasses(f"no document passes the filter ({scope.documents.describe()})")
 
+    def passes(self, scope: Scope) -> bool:
+        """Whether a document the caller may read passes ``scope``'s filter."""
+        try:
+            self.require_passing(scope)
+        except NoDocumentPasses:
+            return False
+        return True
+
     def as_asked(
         self, evidence: Evidence, asked: Asked, timings: dict[str, float], scope: Scope = EVERYTHING
     ) -> Evidence:
@@ -239,12 +253,38 @@ class Coordinator:
         with timed(timings, "parts"):
             vectors = question if isinstance(question, QueryVectors) else self.searcher.embed(question)
             found = [self.search_part(vectors, part, scope, options) for part in plan.parts]
-            evidence = joined_evidence(vectors.question, found, options.part_clusters, options.part_words)
+            if plan.alone and options.part_rounds > 1 and chains(vectors.question):
+                found = self.second_round(vectors, found, scope, options)
+            whole = self.whole_question(vectors, scope, options) if plan.alone else None
+            evidence = joined_evidence(vectors.question, found, options.part_clusters, options.part_words, whole)
         if on_ranked is not None:
             on_ranked(interleaved([one.ranked for one in found]))
         evidence.timings_ms = {**timings, **evidence.timings_ms}
         log.info("retrieve: %d parts, %d clusters, %s", len(found), len(evidence.clusters), evidence.abstain_reason)
         return evidence
+
+    def second_round(
+        self, vectors: QueryVectors, found: Sequence[PartFound], scope: Scope, options: RetrievalSettings
+    ) -> list[PartFound]:
+        """Each part whose first search found no document of its own, searched again with the names
+        the other parts found (``second_round``); kept when it brings a document of its own."""
+        found = list(found)
+        for n in weak_parts(found):
+            names = bridge(found, n)
+            if not names:
+                continue
+            part = found[n].part
+            searched = f"{part.clause} {names.replace(' | ', ' ')}"
+            again = self.search_part(vectors, replace(part, clause=searched), scope, options)
+            if brings_more(again, found[n], found[:n] + found[n + 1 :], names):
+                found[n] = replace(again, round=2)
+        return found
+
+    def whole_question(self, vectors: QueryVectors, scope: Scope, options: RetrievalSettings) -> Evidence:
+        """The whole question's evidence, for the gate's decision on a question whose parts are
+        searched by their own words alone: its features describe a question's own search."""
+        lists, _ = self.searcher.search_embedded(vectors, (), scope)
+        return self.evidence_from(vectors, lists, options, access=scope.access)
 
     def search_part(
         self, vectors: QueryVectors, part: QuestionPart, scope: Scope, options: RetrievalSettings
@@ -254,17 +294,20 @@ class Coordinator:
         searched = part.clause or vectors.question
         if part.missing is not None:
             return PartFound(part, searched, None, missing=part.missing)
-        if part.alone:
-            return self.part_evidence(self.searcher.embed(searched), part, (), scope, None, options)
         narrowed = part.filter.within(scope.documents)
+        if part.alone:
+            dated = Scope(scope.access, narrowed, scope.sources) if part.day is not None and narrowed else None
+            if dated is not None and not self.passes(dated):
+                dated = None  # no document of the namespace the caller may read is dated then: the words alone
+            within = dated or scope
+            described = narrowed.describe() if dated is not None and narrowed is not None else None
+            return self.part_evidence(self.searcher.embed(searched), part, (), within, described, options)
         described = (narrowed or part.filter).describe()
         gone = PartFound(part, searched, described, missing=f"no document from {part.label}")
         if narrowed is None:
             return gone
         within = Scope(scope.access, narrowed, scope.sources)
-        try:
-            self.require_passing(within)
-        except NoDocumentPasses:
+        if not self.passes(within):
             return gone
         every = frozenset(retriever.name for retriever in self.settings.retrievers)
         own = [ExpandedText("the part's own words", part.clause, every)] if part.clause else []

@@ -1,0 +1,217 @@
+"""The parts of a question that spans documents without naming them, read from its form: "Did
+one article report that the city raised bus fares, while another described the new tram line?",
+"Between a report on X published on October 7, 2023, and another on Y ...", "Which company,
+accused of A, is also said to B?", "Did the 2023 handbook and the 2024 one give the same notice
+period?", "Was the price cut announced before the battery plant?".
+
+The rules of ``parts.plan_question`` key on the publishers a question names; these key on how it
+is built, and cost no model call:
+
+- a question that refers to documents (``model_parts.needs_model_split``) is cut where its
+  clauses meet (``CLAUSE_BREAK``), and each clause with words of its own, apart from the words
+  that refer to documents ("as reported by one outlet"), is a part;
+- a question that compares two short phrases ("the 2023 handbook and the 2024 one ... the same")
+  is searched once with each phrase in the place of both ("``PAIR``");
+- a question that orders two events ("Was X before Y?") is searched for each.
+
+Each part is searched by its own words alone in every document the caller may read, within two
+weeks of the date it gives where the namespace's documents carry dates. A question of one part
+takes the one-question path, with the same evidence.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .model_parts import needs_model_split
+from .parts import DATE, MONTHS, WHOLE, WRITTEN, QuestionPart, QuestionPlan, day_of
+
+#: where a question's clauses meet, for a question that refers to documents: a comma (and a word
+#: that joins), a conjunction of clauses, or "and" before a second subject or verb
+CLAUSE_BREAK = re.compile(
+    r"\s*[,;]\s*(?:and\s+|while\s+|whereas\s+|but\s+|or\s+)?"
+    r"|\s+(?:while|whereas|but also|but|compared (?:to|with)|in contrast to|versus)\s+"
+    r"|\s+and\s+(?=(?:did|does|do|is|was|were|has|have|had|also|another|the other|one|other)\b)"
+    r"|\s+(?:before|after)\s+(?=(?:another|the other|one|a|an|the)\s)",
+    re.IGNORECASE,
+)
+#: the words with which a question refers to documents, the outlets that wrote them, or how it
+#: joins and orders its clauses: none of them says what a part is about
+REFERRING_WORDS = (
+    "article articles report reports piece pieces story stories review reviews analysis coverage column "
+    "post posts outlet outlets source sources publication publications news one another other both "
+    "reported discussed covered mentioned described featured according recently also between after before "
+    "considering information based separate later earlier same date published the a an and or by from in "
+    "on of as to with these those this that claims being been has have had is was were did does do it its "
+    "their his her while whereas but"
+)
+REFERRING = frozenset(REFERRING_WORDS.split())
+#: the words a part needs of its own: fewer is a fragment ("as reported by one outlet")
+OWN_WORDS = 4
+#: the words an ordered or paired phrase needs of its own ("the battery plant")
+PHRASE_WORDS = 2
+#: the most parts a question is searched in (MultiHop-RAG's questions need two to four documents)
+MAX_PARTS = 4
+#: "Was X before Y?", "Did X happen after Y?": an event ordered against another
+ORDERED = re.compile(
+    rf"^(?:was|were|did|does|do|is|has|had)\s+(?P<first>.+?)\s+(?:before|after|earlier than|later than)\s+"
+    rf"(?!(?:\d|{'|'.join(MONTHS)}|the same\b|that\b|this\b))(?P<second>.+)$",
+    re.IGNORECASE,
+)
+#: a second question joined to the first: "Who leads the migration, and did it finish under budget?"
+ASKS = r"(?:who|what|which|when|where|why|how|did|does|do|is|was|were|has|have|had)\s"
+CHAINED = re.compile(rf",\s+and\s+(?={ASKS})", re.IGNORECASE)
+#: words that name a document or a version of one, beside those of news (``model_parts.DOCUMENTS``)
+DOCUMENT = re.compile(
+    rf"\b(?:{WRITTEN}|outlets?|reported|reports|notes|documents?|minutes|handbooks?|memos?|policy|policies|"
+    r"editions?|versions?|releases?)\b",
+    re.IGNORECASE,
+)
+#: the words that make two phrases things to compare, not one thing ("the Victoria and Albert Museum")
+PAIR_COMPARES = re.compile(
+    r"\b(?:both|same|differ\w*|agreed?|agrees|disagree\w*|compared?|versus|consistent|contradict\w*)\b",
+    re.IGNORECASE,
+)
+#: a phrase that names one of two things compared: a determiner and a few words ("the 2023 handbook"),
+#: or a name and a number ("release 2.1")
+DETERMINER = r"(?:the|a|an|its|their|our|this|last|next)"
+WORD = r"(?!(?:of|in|on|for|with|about|to|from|at|between|by|and|or|than)\b)[\w'.-]+"
+FIRST_PHRASE = re.compile(rf"(?:\b{DETERMINER}\s+{WORD}(?:\s+{WORD}){{0,3}}|\b[A-Za-z]+\s+\d[\w.]*)$", re.I)
+SECOND_START = re.compile(rf"^(?:both\s+)?(?:{DETERMINER}\s+|(?=[A-Za-z]+\s+\d))", re.IGNORECASE)
+#: where the second phrase ends, when not at its first noun's repeat, "one" or a number: before a
+#: verb, a preposition or the question's end
+STOP = re.compile(
+    r"\s+(?:give|gave|say|said|show|showed|state|stated|set|offer|offered|agree|agreed|differ|differed|"
+    r"describe|described|mention|mentioned|allow|allowed|require|required|include|included|name|named|"
+    r"approve|approved|keep|kept|"
+    r"of|in|on|for|with|about|to|from|at|\w+ed)\b|\s*[,?;]|$",
+    re.IGNORECASE,
+)
+#: "more ... than the 2023 handbook": the thing compared with, at the question's end
+THAN = re.compile(rf"\s+than\s+(?P<other>{DETERMINER}\s+[\w' .-]+?|[A-Za-z]+\s+\d[\w.]*)\s*\??$", re.I)
+PRONOUN = re.compile(r"^(?:it|they|he|she)\b", re.IGNORECASE)
+
+
+def own_words(text: str) -> int:
+    """The words of ``text`` that say what it is about."""
+    return sum(word.lower() not in REFERRING for word in re.findall(r"[A-Za-z0-9][\w'-]*", text))
+
+
+def part_of(text: str, number: int) -> QuestionPart:
+    """A part searched by ``text`` alone, on the day it names (if it names one)."""
+    day = next((found for match in DATE.finditer(text) if (found := day_of(match))), None)
+    return QuestionPart(None, day, text.strip(" ,;?"), named=f"part {number}", alone=True)
+
+
+def clauses_of(question: str) -> list[str]:
+    """The clauses of a question that refers to documents, each with words of its own; the
+    shortest two joined while there are more than ``MAX_PARTS``."""
+    text = question.strip().rstrip("?")
+    dates = [match.span() for match in (*DATE.finditer(text), *re.finditer(r"\d,\d{3}\b", text))]
+    cuts = [m for m in CLAUSE_BREAK.finditer(text) if not any(start < m.start() < end for start, end in dates)]
+    bounds = [0, *(at for m in cuts for at in m.span()), len(text)]
+    found = [text[start:end].strip() for start, end in zip(bounds[::2], bounds[1::2], strict=True)]
+    kept = [text for text in found if own_words(text) >= OWN_WORDS]
+    while len(kept) > MAX_PARTS:
+        shortest = min(range(len(kept) - 1), key=lambda n: own_words(kept[n]) + own_words(kept[n + 1]))
+        kept[shortest : shortest + 2] = [f"{kept[shortest]}, {kept[shortest + 1]}"]
+    return kept
+
+
+def head_noun(phrase: str) -> str:
+    return phrase.split()[-1]
+
+
+def second_phrase(text: str, first: str) -> str | None:
+    """The phrase ``text`` starts with, compared with ``first``: up to ``first``'s noun repeated,
+    "one" (then ``first``'s noun), a number, or a verb or preposition; None when it is no phrase."""
+    start = SECOND_START.match(text)
+    if start is None:
+        return None
+    words = text[start.end() :].split()
+    head = head_noun(first).lower().strip("?,;")
+    for n, word in enumerate(words[:5], start=1):
+        bare = word.strip("?,;").lower()
+        if bare in (head, "one") or (n > 1 and any(c.isdigit() for c in bare)):
+            end = start.end() + len(" ".join(words[:n]).rstrip("?,;"))
+            return text[:end]
+    stop = STOP.search(text, start.end())
+    phrase = text[: stop.start() if stop else len(text)]
+    return phrase if len(phrase.split()) <= 6 else None
+
+
+def paired(question: str) -> list[str]:
+    """A question that compares two phrases ("the 2023 handbook and the 2024 one", "release 2.1 and
+    release 2.2", "more remote days than the 2023 handbook"), once with each in the place of both;
+    "one" as the second phrase's noun takes the first's ("the 2024 one": "the 2024 handbook")."""
+    if (than := THAN.search(question)) is not None:
+        other = than["other"].strip()
+        head = head_noun(other).lower()
+        before = question[: than.start()]
+        same = [m for m in re.finditer(rf"\b{DETERMINER}\s+(?:[\w'.-]+\s+){{0,3}}{re.escape(head)}\b", before, re.I)]
+        if not same:
+            return []
+        mine = same[0]
+        return [before, before[: mine.start()] + other + before[mine.end() :]]
+    if not PAIR_COMPARES.search(question):
+        return []
+    for joined in re.finditer(r"\s+and\s+", question):
+        first_match = FIRST_PHRASE.search(question[: joined.start()])
+        if first_match is None:
+            continue
+        first = first_match[0]
+        second = second_phrase(question[joined.end() :], first)
+        if second is None or own_words(first) < 1 or own_words(second) < 1:
+            continue
+        before = re.sub(r"\bboth\s+$", "", question[: first_match.start()], flags=re.IGNORECASE)
+        after = question[joined.end() + len(second) :]
+        second = re.sub(r"^both\s+", "", second, flags=re.IGNORECASE)
+        if second.split()[-1].lower() == "one":
+            second = f"{second.rsplit(' ', 1)[0]} {head_noun(first)}"
+        return [f"{before}{first}{after}", f"{before}{second}{after}"]
+    return []
+
+
+def ordered(question: str) -> list[str]:
+    """The two events of "Was X before Y?", each with words of its own; a pronoun that starts the
+    second ("before it was removed") stands for the first's subject."""
+    match = ORDERED.match(question.strip().rstrip("?"))
+    if match is None:
+        return []
+    first, second = match["first"], match["second"]
+    subject = re.match(
+        rf"^(?:{DETERMINER}\s+)?(?:[\w'.-]+\s+){{0,3}}?[\w'.-]+(?=\s+(?:was|were|is|are|\w+ed)\b)", first
+    )
+    if PRONOUN.match(second) and subject is not None:
+        second = PRONOUN.sub(subject[0], second, count=1)
+    if min(own_words(first), own_words(second)) < PHRASE_WORDS:
+        return []
+    return [first, second]
+
+
+def chained(question: str) -> list[str]:
+    """The questions of "Who leads the migration, and did it finish under budget?", each with
+    words of its own."""
+    if not re.match(ASKS, question, re.IGNORECASE):
+        return []
+    texts = [text.strip() for text in CHAINED.split(question.strip().rstrip("?")) if text.strip()]
+    return texts if len(texts) >= 2 and all(own_words(text) >= PHRASE_WORDS for text in texts) else []
+
+
+def refers_to_documents(question: str) -> bool:
+    """Whether a question refers to documents twice, or once beside a word that compares or orders."""
+    documents = len(DOCUMENT.findall(question))
+    return (
+        needs_model_split(question) or documents >= 2 or (documents == 1 and PAIR_COMPARES.search(question) is not None)
+    )
+
+
+def plan_by_form(question: str) -> QuestionPlan:
+    """The parts of a question that spans documents it does not name (see the module's
+    docstring); WHOLE for a question of one part."""
+    texts = clauses_of(question) if refers_to_documents(question) else []
+    for form in (chained, ordered, paired):
+        texts = texts if len(texts) >= 2 else form(question)
+    if len(texts) < 2:
+        return WHOLE
+    return QuestionPlan(tuple(part_of(text, n) for n, text in enumerate(texts[:MAX_PARTS], 1)))

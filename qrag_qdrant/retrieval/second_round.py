@@ -1,0 +1,110 @@
+"""What a part of a question searched by its own words alone lacks after the first search, and what
+the other parts found that may find it: the second round of ``Coordinator.by_parts``.
+
+Only a chain question is searched again (``chains``): its clauses all describe one thing the
+question does not name ("Which company, accused of A, is also said to B?"), and a clause whose
+words are too general to find its document alone finds it beside the name the other clauses'
+documents agree on. A part is searched again when
+its first search found no document of its own (no cluster reached quorum, the gate doubts it, or
+its best document is one an earlier part found first), or its best passages hold none of the
+names the other parts' best passages agree on. The second search adds the names the other
+parts' best passages agree on and the part's words lack (``bridge``); no model is asked. Its
+result replaces the first only when it brings a document no other part found first, and what the
+first lacked (``brings_more``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from .multipart import PartFound
+
+#: a name as written: capitalised words, joined by "of" or "&" ("Bank of England", "AT&T")
+NAME = re.compile(r"\b[A-Z][\w&'.-]*[\w&](?:\s+(?:of\s+|&\s+)?[A-Z][\w&'.-]*[\w&])*")
+#: the other parts' best clusters read for names
+READ_CLUSTERS = 2
+#: the names a second search adds
+BRIDGE_NAMES = 2
+
+
+def best_document(one: PartFound) -> str | None:
+    return one.ranked[0].cluster.leader.source if one.ranked else None
+
+
+def weak_parts(found: Sequence[PartFound]) -> list[int]:
+    """The parts whose first search found no document of their own: nothing at quorum, the gate's
+    doubt, a best document an earlier part's best already is, or best passages that hold none of
+    the names the other parts agree on."""
+    weak: list[int] = []
+    firsts: list[str] = []
+    for n, one in enumerate(found):
+        if one.missing is not None and one.evidence is None:
+            continue  # no document may answer it: no search finds one
+        first = best_document(one)
+        doubted = one.evidence is not None and one.evidence.abstain_reason is not None
+        names = bridge(found, n)
+        if first is None or doubted or first in firsts or (names and not holds_any(one, names.split(" | "))):
+            weak.append(n)
+        if first is not None:
+            firsts.append(first)
+    return weak
+
+
+def best_texts(one: PartFound) -> str:
+    return " ".join(m.hit.payload.text for scored in one.ranked[:READ_CLUSTERS] for m in scored.cluster.members)
+
+
+def holds_any(one: PartFound, names: Sequence[str]) -> bool:
+    text = best_texts(one)
+    return any(name in text for name in names)
+
+
+def names_in(text: str) -> list[str]:
+    """The names ``text`` holds, each time it holds one; a sentence's first word left out unless
+    it joins another."""
+    names: list[str] = []
+    for match in NAME.finditer(text):
+        starts_sentence = re.search(r"(?:^|[.!?:]\s+|\n)\s*$", text[: match.start()]) is not None
+        if starts_sentence and " " not in match[0]:
+            continue
+        names.append(match[0])
+    return names
+
+
+def bridge(found: Sequence[PartFound], weak: int) -> str:
+    """The names the other parts' best passages hold that part ``weak``'s words do not, most
+    parts first, then most often: what a chain question's clauses share without naming it."""
+    own = (found[weak].searched_for or "").lower()
+    parts_holding: Counter[str] = Counter()
+    mentions: Counter[str] = Counter()
+    others = [one for n, one in enumerate(found) if n != weak and one.ranked]
+    for one in others:
+        names = [name for name in names_in(best_texts(one))]
+        mentions.update(names)
+        parts_holding.update(set(names))
+    agreed = min(2, len(others))
+    ranked = sorted(
+        (name for name, held in parts_holding.items() if held >= agreed and name.lower() not in own),
+        key=lambda name: (-parts_holding[name], -mentions[name], name),
+    )
+    return " | ".join(ranked[:BRIDGE_NAMES])
+
+
+def brings_more(again: PartFound, first: PartFound, others: Sequence[PartFound], names: str) -> bool:
+    """Whether the second search's best document is one no other part found first, and it brings
+    what the first lacked: a document of its own, or the names the others agree on."""
+    taken = {best_document(one) for one in others}
+    best = best_document(again)
+    if best is None or best in taken:
+        return False
+    agreed = names.split(" | ")
+    lacked = holds_any(again, agreed) and not holds_any(first, agreed)
+    return best_document(first) in taken or not first.ranked or lacked
+
+
+def chains(question: str) -> bool:
+    """Whether the question asks for one thing its parts describe ("Which company, accused of A,
+    ...?"): a comparison's or a time order's parts describe different things, and share no name."""
+    return re.match(r"\s*(?:who|what|which)\b", question, re.IGNORECASE) is not None
