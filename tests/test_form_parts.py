@@ -135,3 +135,44 @@ def test_the_cli_shows_the_unnamed_parts(news):  # noqa: F811
     assert result.exit_code == 0, result.output
     shown = json.loads(result.output)
     assert [(part["label"], part["round"]) for part in shown["parts"]] == [("part 1", 1), ("part 2", 1)]
+
+
+CHAIN_ARTICLES = {
+    "robot.txt": "Acme Robotics unveiled a warehouse robot that lifts pallets of 500 kilograms on its own.",
+    "fine.txt": "Regulators fined Acme Robotics 2 million euros for hiding safety reports from inspectors.",
+    "globex.txt": "Regulators fined the shipping company Globex 3 million euros for breaking emission rules.",
+    "initech.txt": "Regulators fined the bank Initech 5 million euros for misleading customers about fees.",
+    "weather.txt": "Heavy rain flooded the harbour district and closed two tram lines for a day.",
+}
+CHAIN = (
+    "Which company unveiled a warehouse robot that lifts pallets on its own, and was fined by regulators, "
+    "as reported by one article and another article?"
+)
+
+
+@pytest.fixture
+def chain_store(tmp_path, embedder):
+    folder = tmp_path / "chain"
+    folder.mkdir()
+    for name, text in CHAIN_ARTICLES.items():
+        (folder / name).write_text(text)
+    with QuorumRAG(load_settings(store=tmp_path / "chain-store"), embedder=embedder) as rag:
+        rag.ingest(folder)
+    return tmp_path / "chain-store"
+
+
+@pytest.mark.slow
+def test_a_chain_part_that_found_another_thing_is_searched_again_with_the_name_the_others_found(chain_store, embedder):
+    def parts_found(rounds: int):
+        settings = load_settings(store=chain_store, retrieval={"part_rounds": rounds, "part_clusters": 2})
+        with QuorumRAG(settings, embedder=embedder) as rag:
+            evidence = rag.retrieve(CHAIN)
+        return evidence, {n: [p.source for p in evidence.passages if p.part == n] for n in (1, 2)}
+
+    once, first_search = parts_found(1)
+    twice, second_search = parts_found(2)
+    assert first_search[1][0] == "robot.txt" and first_search[2][0] != "fine.txt"  # the control
+    assert [part.round for part in twice.parts] == [1, 2]
+    assert twice.parts[1].searched_for == "was fined by regulators Acme Robotics"
+    assert second_search[2][0] == "fine.txt"
+    assert [part.round for part in once.parts] == [1, 1]

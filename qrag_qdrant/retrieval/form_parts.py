@@ -194,8 +194,14 @@ def chained(question: str) -> list[str]:
     words of its own."""
     if not re.match(ASKS, question, re.IGNORECASE):
         return []
-    texts = [text.strip() for text in CHAINED.split(question.strip().rstrip("?")) if text.strip()]
+    texts = [without_attribution(text) for text in CHAINED.split(question.strip().rstrip("?")) if text.strip()]
     return texts if len(texts) >= 2 and all(own_words(text) >= PHRASE_WORDS for text in texts) else []
+
+
+def without_attribution(text: str) -> str:
+    """``text`` without its pieces, between commas, that say nothing of what it asks ("as reported
+    by one article and another article")."""
+    return ", ".join(piece for piece in re.split(r",\s*", text.strip()) if own_words(piece))
 
 
 def refers_to_documents(question: str) -> bool:

@@ -52,12 +52,13 @@ def weak_parts(found: Sequence[PartFound]) -> list[int]:
     return weak
 
 
-def best_texts(one: PartFound) -> str:
-    return " ".join(m.hit.payload.text for scored in one.ranked[:READ_CLUSTERS] for m in scored.cluster.members)
+def best_texts(one: PartFound, clusters: int = READ_CLUSTERS) -> str:
+    return " ".join(m.hit.payload.text for scored in one.ranked[:clusters] for m in scored.cluster.members)
 
 
 def holds_any(one: PartFound, names: Sequence[str]) -> bool:
-    text = best_texts(one)
+    """Whether the part's best cluster, the one its share surely sends, holds one of ``names``."""
+    text = best_texts(one, 1)
     return any(name in text for name in names)
 
 
