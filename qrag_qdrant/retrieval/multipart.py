@@ -63,13 +63,17 @@ def shared_context(found: Sequence[PartFound], clusters: int, words: int) -> lis
     """Each part's clusters, in the order of ``found`` (none for a part without evidence): its
     share (``shares``), its passages numbered after the earlier parts' and marked with its
     number, text an earlier part sent left out (two parts in one publisher's documents send its
-    two best different places)."""
+    two best different places). A part sends no cluster of a document that is another part's best:
+    in a few documents, the first part would otherwise fill its share with the next part's answer."""
     share_clusters, share_words = shares(found, clusters, words)
     sent: dict[str, list[tuple[int, int]]] = {}
+    bests = [one.ranked[0].cluster.leader.source if one.ranked else None for one in found]
     citation, rank, joined = 0, 0, []
     for number, one in enumerate(found, start=1):
+        others = {best for n, best in enumerate(bests, start=1) if n != number and best != bests[number - 1]}
+        ranked = [scored for scored in one.ranked if scored.cluster.leader.source not in others]
         context = (
-            build_context(one_per_document(one.ranked, sent), share_clusters, share_words, sent, citation)
+            build_context(one_per_document(ranked, sent), share_clusters, share_words, sent, citation)
             if one.evidence is not None
             else []
         )
