@@ -122,7 +122,23 @@ def main() -> None:
         help="only write the half as a data set folder named like --data (its corpus and metadata linked) for "
         "`qrag-qdrant eval`, and stop",
     )
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        type=Path,
+        metavar=("ROWS", "CONTROL"),
+        help="run nothing: pair two --rows-out files' --parts rows (e.g. two versions' runs) by question id",
+    )
     args = parser.parse_args()
+    if args.compare:
+        mine, theirs = (json.loads(path.read_text())[args.parts] for path in args.compare)
+        by_id = {row["id"]: row for row in theirs}
+        control = [by_id[row["id"]] for row in mine]
+        compared = {"rows": summary(mine), "control": summary(control), **paired(mine, control)}
+        print(json.dumps(compared, indent=1))
+        if args.json_out:
+            args.json_out.write_text(json.dumps(compared, indent=1) + "\n")
+        return
     with (args.data / "questions.jsonl").open() as lines:
         questions = [q for q in map(json.loads, lines) if in_half(q["id"], args.half)]
     if args.without_publishers:
@@ -170,21 +186,25 @@ def main() -> None:
             **{kind: summary([r for r in rows["earlier"] if r["kind"] == kind]) for kind in kinds},
         }
     control = "earlier" if args.against else "off"
-    if control not in rows:
-        print(json.dumps(result, indent=1))
-        return
-    pairs = list(zip(rows[args.parts], rows[control], strict=True))
-    answerable = [(a, b) for a, b in pairs if a["coverage"] is not None]
-    null = [(a, b) for a, b in pairs if a["coverage"] is None]
-    result["paired_with"] = control
-    result["paired"] = {
-        "coverage": paired_test([(a["coverage"], b["coverage"]) for a, b in answerable]),
-        "all_evidence": paired_test([(a["all"], b["all"]) for a, b in answerable], exact_mcnemar=True),
-        "abstain_null": paired_test([(a["abstained"], b["abstained"]) for a, b in null], exact_mcnemar=True),
-    }
+    if control in rows:
+        result.update(paired(rows[args.parts], rows[control]), paired_with=control)
     print(json.dumps(result, indent=1))
     if args.json_out:
         args.json_out.write_text(json.dumps(result, indent=1) + "\n")
+
+
+def paired(rows: Sequence[dict[str, Any]], control: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """``rows`` against ``control``, question by question."""
+    pairs = list(zip(rows, control, strict=True))
+    answerable = [(a, b) for a, b in pairs if a["coverage"] is not None]
+    null = [(a, b) for a, b in pairs if a["coverage"] is None]
+    return {
+        "paired": {
+            "coverage": paired_test([(a["coverage"], b["coverage"]) for a, b in answerable]),
+            "all_evidence": paired_test([(a["all"], b["all"]) for a, b in answerable], exact_mcnemar=True),
+            "abstain_null": paired_test([(a["abstained"], b["abstained"]) for a, b in null], exact_mcnemar=True),
+        }
+    }
 
 
 if __name__ == "__main__":

@@ -267,7 +267,9 @@ class Coordinator:
         self, vectors: QueryVectors, found: Sequence[PartFound], scope: Scope, options: RetrievalSettings
     ) -> list[PartFound]:
         """Each part whose first search found no document of its own, searched again with the names
-        the other parts found (``second_round``); kept when it brings a document of its own."""
+        the other parts found (``second_round``); the second search's best cluster goes before the
+        first's when it brings a document of its own (replacing the first search's lost as many
+        gold articles as it found)."""
         found = list(found)
         for n in weak_parts(found):
             names = bridge(found, n)
@@ -277,7 +279,8 @@ class Coordinator:
             searched = f"{part.clause} {names.replace(' | ', ' ')}"
             again = self.search_part(vectors, replace(part, clause=searched), scope, options)
             if brings_more(again, found[n], found[:n] + found[n + 1 :], names):
-                found[n] = replace(again, round=2)
+                ranked = [again.ranked[0], *found[n].ranked]  # the new document first, the first search's after
+                found[n] = replace(found[n], ranked=ranked, searched_for=again.searched_for, round=2)
         return found
 
     def whole_question(self, vectors: QueryVectors, scope: Scope, options: RetrievalSettings) -> Evidence:

@@ -8,9 +8,10 @@ documents agree on. A part is searched again when
 its first search found no document of its own (no cluster reached quorum, the gate doubts it, or
 its best document is one an earlier part found first), or its best passages hold none of the
 names the other parts' best passages agree on. The second search adds the names the other
-parts' best passages agree on and the part's words lack (``bridge``); no model is asked. Its
-result replaces the first only when it brings a document no other part found first, and what the
-first lacked (``brings_more``).
+parts' best passages agree on and the part's words lack (``bridge``); no model is asked. Its best
+cluster joins the part's, first, only when it brings a document no other part found first, and
+what the first lacked (``brings_more``). It is off unless ``retrieval.part_rounds = 2``: on
+MultiHop-RAG's held-out questions it moved all evidence from 0.600 to 0.603 at 15% more time.
 """
 
 from __future__ import annotations
