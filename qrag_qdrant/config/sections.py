@@ -63,7 +63,9 @@ class RetrievalSettings(Section):
     question_parts: Literal["rules", "model", "off"] = Field(
         "rules",
         description="rules: a question that names documents by publisher (and date) is searched part by part, "
-        "each part in its documents with its own quorum and share of the context; model: the rules, then "
+        "each part in its documents with its own quorum and share of the context, and one that spans documents "
+        "by its form (clauses, two compared phrases, two ordered events) each part by its own words; model: the "
+        "rules, then "
         "the model splits a question they leave whole that reads as one about several documents (a model "
         "call for those only); off: always whole",
     )
