@@ -16,6 +16,7 @@ from ..results import Evidence, EvidenceCluster, QuestionPartEvidence
 from .context import build_context
 from .parts import QuestionPart
 from .ranking import ScoredCluster
+from .search import Scope
 
 
 @dataclass
@@ -31,6 +32,8 @@ class PartFound:
     missing: str | None = None
     #: the search that found it: 1, or 2 when it was searched again with what the others found
     round: int = 1
+    #: the documents a part searched by its own words was searched in (``alone_parts``)
+    scope: Scope | None = None
 
 
 def interleaved(rankings: Sequence[Sequence[ScoredCluster]]) -> list[ScoredCluster]:

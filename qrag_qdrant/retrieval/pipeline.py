@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from functools import partial
 
 from ..config.sections import RetrievalSettings
@@ -22,6 +21,7 @@ from ..store import Store
 from ..store.access import ALL, Access
 from ..store.base import CALIBRATED_GATE
 from ..store.filters import NoDocumentPasses
+from .alone_parts import chains, search_alone, second_round
 from .context import adaptive_plan, build_context
 from .conversation import Asked, Conversation
 from .expansion import ExpandedText, Expander, ExpansionPlan, no_completer
@@ -35,7 +35,6 @@ from .question import checked_question
 from .ranking import ScoredCluster, fused_and_ranked
 from .readings import as_asked, word_similarity
 from .search import EVERYTHING, QueryVectors, Scope, Searcher
-from .second_round import bridge, brings_more, chains, weak_parts
 from .views import NamespaceViews
 
 log = logging.getLogger(__name__)
@@ -254,7 +253,7 @@ class Coordinator:
             vectors = question if isinstance(question, QueryVectors) else self.searcher.embed(question)
             found = [self.search_part(vectors, part, scope, options) for part in plan.parts]
             if plan.alone and options.part_rounds > 1 and chains(vectors.question):
-                found = self.second_round(vectors, found, scope, options)
+                found = second_round(self.searcher, options, found, len(self.settings.retrievers))
             whole = self.whole_question(vectors, scope, options) if plan.alone else None
             evidence = joined_evidence(vectors.question, found, options.part_clusters, options.part_words, whole)
         if on_ranked is not None:
@@ -262,26 +261,6 @@ class Coordinator:
         evidence.timings_ms = {**timings, **evidence.timings_ms}
         log.info("retrieve: %d parts, %d clusters, %s", len(found), len(evidence.clusters), evidence.abstain_reason)
         return evidence
-
-    def second_round(
-        self, vectors: QueryVectors, found: Sequence[PartFound], scope: Scope, options: RetrievalSettings
-    ) -> list[PartFound]:
-        """Each part whose first search found no document of its own, searched again with the names
-        the other parts found (``second_round``); the second search's best cluster goes before the
-        first's when it brings a document of its own (replacing the first search's lost as many
-        gold articles as it found)."""
-        found = list(found)
-        for n in weak_parts(found):
-            names = bridge(found, n)
-            if not names:
-                continue
-            part = found[n].part
-            searched = f"{part.clause} {names.replace(' | ', ' ')}"
-            again = self.search_part(vectors, replace(part, clause=searched), scope, options)
-            if brings_more(again, found[n], found[:n] + found[n + 1 :], names):
-                ranked = [again.ranked[0], *found[n].ranked]  # the new document first, the first search's after
-                found[n] = replace(found[n], ranked=ranked, searched_for=again.searched_for, round=2)
-        return found
 
     def whole_question(self, vectors: QueryVectors, scope: Scope, options: RetrievalSettings) -> Evidence:
         """The whole question's evidence, for the gate's decision on a question whose parts are
@@ -302,9 +281,8 @@ class Coordinator:
             dated = Scope(scope.access, narrowed, scope.sources) if part.day is not None and narrowed else None
             if dated is not None and not self.passes(dated):
                 dated = None  # no document of the namespace the caller may read is dated then: the words alone
-            within = dated or scope
             described = narrowed.describe() if dated is not None and narrowed is not None else None
-            return self.part_evidence(self.searcher.embed(searched), part, (), within, described, options)
+            return search_alone(self.searcher, options, part, dated or scope, described, len(self.settings.retrievers))
         described = (narrowed or part.filter).describe()
         gone = PartFound(part, searched, described, missing=f"no document from {part.label}")
         if narrowed is None:
