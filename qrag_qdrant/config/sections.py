@@ -85,7 +85,7 @@ class RetrievalSettings(Section):
         le=2,
         description="a chain question split by its form: 2 searches a part again, with the names the other "
         "parts agree on, when its first search found no document of its own (all evidence 0.600 to 0.603 on "
-        "held-out questions, at 15% more time: docs/benchmarks.md); 1: one search a part",
+        "held-out questions, at 30% more time: docs/benchmarks.md); 1: one search a part",
     )
     part_words: PositiveInt = Field(
         300,
