@@ -8,6 +8,7 @@ import math
 import os
 import re
 import socket
+import sys
 
 import pytest
 
@@ -160,6 +161,14 @@ def test_unreachable_ollama_names_host_model_and_fix(ingested):
     answer = ingested(host=host, model="mistral").answer(QUESTION)
     assert answer.answer is None and answer.clusters
     assert host in answer.error and "'mistral'" in answer.error and "ollama serve" in answer.error
+
+
+def test_without_the_ollama_extra_the_answer_names_both_installs(ingested, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ollama", None)  # what an install without the extra imports
+    answer = ingested(host="http://127.0.0.1:11434", model="mistral").answer(QUESTION)
+    assert answer.answer is None and answer.clusters
+    assert "pip install 'qrag-qdrant[ollama]'" in answer.error
+    assert "pip install 'qrag-qdrant[local-llm]'" in answer.error
 
 
 def test_a_stream_cut_mid_answer_keeps_the_partial_answer_marked_incomplete(ingested):

@@ -24,8 +24,13 @@ class OllamaGenerator:
         return cls(settings.ollama, settings.generation.answer_format, settings.llm.max_tokens)
 
     def __init__(self, settings: OllamaSettings, answer_format: AnswerFormat = "short", max_tokens: int = 256):
-        import ollama
-
+        try:
+            import ollama
+        except ImportError:  # an extra; "auto" falls back on Ollama, so say the offline way too
+            raise GenerationError(
+                f"the ollama backend needs the ollama extra: {install_hint('ollama')}, "
+                f"or answer offline with the embedded model: {install_hint('local-llm')}"
+            ) from None
         self.settings = settings
         self.answer_format, self.max_tokens = answer_format, max_tokens
         self._client = ollama.Client(host=settings.host, timeout=settings.timeout)
