@@ -214,17 +214,78 @@ def test_the_docs_check_finds_a_broken_toml_block_command_key_variable_and_path(
     assert "the service has no route /v1/queries" in messages
 
 
-def test_every_test_the_security_page_cites_exists():
-    """The security page's promises are each held by a named test: a renamed or removed test
-    leaves a promise unbacked, and fails here."""
+def test_every_test_a_page_cites_exists():
+    """The docs' promises are held by named tests (the security page's each, the reliability
+    page's failure table): a renamed or removed test leaves a promise unbacked, and fails here."""
     import ast
 
-    cited = re.findall(r"`(test_[a-z_]+\.py)::(test_[a-z0-9_]+)`", (REPO / "docs" / "security.md").read_text())
-    assert len(cited) >= 15
+    pages = [
+        *sorted((REPO / "docs").rglob("*.md")),
+        *(REPO / name for name in ("README.md", "CONTRIBUTING.md", "SECURITY.md")),
+    ]
+    cited = {
+        (page.name, module, name)
+        for page in pages
+        for module, name in re.findall(r"\b(test_[a-z0-9_]+)(?:\.py)?::(test_[a-z0-9_]+)", page.read_text())
+    }
+    assert len({c for c in cited if c[0] == "security.md"}) >= 15
+    assert len({c for c in cited if c[0] == "reliability.md"}) >= 10
     missing = []
-    for module, name in cited:
-        tree = ast.parse((REPO / "tests" / module).read_text())
+    for page, module, name in sorted(cited):
+        path = REPO / "tests" / f"{module}.py"
+        tree = ast.parse(path.read_text()) if path.is_file() else ast.Module(body=[], type_ignores=[])
         defined = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
         if name not in defined:
-            missing.append(f"{module}::{name}")
+            missing.append(f"{page}: {module}::{name}")
+    assert not missing, missing
+
+
+def test_every_path_a_page_names_exists():
+    """A module, folder, script or benchmark a page names by its path in the repository is there:
+    a moved module leaves the page pointing at nothing, and fails here."""
+    pages = [*sorted((REPO / "docs").rglob("*.md")), *(REPO / name for name in ("README.md", "CONTRIBUTING.md"))]
+    named = {
+        (page.name, path.rstrip("/."))
+        for page in pages
+        for path in re.findall(
+            r"`((?:qrag_qdrant|tests|benchmarks|scripts|examples|deploy)/[\w./-]*)`", page.read_text()
+        )
+    }
+    assert len(named) >= 20
+    yours = (".gguf",)  # a model file the reader brings (deploy/models/model.gguf), not one the repository holds
+    missing = sorted(
+        f"{page}: {path}"
+        for page, path in named
+        if "*" not in path and not path.endswith(yours) and not (REPO / path).exists()
+    )
+    assert not missing, missing
+
+
+def test_the_pages_that_list_the_abstain_reasons_list_every_one():
+    """The abstention table and the ``--json`` field list name each ``AbstainReason``, and no other."""
+    from typing import get_args
+
+    from qrag_qdrant.results import AbstainReason
+
+    reasons = set(get_args(AbstainReason))
+    concepts = (REPO / "docs" / "concepts.md").read_text()
+    table = concepts[concepts.index("## Abstention") : concepts.index("## The answer's checks")]
+    assert set(re.findall(r"^\| `([a-z_]+)` \|", table, re.MULTILINE)) - {"abstain_reason"} == reasons
+    started = (REPO / "docs" / "getting-started.md").read_text()
+    listed = started[started.index("`abstain_reason` (") :].split(")", 1)[0]
+    assert set(re.findall(r"`([a-z_]+)`", listed)) - {"abstain_reason"} == reasons
+
+
+def test_contributing_lists_the_checks_ci_runs():
+    """Each check ``.ci/run`` runs (a ``.venv/bin/`` command after the install) is in
+    CONTRIBUTING's list, by its command and first argument."""
+    run = (REPO / ".ci" / "run").read_text()
+    commands = [
+        line.split() for line in run.splitlines() if line.startswith(".venv/bin/") and "pip install" not in line
+    ]
+    checks = {" ".join(words[: 3 if words[1:2] == ["-m"] else 2]).removeprefix(".venv/bin/") for words in commands}
+    assert len(checks) >= 8
+    contributing = (REPO / "CONTRIBUTING.md").read_text()
+    listed = contributing[contributing.index("## Check") :].split("\n## ", 1)[0]
+    missing = sorted(check for check in checks if check not in listed)
     assert not missing, missing

@@ -1,7 +1,7 @@
 """Answer generation backends behind one small interface, found by name in a registry.
 
 A backend is a factory ``(Settings) -> GenerationBackend``. The built-ins (``embedded``,
-``ollama``) register exactly as a plug-in does: an entry point in the group
+``ollama``, ``openai``) register exactly as a plug-in does: an entry point in the group
 ``qrag_qdrant.generation`` (see pyproject.toml), through ``plugins.Registry``. In-process code
 may also call ``register_backend``. ``generation.backend`` (``QRAG_GENERATION_BACKEND``) picks one;
 ``auto`` takes the OpenAI-compatible server when ``openai.base_url`` is set, Ollama when the user

@@ -45,7 +45,8 @@ class GenerationBackend(Protocol):
     A plug-in may subclass ``BackendDefaults`` for the attributes it cannot tell. Two more
     abilities are separate protocols, checked with isinstance: ``complete(system, prompt,
     max_tokens, cancelled)`` writes query expansions and rewrites (``Completer``), and
-    ``yes_probability`` makes it a ``Judge``; both built-ins have both."""
+    ``yes_probability`` makes it a ``Judge``; every built-in completes, and ``embedded`` and
+    ``openai`` judge."""
 
     #: the model's context window in tokens, to trim passages to; None: unknown, nothing is trimmed
     context_tokens: int | None
