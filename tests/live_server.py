@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .service_helpers import free_port
+from .waiting import wait_until
 
 
 @contextmanager
@@ -20,9 +21,8 @@ def live_server(app, patience_s: float = 180, port: int | None = None, **options
     server = uvicorn.Server(uvicorn.Config(app, **config))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    while not server.started:  # set once it listens: an observable event
-        assert thread.is_alive(), "the service did not start"
-        thread.join(0.05)
+    wait_until(lambda: server.started or not thread.is_alive(), "the service listens")  # set once it listens
+    assert server.started, "the service did not start"
     try:
         yield f"http://127.0.0.1:{server.config.port}"
     finally:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import socket
 
+from .waiting import wait_until
+
 BEES = "How do honeybee foragers tell their sisters where the flowers are?"
 TEAM_B_DOC = (
     "The Antikythera mechanism is an ancient Greek hand-powered orrery, recovered from a shipwreck "
@@ -35,10 +37,13 @@ def free_port() -> int:
 
 
 def finished(client, job: dict, headers: dict) -> dict:
-    """The job once it has ended: polled until its state says so, however long the box takes."""
-    while job["state"] in ("queued", "running"):
-        job = client.get(f"/v1/jobs/{job['id']}", headers=headers).json()
-    return job
+    """The job once it has ended: polled until its state says so (``waiting.DEADLINE_SECONDS`` at most)."""
+
+    def ended() -> dict | None:
+        now = client.get(f"/v1/jobs/{job['id']}", headers=headers).json()
+        return None if now["state"] in ("queued", "running") else now
+
+    return job if job["state"] not in ("queued", "running") else wait_until(ended, f"job {job['id']} ended")
 
 
 def metric_value(exposition: str, name: str, **labels: str) -> float | None:

@@ -9,6 +9,8 @@ import pytest
 
 from qrag_qdrant.generation.scheduler import GenerationScheduler, LeftQueue, QueueFull
 
+from .waiting import wait_until
+
 
 class Model:
     """Who held the model, in order; each holder waits for its own go before giving it back."""
@@ -31,8 +33,7 @@ class Model:
         thread = threading.Thread(target=run)
         thread.start()
         self.threads.append(thread)
-        while self.scheduler.stats.waiting == before and thread.is_alive():  # queued, or done at once
-            thread.join(0.01)
+        wait_until(lambda: self.scheduler.stats.waiting != before or not thread.is_alive(), f"{name} queued or done")
 
     def join(self) -> list[str]:
         for thread in self.threads:
@@ -85,23 +86,22 @@ def test_a_waiting_request_is_told_its_place_as_it_moves_up():
     scheduler = GenerationScheduler()
     model, positions = Model(scheduler), []
     release = [threading.Event(), threading.Event()]
+    holding = threading.Event()
 
     def hold(index: int) -> None:
         with scheduler.turn(("team-a", "team-c")[index]):
+            holding.set()
             release[index].wait(60)
 
     holders = [threading.Thread(target=hold, args=(index,)) for index in range(2)]
     holders[0].start()
-    while scheduler._running == 0:  # the model is taken
-        holders[0].join(0.01)
+    assert holding.wait(60)  # the model is taken
     holders[1].start()
-    while scheduler.stats.waiting == 0:  # team c waits first in line
-        holders[1].join(0.01)
+    wait_until(lambda: scheduler.stats.waiting == 1, "team c waits first in line")
     model.ask("team-b", "b1", positions=positions)
     assert positions == [2]
     release[0].set()  # team c takes the model: b1 is next
-    while positions[-1] != 1:
-        model.threads[0].join(0.01)
+    wait_until(lambda: positions[-1] == 1, "b1 is next")
     release[1].set()
     assert model.join() == ["b1"] and positions == [2, 1]
     for holder in holders:

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -27,6 +26,7 @@ from .cli_helpers import assert_clean_error, run
 from .ollama_standin import ollama_standin
 from .sample_corpus import DOCUMENTS
 from .service_helpers import BEES, events, finished, free_port, metric_value, sources
+from .waiting import wait_until
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 
@@ -197,12 +197,16 @@ def test_sigterm_lets_the_answer_in_flight_finish(tmp_path, corpus, embedder):
         server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             base = f"http://127.0.0.1:{port}"
-            while server.poll() is None:  # until it answers /readyz: an observable event, not a fixed wait
+
+            def ready_or_gone() -> bool:
+                if server.poll() is not None:
+                    return True
                 try:
-                    if httpx.get(f"{base}/readyz").status_code == 200:
-                        break
+                    return httpx.get(f"{base}/readyz").status_code == 200
                 except httpx.TransportError:
-                    time.sleep(0.2)
+                    return False
+
+            wait_until(ready_or_gone, "the service answered /readyz", poll=0.2)
             assert server.poll() is None, server.stdout.read()
             received: list[str] = []
 

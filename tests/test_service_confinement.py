@@ -26,6 +26,7 @@ from qrag_qdrant.store.files import SERVE_RECORD, serving
 
 from .cli_helpers import run
 from .service_helpers import BEES, finished, metric_value
+from .waiting import wait_until
 
 SECRET = "The service's key file says qrag_secret-hash-4417 for every team."
 
@@ -278,8 +279,7 @@ def test_retrievals_model_calls_take_turns_with_other_teams(tmp_path):
         thread = threading.Thread(target=completer.complete, args=("system", prompt, 8, threading.Event()))
         thread.start()
         threads.append(thread)
-        while scheduler.stats.waiting == before and thread.is_alive():  # queued: an observable event
-            thread.join(0.01)
+        wait_until(lambda: scheduler.stats.waiting != before or not thread.is_alive(), f"{prompt} queued")
 
     with scheduler.turn("team-a"):  # the model is busy with team a's answer
         for n in range(1, 6):
@@ -385,8 +385,7 @@ def test_a_rewrite_whose_client_left_leaves_the_queue_without_the_model(tmp_path
         with scheduler.turn("team-b"):  # the model is busy with another team's answer
             asking = threading.Thread(target=ask)
             asking.start()
-            while scheduler.stats.waiting == 0 and asking.is_alive():  # the rewrite queued
-                asking.join(0.01)
+            wait_until(lambda: scheduler.stats.waiting or not asking.is_alive(), "the rewrite queued")
             gone.set()  # its client leaves
             asking.join(60)
     assert found["asked"].how == "rewrite_failed" and found["asked"].searched_for == "How is it compensated?"

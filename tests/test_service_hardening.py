@@ -20,6 +20,7 @@ from qrag_qdrant.generation import BackendDefaults, register_backend
 from .cli_helpers import assert_clean_error, run
 from .service_helpers import BEES, finished, metric_value
 from .test_generation import closed_port
+from .waiting import wait_until
 
 pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 from qrag_qdrant.service.auth.guard import RateLimits
@@ -555,8 +556,7 @@ def test_teams_wait_their_turn_for_the_model_and_a_full_queue_is_a_503(teams):
             assert ollama.first_token_sent.wait(60)  # team a's answer holds the model
             second = threading.Thread(target=ask, args=("b", gears, auth["b"]))
             second.start()
-            while scheduler.stats.waiting == 0:  # team b's answer is in the queue
-                second.join(0.01)
+            wait_until(lambda: scheduler.stats.waiting, "team b's answer is in the queue")
             full = client.post(
                 "/v1/query", json={"question": BEES + " Again?"}, headers=auth["a"]
             )  # a third, with one waiting: the queue is full
