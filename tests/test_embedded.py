@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import threading
 
 import pytest
@@ -326,3 +327,14 @@ def test_a_client_that_leaves_during_a_long_prompt_frees_the_model_before_it_is_
     short = answer_from(evidence.model_copy(update={"question": "Say yes", "clusters": []}), lambda: backend, settings)
     assert short.error is None
     assert prompt_tokens_read(backend) - before < 1_000  # the short prompt, and at most a batch of the long one
+
+
+def test_the_model_cache_is_the_platforms_cache_folder_unless_set(monkeypatch, tmp_path):
+    from qrag_qdrant.embedding.packaged import cache_dir
+
+    monkeypatch.delenv("QRAG_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    if sys.platform.startswith("linux"):
+        assert cache_dir() == tmp_path / "xdg" / "qrag-qdrant"
+    monkeypatch.setenv("QRAG_CACHE_DIR", str(tmp_path / "mine"))
+    assert cache_dir() == tmp_path / "mine"

@@ -11,12 +11,12 @@ from pathlib import Path
 
 
 def cache_dir() -> Path:
-    """Where models are laid out once: QRAG_CACHE_DIR, else the user's cache folder."""
-    base = (
-        os.environ.get("QRAG_CACHE_DIR")
-        or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "qrag-qdrant"
-    )
-    return Path(base)
+    """Where models are laid out once: QRAG_CACHE_DIR, else the user's cache folder as the platform
+    names it (``platformdirs``: ``~/.cache`` or ``$XDG_CACHE_HOME`` on Linux, ``~/Library/Caches`` on
+    macOS, ``%LOCALAPPDATA%`` on Windows)."""
+    import platformdirs
+
+    return Path(os.environ.get("QRAG_CACHE_DIR") or platformdirs.user_cache_dir("qrag-qdrant", appauthor=False))
 
 
 def package_file(package: str, relative: Path) -> Path | None:
