@@ -5,11 +5,16 @@ document information's title, author and creation date."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from . import LoaderError, TextBlock, require
+
+#: pypdf logs what it cannot read ("EOF marker not found") to the user's terminal; the loader's one
+#: line per skipped file says it once, so only pypdf's errors pass
+logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 
 class PdfLoader:
