@@ -214,15 +214,20 @@ def test_the_docs_check_finds_a_broken_toml_block_command_key_variable_and_path(
     assert "the service has no route /v1/queries" in messages
 
 
+def prose_pages() -> list[Path]:
+    """Every page a reader may open: the docs site (references included) and the repository's own."""
+    return [
+        *sorted((REPO / "docs").rglob("*.md")),
+        *(REPO / name for name in ("README.md", "CONTRIBUTING.md", "SECURITY.md")),
+    ]
+
+
 def test_every_test_a_page_cites_exists():
     """The docs' promises are held by named tests (the security page's each, the reliability
     page's failure table): a renamed or removed test leaves a promise unbacked, and fails here."""
     import ast
 
-    pages = [
-        *sorted((REPO / "docs").rglob("*.md")),
-        *(REPO / name for name in ("README.md", "CONTRIBUTING.md", "SECURITY.md")),
-    ]
+    pages = prose_pages()
     cited = {
         (page.name, module, name)
         for page in pages
@@ -243,7 +248,7 @@ def test_every_test_a_page_cites_exists():
 def test_every_path_a_page_names_exists():
     """A module, folder, script or benchmark a page names by its path in the repository is there:
     a moved module leaves the page pointing at nothing, and fails here."""
-    pages = [*sorted((REPO / "docs").rglob("*.md")), *(REPO / name for name in ("README.md", "CONTRIBUTING.md"))]
+    pages = prose_pages()
     named = {
         (page.name, path.rstrip("/."))
         for page in pages

@@ -28,7 +28,7 @@ from dataclasses import replace
 
 from ..config.sections import RetrievalSettings
 from ..results import Evidence
-from .multipart import PartFound
+from .multipart import PartFound, best_document
 from .parts import QuestionPart
 from .ranking import fused_and_ranked
 from .search import Scope, Searcher
@@ -39,10 +39,6 @@ NAME = re.compile(r"\b[A-Z][\w&'.-]*[\w&](?:\s+(?:of\s+|&\s+)?[A-Z][\w&'.-]*[\w&
 READ_CLUSTERS = 2
 #: the names a second search adds
 BRIDGE_NAMES = 2
-
-
-def best_document(one: PartFound) -> str | None:
-    return one.ranked[0].cluster.leader.source if one.ranked else None
 
 
 def weak_parts(found: Sequence[PartFound]) -> list[int]:
@@ -56,7 +52,7 @@ def weak_parts(found: Sequence[PartFound]) -> list[int]:
             continue  # no document may answer it: no search finds one
         first = best_document(one)
         names = bridge(found, n)
-        if first is None or first in firsts or (names and not holds_any(one, names.split(" | "))):
+        if first is None or first in firsts or (names and not holds_any(one, names)):
             weak.append(n)
         if first is not None:
             firsts.append(first)
@@ -85,7 +81,7 @@ def names_in(text: str) -> list[str]:
     return names
 
 
-def bridge(found: Sequence[PartFound], weak: int) -> str:
+def bridge(found: Sequence[PartFound], weak: int) -> tuple[str, ...]:
     """The names the other parts' best passages hold that part ``weak``'s words do not, most
     parts first, then most often: what a chain question's clauses share without naming it."""
     own = (found[weak].searched_for or "").lower()
@@ -93,7 +89,7 @@ def bridge(found: Sequence[PartFound], weak: int) -> str:
     mentions: Counter[str] = Counter()
     others = [one for n, one in enumerate(found) if n != weak and one.ranked]
     for one in others:
-        names = [name for name in names_in(best_texts(one))]
+        names = names_in(best_texts(one))
         mentions.update(names)
         parts_holding.update(set(names))
     agreed = min(2, len(others))
@@ -101,18 +97,17 @@ def bridge(found: Sequence[PartFound], weak: int) -> str:
         (name for name, held in parts_holding.items() if held >= agreed and name.lower() not in own),
         key=lambda name: (-parts_holding[name], -mentions[name], name),
     )
-    return " | ".join(ranked[:BRIDGE_NAMES])
+    return tuple(ranked[:BRIDGE_NAMES])
 
 
-def brings_more(again: PartFound, first: PartFound, others: Sequence[PartFound], names: str) -> bool:
+def brings_more(again: PartFound, first: PartFound, others: Sequence[PartFound], names: Sequence[str]) -> bool:
     """Whether the second search's best document is one no other part found first, and it brings
     what the first lacked: a document of its own, or the names the others agree on."""
     taken = {best_document(one) for one in others}
     best = best_document(again)
     if best is None or best in taken:
         return False
-    agreed = names.split(" | ")
-    lacked = holds_any(again, agreed) and not holds_any(first, agreed)
+    lacked = holds_any(again, names) and not holds_any(first, names)
     return best_document(first) in taken or not first.ranked or lacked
 
 
@@ -127,8 +122,8 @@ def search_alone(
     options: RetrievalSettings,
     part: QuestionPart,
     within: Scope,
+    retrievers: int,
     described: str | None = None,
-    retrievers: int = 0,
 ) -> PartFound:
     """``part`` searched by its own words in the documents ``within`` lets it read: its clusters
     at quorum, best first."""
@@ -155,8 +150,8 @@ def second_round(
         first = found[n]
         if not names or first.scope is None:
             continue
-        part = replace(first.part, clause=f"{first.part.clause} {names.replace(' | ', ' ')}")
-        again = search_alone(searcher, options, part, first.scope, first.filter, retrievers)
+        part = replace(first.part, clause=" ".join((first.part.clause or "", *names)))
+        again = search_alone(searcher, options, part, first.scope, retrievers, first.filter)
         if brings_more(again, first, found[:n] + found[n + 1 :], names):
             ranked = [again.ranked[0], *first.ranked]  # the new document first, the first search's after
             found[n] = replace(first, ranked=ranked, searched_for=again.searched_for, round=2)

@@ -5,14 +5,17 @@ accused of A, is also said to B?", "Did the 2023 handbook and the 2024 one give 
 period?", "Was the price cut announced before the battery plant?".
 
 The rules of ``parts.plan_question`` key on the publishers a question names; these key on how it
-is built, and cost no model call:
+is built, and cost no model call. The first that gives two parts or more is the plan:
 
-- a question that refers to documents (``model_parts.needs_model_split``) is cut where its
-  clauses meet (``CLAUSE_BREAK``), and each clause with words of its own, apart from the words
-  that refer to documents ("as reported by one outlet"), is a part;
-- a question that compares two short phrases ("the 2023 handbook and the 2024 one ... the same")
-  is searched once with each phrase in the place of both ("``PAIR``");
-- a question that orders two events ("Was X before Y?") is searched for each.
+- a question that refers to documents (``refers_to_documents``) is cut where its clauses meet
+  (``CLAUSE_BREAK``), and each clause with words of its own, apart from the words that refer to
+  documents ("as reported by one outlet"), is a part (``clauses_of``);
+- two questions joined by ", and" ("Who leads the migration, and did it finish?") are each a part
+  (``chained``);
+- a question that orders two events ("Was X before Y?") is searched for each (``ordered``);
+- a question that compares two short phrases ("the 2023 handbook and the 2024 one ... the same",
+  "more ... than the 2023 handbook") is searched once with each phrase in the place of both
+  (``paired``).
 
 Each part is searched by its own words alone in every document the caller may read, within two
 weeks of the date it gives where the namespace's documents carry dates. A question of one part
@@ -148,10 +151,9 @@ def paired(question: str) -> list[str]:
         other = than["other"].strip()
         head = head_noun(other).lower()
         before = question[: than.start()]
-        same = [m for m in re.finditer(rf"\b{DETERMINER}\s+(?:[\w'.-]+\s+){{0,3}}{re.escape(head)}\b", before, re.I)]
-        if not same:
+        mine = re.search(rf"\b{DETERMINER}\s+(?:[\w'.-]+\s+){{0,3}}{re.escape(head)}\b", before, re.I)
+        if mine is None:
             return []
-        mine = same[0]
         return [before, before[: mine.start()] + other + before[mine.end() :]]
     if not PAIR_COMPARES.search(question):
         return []

@@ -36,6 +36,11 @@ class PartFound:
     scope: Scope | None = None
 
 
+def best_document(one: PartFound) -> str | None:
+    """The source of the part's best cluster (None: nothing reached quorum)."""
+    return one.ranked[0].cluster.leader.source if one.ranked else None
+
+
 def interleaved(rankings: Sequence[Sequence[ScoredCluster]]) -> list[ScoredCluster]:
     """The parts' clusters as the question's one ranking, taken in turn: each part's best, then
     each part's second, ..."""
@@ -70,7 +75,7 @@ def shared_context(found: Sequence[PartFound], clusters: int, words: int) -> lis
     in a few documents, the first part would otherwise fill its share with the next part's answer."""
     share_clusters, share_words = shares(found, clusters, words)
     sent: dict[str, list[tuple[int, int]]] = {}
-    bests = [one.ranked[0].cluster.leader.source if one.ranked else None for one in found]
+    bests = [best_document(one) for one in found]
     citation, rank, joined = 0, 0, []
     for number, one in enumerate(found, start=1):
         others = {best for n, best in enumerate(bests, start=1) if n != number and best != bests[number - 1]}

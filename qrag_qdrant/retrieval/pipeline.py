@@ -278,11 +278,13 @@ class Coordinator:
             return PartFound(part, searched, None, missing=part.missing)
         narrowed = part.filter.within(scope.documents)
         if part.alone:
-            dated = Scope(scope.access, narrowed, scope.sources) if part.day is not None and narrowed else None
-            if dated is not None and not self.passes(dated):
-                dated = None  # no document of the namespace the caller may read is dated then: the words alone
-            described = narrowed.describe() if dated is not None and narrowed is not None else None
-            return search_alone(self.searcher, options, part, dated or scope, described, len(self.settings.retrievers))
+            retrievers = len(self.settings.retrievers)
+            if part.day is not None and narrowed is not None:
+                dated = Scope(scope.access, narrowed, scope.sources)
+                if self.passes(dated):
+                    return search_alone(self.searcher, options, part, dated, retrievers, narrowed.describe())
+            # no date, or no document the caller may read is dated then: the words alone
+            return search_alone(self.searcher, options, part, scope, retrievers)
         described = (narrowed or part.filter).describe()
         gone = PartFound(part, searched, described, missing=f"no document from {part.label}")
         if narrowed is None:
