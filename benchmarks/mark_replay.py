@@ -7,6 +7,9 @@ of the mark are compared on identical answers (the model's time is spent once).
     python benchmarks/mark_replay.py check sq2-recorded.jsonl --json-out now.json
     PYTHONPATH=/path/to/another/checkout python benchmarks/mark_replay.py check sq2-recorded.jsonl --json-out then.json
 
+``check --store $S2 --namespace ...`` weighs each question's key and unseen terms again under the
+code at hand (a change to how the question's words are weighed); without it, the recorded ones.
+
 ``record`` answers each drawn question through ``QuorumRAG.answer`` (the packaged model by
 default) and keeps the answer before its checks: the evidence, the text, the model's answer
 probability, and the question's key and unseen terms. ``check`` runs ``check_answer`` on each and
@@ -24,6 +27,7 @@ from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
+from qrag_qdrant.embedding.term_stats import key_term_weights, unseen_words
 from qrag_qdrant.eval.dataset import load_dataset
 from qrag_qdrant.generation.checks.claims import check_answer
 from qrag_qdrant.results import Answer
@@ -67,9 +71,20 @@ def holds_gold(text: str | None, gold: list[str]) -> bool:
     return text is not None and any(plain(g) in plain(text) for g in gold if g)
 
 
+def weighed_again(rows: list[dict], store: Path, namespace: str) -> None:
+    """Each row's key and unseen terms as the code at hand weighs them, from the namespace's term counts."""
+    with QuorumRAG(load_settings(store=store, namespace=namespace)) as rag:
+        stats = rag.coordinator.views.term_stats
+        for row in rows:
+            question = row["answer"]["searched_for"]
+            row["key_terms"], row["unseen_terms"] = key_term_weights(question, stats), unseen_words(question, stats)
+
+
 def check(args: argparse.Namespace) -> None:
     options = load_settings().generation
     rows = [json.loads(line) for line in args.recorded.read_text().splitlines() if line.strip()]
+    if args.store is not None:
+        weighed_again(rows, args.store, args.namespace)
     counts = {"answerable": 0, "holds_gold": 0, "supported": 0, "supported_holding_gold": 0}
     counts |= {"unanswerable": 0, "unanswerable_supported": 0}
     marks: dict[str, str | None] = {}
@@ -115,6 +130,10 @@ def main() -> None:
     checking = verbs.add_parser("check")
     checking.add_argument("recorded", type=Path)
     checking.add_argument("--json-out", type=Path)
+    checking.add_argument(
+        "--store", type=Path, help="weigh the questions' key and unseen terms again, under the code at hand, from here"
+    )
+    checking.add_argument("--namespace", default="default")
     args = parser.parse_args()
     record(args) if args.verb == "record" else check(args)
 

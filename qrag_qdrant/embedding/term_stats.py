@@ -72,12 +72,22 @@ GENERIC_VERB_FORMS = (
     "going become becomes became come comes came give gives gave given need needs needed"
 )
 GENERIC_VERBS = frozenset(GENERIC_VERB_FORMS.split())
+#: modal verbs: how a question asks ("How long may I park?", "What should I bring?"), never what about
+MODAL_VERBS = frozenset(["can", "could", "may", "might", "must", "shall", "should", "would"])
+#: "How long", "how much", "how often": the asking word and this one ask for a quantity, which the
+#: answer's sentence states ("for at most 2 hours") without either
+HOW_WORDS = re.compile(
+    r"\bhow\s+(?:long|much|many|often|far|old|big|large|small|tall|high|deep|wide|heavy|early|late|soon|fast)\b"
+)
 
 
 def question_words(question: str) -> dict[str, frozenset[int]]:
-    """The question's content words (lower case, no numbers, no generic verb) with their analyser terms."""
-    words = {word: word_terms(word) for word in dict.fromkeys(re.findall(r"[\w'-]+", question.lower()))}
-    return {word: ids for word, ids in words.items() if ids and not word.isdigit() and word not in GENERIC_VERBS}
+    """The question's content words (lower case, no numbers, no generic or modal verb, not the word
+    of "how long" or "how much") with their analyser terms."""
+    text = HOW_WORDS.sub(" how ", question.lower())
+    words = {word: word_terms(word) for word in dict.fromkeys(re.findall(r"[\w'-]+", text))}
+    asking = GENERIC_VERBS | MODAL_VERBS
+    return {word: ids for word, ids in words.items() if ids and not word.isdigit() and word not in asking}
 
 
 def key_term_weights(question: str, stats: TermStats, typed: str | None = None) -> dict[str, float]:
@@ -102,14 +112,37 @@ def key_term_weights(question: str, stats: TermStats, typed: str | None = None) 
     return weights
 
 
+def _unheld_words(words: dict[str, frozenset[int]], stats: TermStats) -> dict[str, frozenset[int]]:
+    """Those of ``words`` no chunk of the namespace holds (none of their terms)."""
+    wanted = sorted({term for ids in words.values() for term in ids})
+    held = {term for term, n in zip(wanted, stats.frequencies(wanted).tolist()) if n > 0}
+    return {word: ids for word, ids in words.items() if not ids & held}
+
+
 def unseen_words(question: str, stats: TermStats) -> list[str]:
     """The question's words that no document of the namespace holds and general English uses
     rarely enough (``UNSEEN_RARITY``) to say what the question is about: the documents do not
     cover it, whatever passage an answer cites ("sick" over a handbook that never mentions it)."""
-    words = question_words(question)
-    wanted = sorted({term for ids in words.values() for term in ids})
-    held = {term for term, n in zip(wanted, stats.frequencies(wanted).tolist()) if n > 0}
-    return [word for word, ids in words.items() if not ids & held and general_rarity(word) >= UNSEEN_RARITY]
+    unheld = _unheld_words(question_words(question), stats)
+    return [word for word in unheld if general_rarity(word) >= UNSEEN_RARITY]
+
+
+def unheld_common_terms(question: str, stats: TermStats) -> frozenset[int]:
+    """The terms of the question's common words (a generic verb, or too common in general English to
+    say what it asks about: "long" in "How long", "say") that no chunk of the namespace holds.
+
+    A namespace of a few documents leaves most of English unused, so that such a word is missing
+    says nothing of whether the documents answer; BM25 still gives it the highest weight there is.
+    A corpus of thousands of chunks uses nearly every common word, so the gate's features, fitted on
+    such corpora, leave these words out without changing there."""
+    words = {
+        word: ids
+        for word in dict.fromkeys(re.findall(r"[\w'-]+", question.lower()))
+        if (ids := word_terms(word)) and not word.isdigit()
+    }
+    unheld = _unheld_words(words, stats)
+    common = [ids for word, ids in unheld.items() if word in GENERIC_VERBS or general_rarity(word) < UNSEEN_RARITY]
+    return frozenset().union(*common)
 
 
 def count_terms(texts: Iterable[str]) -> Counter[int]:

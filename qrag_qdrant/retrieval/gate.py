@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..embedding.term_stats import TermStats, terms, word_terms
+from ..embedding.term_stats import TermStats, terms, unheld_common_terms, word_terms
 from ..errors import ConfigError
 from .fusion import RankedList
 from .ranking import ScoredCluster
@@ -121,6 +121,8 @@ def quorum_features(given: GateInput) -> dict[str, float]:
     dense = [lst.hits for lst in given.lists if given.kinds.get(lst.retriever) == "dense"]
     bm25 = [lst for lst in given.lists if given.kinds.get(lst.retriever) == "bm25"]
     query_terms = terms(given.question)
+    if given.term_stats is not None:  # a common word a small namespace happens not to use says nothing
+        query_terms -= unheld_common_terms(given.question, given.term_stats)
     bm25_top = 0.0
     for ranked_list in bm25:
         if ranked_list.hits:

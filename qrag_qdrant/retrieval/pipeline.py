@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 
 from ..config.sections import RetrievalSettings
@@ -251,7 +252,8 @@ class Coordinator:
         sees the parts' clusters as one ranking (``multipart.interleaved``)."""
         with timed(timings, "parts"):
             vectors = question if isinstance(question, QueryVectors) else self.searcher.embed(question)
-            found = [self.search_part(vectors, part, scope, options) for part in plan.parts]
+            unnamed = plan.unnamed(vectors.question)
+            found = [self.search_part(vectors, part, scope, options, unnamed) for part in plan.parts]
             if plan.alone and options.part_rounds > 1 and chains(vectors.question):
                 found = second_round(self.searcher, options, found, len(self.settings.retrievers))
             whole = self.whole_question(vectors, scope, options) if plan.alone else None
@@ -269,10 +271,11 @@ class Coordinator:
         return self.evidence_from(vectors, lists, options, access=scope.access)
 
     def search_part(
-        self, vectors: QueryVectors, part: QuestionPart, scope: Scope, options: RetrievalSettings
+        self, vectors: QueryVectors, part: QuestionPart, scope: Scope, options: RetrievalSettings, unnamed: str
     ) -> PartFound:
         """One part's evidence: the question and its own words searched in its documents (a part
-        the model wrote: its own words alone, in every document), or why none can."""
+        the model wrote: its own words alone, in every document), or why none can. The gate reads
+        ``unnamed``, the question without the publishers its parts' filters already hold to."""
         searched = part.clause or vectors.question
         if part.missing is not None:
             return PartFound(part, searched, None, missing=part.missing)
@@ -294,22 +297,11 @@ class Coordinator:
             return gone
         every = frozenset(retriever.name for retriever in self.settings.retrievers)
         own = [ExpandedText("the part's own words", part.clause, every)] if part.clause else []
-        return self.part_evidence(vectors, part, own, within, described, options)
-
-    def part_evidence(
-        self,
-        vectors: QueryVectors,
-        part: QuestionPart,
-        own: Sequence[ExpandedText],
-        within: Scope,
-        described: str | None,
-        options: RetrievalSettings,
-    ) -> PartFound:
-        """A part searched, ``own`` beside it, in the documents ``within`` lets it read."""
         lists, expanded = self.searcher.search_embedded(vectors, own, within, options.part_top_k)
         ranked: list[ScoredCluster] = []
-        evidence = self.evidence_from(vectors, lists, options, expanded, on_ranked=ranked.extend, access=within.access)
-        return PartFound(part, part.clause or vectors.question, described, evidence, ranked)
+        gated = replace(vectors, question=unnamed)
+        evidence = self.evidence_from(gated, lists, options, expanded, on_ranked=ranked.extend, access=within.access)
+        return PartFound(part, searched, described, evidence, ranked)
 
     def evidence_from(
         self,

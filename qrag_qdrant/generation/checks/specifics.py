@@ -36,7 +36,12 @@ def specifics(question: str) -> list[str]:
     """The details ``question`` states: numbers, days and months, quoted phrases, names."""
     found = [m.group(1) for m in QUOTED.finditer(question)]
     found += NUMBER.findall(question)
-    found += [m.group() for m in DAY_OR_MONTH.finditer(question)]
+    # written as a name ("May", "Tuesday"), and not the modal that opens a question: "How long may I park?"
+    found += [
+        m.group()
+        for m in DAY_OR_MONTH.finditer(question)
+        if m.group()[0].isupper() and not (m.start() == 0 and m.group() == "May")
+    ]
     for match in NAME.finditer(question):
         words = [POSSESSIVE.sub("", w) for w in match.group().split() if w.lower() not in NOT_NAMES]
         if words and not any(DAY_OR_MONTH.fullmatch(w) for w in words):

@@ -1,0 +1,100 @@
+"""Answerable questions on a namespace of a few documents are answered, and marked supported, at
+the shipped gate: a common word the few documents happen not to use ("long" in "How long",
+"say") and a publisher the question names (its part's filter holds the search to that
+publisher's documents, whose text does not name it) no longer read as the question being about
+something the namespace lacks. Asked through the answer path users get, with a backend that
+writes a given answer, so what is tested is the gate and the mark, not a model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qrag_qdrant import QuorumRAG
+from qrag_qdrant.config.settings import load_settings
+from qrag_qdrant.generation import BackendDefaults, register_backend
+
+ZONES = """# Parking zones
+
+In zone A parking costs 3 euros an hour, for at most 2 hours.
+
+In zone B parking costs 2 euros an hour, for at most 4 hours.
+
+In zone C parking costs 1 euro an hour, with no limit.
+"""
+PERMITS = "# Residents\n\nA resident permit costs 120 euros a year and is valid in one zone.\n"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+#: the question -> what the model writes
+WRITES: dict[str, str] = {}
+
+
+class WritesGiven(BackendDefaults):
+    """A model that writes the answer ``WRITES`` gives for the question."""
+
+    def __init__(self, settings):
+        pass
+
+    def stream(self, question, passages, result):
+        yield WRITES[question]
+
+
+@pytest.fixture(scope="module")
+def rag(tmp_path_factory, embedder):
+    register_backend("writes-given", WritesGiven)
+    root = tmp_path_factory.mktemp("small")
+    (root / "parking").mkdir()
+    (root / "parking" / "zones.md").write_text(ZONES)
+    (root / "parking" / "permits.md").write_text(PERMITS)
+    settings = load_settings(store=root / "store", generation={"backend": "writes-given"})
+    with QuorumRAG(settings, embedder=embedder) as opened:
+        opened.ingest(root / "parking")
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def news(tmp_path_factory, embedder):
+    register_backend("writes-given", WritesGiven)
+    root = tmp_path_factory.mktemp("news")
+    settings = load_settings(store=root / "store", generation={"backend": "writes-given"})
+    with QuorumRAG(settings, embedder=embedder) as opened:
+        opened.ingest(EXAMPLES / "news", metadata=EXAMPLES / "news.jsonl")
+        yield opened
+
+
+def answered(rag: QuorumRAG, question: str, written: str):
+    WRITES[question] = written
+    return rag.answer(question)
+
+
+def test_a_common_word_two_documents_do_not_use_does_not_withhold_the_answer(rag):
+    """ "long" (of "How long") is in neither document; the question's own words (park, zone A) are
+    in the one passage every retriever found first."""
+    answer = answered(rag, "How long may I park in zone A?", "2 hours [1]")
+    assert not answer.abstained, (answer.abstain_reason, answer.confidence)
+    assert answer.confidence is not None and answer.gate_threshold is not None
+    assert answer.confidence >= answer.gate_threshold
+    assert answer.mark == "supported", answer.mark_reason
+
+
+def test_a_question_the_few_documents_do_not_cover_still_abstains(rag):
+    answer = answered(rag, "Who won the football world cup in 2014?", "Germany [1]")
+    assert answer.abstained and answer.abstain_reason in ("low_confidence", "no_quorum")
+    unseen = answered(rag, "How much does a student membership cost at the gym?", "29 euros [1]")
+    assert unseen.mark != "supported"
+
+
+def test_a_question_naming_a_publisher_answers_from_its_documents(news):
+    """The Verge's article on the spacesuit does not say "Verge": the part's filter holds its
+    search to The Verge's documents, and the gate reads the rest of the question."""
+    answer = answered(news, "What did The Verge say about the spacesuit?", "more room to bend the knees [1]")
+    assert not answer.abstained, (answer.abstain_reason, answer.confidence)
+    assert [part.filter for part in answer.parts] == ["publisher The Verge"]
+    assert {p.publisher for p in answer.passages} == {"The Verge"}
+    assert answer.passages[0].source == "artemis-suits.txt"
+    assert answer.mark == "supported", answer.mark_reason
+
+
+def test_a_publisher_the_namespace_lacks_is_still_no_source(news):
+    answer = answered(news, "What did a Reuters article say about the spacesuit?", "more room [1]")
+    assert answer.abstained and answer.abstain_reason == "part_missing"
