@@ -50,7 +50,8 @@ QUORUM_FEATURES: dict[str, str] = {
     "bm25_ratio": "mean over BM25 retrievers of score(rank 2) / score(rank 1)",
     "top_sources": "distinct sources among the best three clusters / the most there could be (3, or fewer when "
     "fewer sources were found)",
-    "term_coverage": "share of the question's terms (stemmed, no stopwords) found in the best cluster's text",
+    "term_coverage": "share of the question's terms (stemmed, no stopwords, no common word that no chunk holds: "
+    "term_stats.unheld_common_terms) found in the best cluster's text",
     "rare_coverage": "share of the question's capitalised or numeric terms found there (term_coverage if none)",
     "context_coverage": "share of the question's terms found anywhere in the context",
     "question_terms": "question terms / 20, capped at 1",
