@@ -81,8 +81,8 @@ class ConversationStep(BaseModel):
 
     how: str = Field(
         description="first_turn: no history; stand_alone: the question names its own subject; rewritten: the "
-        "model made it stand-alone; unchanged: the model kept it; last: retrieval.conversation = last; "
-        "rewrite_failed: searched as typed (note says why)"
+        "model made it stand-alone; unchanged: the model kept it; chosen: it picks one of two readings offered; "
+        "last: retrieval.conversation = last; rewrite_failed: searched as typed (note says why)"
     )
     turns: int = Field(0, description="earlier turns the client sent")
     note: str | None = Field(None, description="why a rewrite was not used, or what its second reading changed")

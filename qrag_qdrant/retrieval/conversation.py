@@ -80,7 +80,7 @@ class Asked:
     #: what is searched and answered: the question itself, or its stand-alone rewrite
     searched_for: str
     #: first_turn | stand_alone (no history needed) | rewritten | unchanged (the rewrite kept it) |
-    #: last (retrieval.conversation = last) | rewrite_failed
+    #: chosen (one of two readings offered) | last (retrieval.conversation = last) | rewrite_failed
     how: str
     #: earlier turns the client sent
     turns: int = 0
@@ -189,9 +189,16 @@ def _repeats_instructions(text: str) -> bool:
 
 
 def dropped_words(rewrite: str, question: str) -> list[str]:
-    """The content words of ``question`` (as typed) that ``rewrite`` lacks, by the analyser's stems."""
+    """The content words of ``question`` (as typed) that ``rewrite`` lacks, by the analyser's stems;
+    not a word that points back ("one" of "the Premium one"), which the rewrite is there to replace."""
     kept = terms(rewrite)
-    return list(dict.fromkeys(w for w in WORD.findall(question) if word_terms(w) and not word_terms(w) <= kept))
+    return list(
+        dict.fromkeys(
+            w
+            for w in WORD.findall(question)
+            if word_terms(w) and not word_terms(w) <= kept and not POINTS_BACK.fullmatch(w)
+        )
+    )
 
 
 def with_every_word(rewrite: str, question: str) -> str:
@@ -222,6 +229,36 @@ def with_the_question_word(rewrite: str, question: str) -> str:
     return f"{rewrite[: written.start()]}{wanted}{rewrite[written.end() :]}"
 
 
+#: how a follow-up that reads two ways asks which one the user means (``readings.as_asked``)
+CLARIFYING = "Do you mean “{}” or “{}”?"
+ASKED_WHICH = re.compile(r"Do you mean “(?P<first>[^”]+)” or “(?P<second>[^”]+)”\?")
+#: a reply that picks one of two readings by its place: "2", "the second one", "the latter"
+PICKS = {
+    "first": re.compile(r"^(?:the\s+)?(?:1|1st|first|former)(?:\s+one)?(?:,?\s+please)?[.!]?$", re.IGNORECASE),
+    "second": re.compile(r"^(?:the\s+)?(?:2|2nd|second|latter|other)(?:\s+one)?(?:,?\s+please)?[.!]?$", re.IGNORECASE),
+}
+
+
+def chosen_reading(question: str, turns: Sequence[Turn]) -> str | None:
+    """The reading the user chose, when the last turn asked which of two they meant
+    (``CLARIFYING``) and the question picks one: by its place ("2", "the first one") or by words
+    only one of them has ("the United States one"). The chosen reading is searched as itself."""
+    if not turns or turns[-1].role != "assistant" or (offered := ASKED_WHICH.search(turns[-1].content)) is None:
+        return None
+    readings = offered["first"], offered["second"]
+    for place, reading in zip(PICKS.values(), readings, strict=True):
+        if place.match(question.strip()):
+            return reading
+    first, second = (terms(reading) for reading in readings)
+    said = set().union(*(word_terms(w) for w in WORD.findall(question) if not POINTS_BACK.fullmatch(w)))
+    own = said - (first & second)
+    if own and own <= first and not own & second:
+        return readings[0]
+    if own and own <= second and not own & first:
+        return readings[1]
+    return None
+
+
 def same_question(first: str, second: str) -> bool:
     """Equal but for case, spacing and punctuation: the rewrite kept the question."""
 
@@ -248,6 +285,8 @@ class Conversation:
         count = len(turns)
         if options.conversation == "last":
             return Asked(question, question, "last", count)
+        if (chosen := chosen_reading(question, turns)) is not None:
+            return Asked(question, chosen, "chosen", count)
         if not needs_history(question):
             return Asked(question, question, "stand_alone", count)
         started = time.perf_counter()

@@ -32,7 +32,7 @@ import numpy as np
 from ..embedding import DenseEmbedder
 from ..embedding.term_stats import general_rarity, terms, word_terms
 from ..results import Clarification, Evidence, timed
-from .conversation import Asked, conversation_step
+from .conversation import CLARIFYING, Asked, conversation_step
 
 log = logging.getLogger(__name__)
 WORD = re.compile(r"[\w'-]+")
@@ -87,11 +87,16 @@ def other_reading(
             return Reading(swapped(rewrite, dropped, instead), dropped, instead)
     own = [word for word in content_words(typed) if general_rarity(word) >= MIN_RARITY]
     if own:
-        sentences = [terms(s) for text in evidence_texts for s in SENTENCE.split(text) if s.strip()]
+        # a heading names its section, not an alternative to the user's words
+        sentences = [
+            terms(s) for text in evidence_texts for s in SENTENCE.split(text) if s.strip() and not s.startswith("#")
+        ]
         for word in sorted(carried, key=general_rarity, reverse=True):
             with_own = any(all(has(s, w) for w in own) and not has(s, word) for s in sentences)
             with_carried = any(has(s, word) and not any(has(s, w) for w in own) for s in sentences)
-            if with_own and with_carried:
+            # a word said beside the user's ("Books may be borrowed") is what they ask about, not its rival
+            together = any(has(s, word) and all(has(s, w) for w in own) for s in sentences)
+            if with_own and with_carried and not together:
                 return Reading(swapped(rewrite, word, None), word, None)
     return None
 
@@ -122,8 +127,14 @@ def replaced_by_last_question(
     stale = [word for word in carried if not has(last, word) and has(older, word)]
     if not lost or not stale or len(lost) > 2:
         return None
-    instead = " ".join(lost)
+    instead = " ".join(as_typed(word, earlier[-1]) for word in lost)
     return max(stale, key=lambda word: similarity(word, instead)), instead
+
+
+def as_typed(word: str, text: str) -> str:
+    """``word`` (lower case) as ``text`` writes it: "C310", not "c310"."""
+    found = re.search(rf"(?<![\w'-]){re.escape(word)}(?![\w'-])", text, flags=re.IGNORECASE)
+    return found.group() if found else word
 
 
 def swapped(text: str, word: str, instead: str | None) -> str:
@@ -160,7 +171,7 @@ def as_asked(
         elif not second.abstained:
             evidence.abstained, evidence.abstain_reason = True, "needs_clarification"
             evidence.clarification = Clarification(
-                question=f"Do you mean “{asked.searched_for}” or “{reading.searched_for}”?",
+                question=CLARIFYING.format(asked.searched_for, reading.searched_for),
                 readings=[asked.searched_for, reading.searched_for],
             )
     evidence.question, evidence.conversation = asked.question, step
