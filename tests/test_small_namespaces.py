@@ -24,6 +24,7 @@ In zone B parking costs 2 euros an hour, for at most 4 hours.
 In zone C parking costs 1 euro an hour, with no limit.
 """
 PERMITS = "# Residents\n\nA resident permit costs 120 euros a year and is valid in one zone.\n"
+WARRANTY = "# Warranty\n\nIn the EU the warranty lasts two years from the day of delivery.\n"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 #: the question -> what the model writes
 WRITES: dict[str, str] = {}
@@ -46,6 +47,7 @@ def rag(tmp_path_factory, embedder):
     (root / "parking").mkdir()
     (root / "parking" / "zones.md").write_text(ZONES)
     (root / "parking" / "permits.md").write_text(PERMITS)
+    (root / "parking" / "warranty.md").write_text(WARRANTY)
     settings = load_settings(store=root / "store", generation={"backend": "writes-given"})
     with QuorumRAG(settings, embedder=embedder) as opened:
         opened.ingest(root / "parking")
@@ -74,6 +76,14 @@ def test_a_common_word_two_documents_do_not_use_does_not_withhold_the_answer(rag
     assert not answer.abstained, (answer.abstain_reason, answer.confidence)
     assert answer.confidence is not None and answer.gate_threshold is not None
     assert answer.confidence >= answer.gate_threshold
+    assert answer.mark == "supported", answer.mark_reason
+
+
+def test_a_name_the_documents_write_only_as_its_abbreviation_is_found_by_it(rag):
+    """The documents say "EU" and never "European Union": the gate reads the question's name as
+    the namespace writes it, and the mark matches the abbreviation."""
+    answer = answered(rag, "How long is the warranty in the European Union?", "two years [1]")
+    assert not answer.abstained, (answer.abstain_reason, answer.confidence)
     assert answer.mark == "supported", answer.mark_reason
 
 

@@ -112,6 +112,30 @@ def key_term_weights(question: str, stats: TermStats, typed: str | None = None) 
     return weights
 
 
+#: two to five capitalised words, "of (the)" between them: a name an abbreviation may stand for
+#: ("European Union", "Department of Human Resources")
+CAPITALISED_RUN = re.compile(r"(?:\b[A-Z][a-z]+(?:\s+(?:of\s+(?:the\s+)?)?|\b)){2,5}")
+
+
+def initials(run: str) -> str:
+    """The initials of a run's capitalised words, lower case: "Department of Human Resources" gives "dhr"."""
+    return "".join(word[0] for word in run.split() if word[0].isupper()).lower()
+
+
+def with_abbreviations(question: str, stats: TermStats) -> str:
+    """``question`` with each name the namespace writes only as its abbreviation so written: "How
+    long is the warranty in the European Union?" over documents that say "EU" (and never
+    "European" or "Union") reads "... in the EU?". A name the namespace spells out stays."""
+    for run in {match.group().strip() for match in CAPITALISED_RUN.finditer(question)}:
+        short = initials(run)
+        words = [ids for word in run.split() if word[0].isupper() and (ids := word_terms(word))]
+        wanted = sorted({term for ids in (*words, word_terms(short)) for term in ids})
+        held = {term for term, n in zip(wanted, stats.frequencies(wanted).tolist()) if n > 0}
+        if word_terms(short) and word_terms(short) <= held and not any(ids & held for ids in words):
+            question = question.replace(run, short.upper())
+    return question
+
+
 def _unheld_words(words: dict[str, frozenset[int]], stats: TermStats) -> dict[str, frozenset[int]]:
     """Those of ``words`` no chunk of the namespace holds (none of their terms)."""
     wanted = sorted({term for ids in words.values() for term in ids})
@@ -123,7 +147,7 @@ def unseen_words(question: str, stats: TermStats) -> list[str]:
     """The question's words that no document of the namespace holds and general English uses
     rarely enough (``UNSEEN_RARITY``) to say what the question is about: the documents do not
     cover it, whatever passage an answer cites ("sick" over a handbook that never mentions it)."""
-    unheld = _unheld_words(question_words(question), stats)
+    unheld = _unheld_words(question_words(with_abbreviations(question, stats)), stats)
     return [word for word in unheld if general_rarity(word) >= UNSEEN_RARITY]
 
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..embedding.term_stats import TermStats, terms, unheld_common_terms, word_terms
+from ..embedding.term_stats import TermStats, terms, unheld_common_terms, with_abbreviations, word_terms
 from ..errors import ConfigError
 from .fusion import RankedList
 from .ranking import ScoredCluster
@@ -121,19 +121,22 @@ def quorum_features(given: GateInput) -> dict[str, float]:
     found = {hit.id: hit for lst in given.lists for hit in lst.hits}
     dense = [lst.hits for lst in given.lists if given.kinds.get(lst.retriever) == "dense"]
     bm25 = [lst for lst in given.lists if given.kinds.get(lst.retriever) == "bm25"]
-    query_terms = terms(given.question)
-    if given.term_stats is not None:  # a common word a small namespace happens not to use says nothing
-        query_terms -= unheld_common_terms(given.question, given.term_stats)
+    # a namespace's own words: "EU" where it never spells out "European Union", and no common word
+    # a small namespace happens not to use (it says nothing of whether the documents answer)
+    asked = with_abbreviations(given.question, given.term_stats) if given.term_stats is not None else given.question
+    query_terms = terms(asked)
+    if given.term_stats is not None:
+        query_terms -= unheld_common_terms(asked, given.term_stats)
     bm25_top = 0.0
     for ranked_list in bm25:
         if ranked_list.hits:
             scale = max(len(query_terms), 1) * math.log1p(max(given.points.get(ranked_list.collection, 1), 1))
             bm25_top = max(bm25_top, ranked_list.hits[0].score / scale)
 
-    cluster_terms = [question_terms_in(text, given.question) for text in given.context]
+    cluster_terms = [question_terms_in(text, asked) for text in given.context]
     top_terms = cluster_terms[0] if cluster_terms else set()
     context_terms = set().union(*cluster_terms)
-    rare = set().union(*(word_terms(word) for word in WORD.findall(given.question)[1:] if RARE_WORD.match(word)))
+    rare = set().union(*(word_terms(word) for word in WORD.findall(asked)[1:] if RARE_WORD.match(word)))
     coverage = _share(query_terms, top_terms)
     return {
         "top_support": support[0] if support else 0.0,

@@ -43,7 +43,7 @@ from ..prompt import NOT_IN_DOCUMENTS, fence
 from .instructions import reads_as_instruction
 from .pieces import STRIPPED, PiecesCheck, pieces_check, pieces_of
 from .sentence import SentenceCheck, coverage, fits_the_question, heading_above, relevance_of, sentence_check
-from .specifics import lacking
+from .specifics import as_written, lacking
 from .verdict import VerdictCheck, is_verdict, verdict_check
 
 #: the checks any claim can fail beside its grounding: the model's confidence, agreement, the gate's
@@ -193,7 +193,8 @@ def relevance(question: str, claim: str, passage: str, holding: Sequence[str]) -
     claim's words (``holding``; the whole passage when they cross a sentence boundary). 0.0 when
     the claim adds no word to the question's (an echo, not an answer); 1.0 for a question of
     stopwords."""
-    return relevance_of(terms(bare(claim)), terms(question), holding or [passage])
+    read = holding or [passage]
+    return relevance_of(terms(bare(claim)), terms(as_written(question, " ".join(read))), read)
 
 
 def holding_sentences(claim: str, passage: str) -> list[str]:

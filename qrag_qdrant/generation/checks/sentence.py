@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ...embedding.term_stats import terms, word_terms
+from ...embedding.term_stats import CAPITALISED_RUN, initials, terms, word_terms
 from ...results import Passage
 
 #: how alike two spellings must be (difflib's ratio) for a question's word to be a typo of a sentence's
@@ -96,9 +96,9 @@ def abbreviations(text: str) -> set[str]:
     """The abbreviations ``text`` spells out, lower case: the initials of two or more consecutive
     capitalised words ("European Union" gives "eu"; "The Department of Human Resources" "dhr", "hr")."""
     found = set()
-    for run in re.findall(r"(?:\b[A-Z][a-z]+(?:\s+(?:of\s+(?:the\s+)?)?|\b)){2,5}", text):
-        initials = "".join(word[0] for word in run.split() if word[0].isupper()).lower()
-        found |= {initials[i:j] for i in range(len(initials)) for j in range(i + 2, len(initials) + 1)}
+    for run in CAPITALISED_RUN.findall(text):
+        short = initials(run)
+        found |= {short[i:j] for i in range(len(short)) for j in range(i + 2, len(short) + 1)}
     return found
 
 

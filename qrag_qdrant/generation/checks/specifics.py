@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from ...embedding.term_stats import CAPITALISED_RUN, initials
 from .sentence import MONTHS, NUMBER, values_of
 
 #: a month or weekday alone (numbers are the answer check's ``NUMBER``), a quoted phrase
@@ -59,12 +60,28 @@ def lacking(question: str, text: str) -> list[str]:
         if NUMBER.fullmatch(detail):
             held = detail.replace(",", "") in numbers
         elif " " in detail or (detail[:1].isupper() and not DAY_OR_MONTH.fullmatch(detail)):
-            held = name_held(detail.lower().split(), words)
+            held = name_held(detail.lower().split(), words) or abbreviated(detail, text)
         else:
             held = re.search(rf"\b{re.escape(detail.lower())}\b", plain) is not None
         if not held:
             missing.append(detail)
     return missing
+
+
+def abbreviated(name: str, text: str) -> bool:
+    """Whether ``text`` writes a name of several words as its initials, in capitals: "EU" for
+    "European Union" ("us" is no "United States")."""
+    short = initials(name).upper()
+    return len(short) >= 2 and short in {word.replace(".", "") for word in re.findall(r"[\w.]+", text)}
+
+
+def as_written(question: str, text: str) -> str:
+    """``question`` with each name ``text`` writes as its initials so written ("the European Union"
+    over a sentence that says "EU" reads "the EU"), for the share of its words the sentence holds."""
+    for run in {match.group().strip() for match in CAPITALISED_RUN.finditer(question)}:
+        if abbreviated(run, text):
+            question = question.replace(run, initials(run).upper())
+    return question
 
 
 def name_held(name: list[str], words: list[str]) -> bool:
