@@ -126,7 +126,8 @@ def with_abbreviations(question: str, stats: TermStats) -> str:
     """``question`` with each name the namespace writes only as its abbreviation so written: "How
     long is the warranty in the European Union?" over documents that say "EU" (and never
     "European" or "Union") reads "... in the EU?". A name the namespace spells out stays."""
-    for run in {match.group().strip() for match in CAPITALISED_RUN.finditer(question)}:
+    # not from the question's first word, capitalised as a sentence starts ("Deleting Raptor ...")
+    for run in {match.group().strip() for match in CAPITALISED_RUN.finditer(question) if match.start() > 0}:
         short = initials(run)
         words = [ids for word in run.split() if word[0].isupper() and (ids := word_terms(word))]
         wanted = sorted({term for ids in (*words, word_terms(short)) for term in ids})
