@@ -3,7 +3,8 @@
 - every TOML block loads with ``load_settings``;
 - every ``qrag-qdrant ...`` command line parses against the CLI (click's own parser; nothing runs);
 - every config key (``retrieval.min_confidence``) and ``QRAG_*`` variable named in the docs exists;
-- every ``/v1/...`` path, ``/healthz``, ``/readyz`` and ``/metrics`` named in the docs is a route of the service.
+- every ``/v1/...`` path, ``/healthz``, ``/readyz`` and ``/metrics`` named in the docs is a route of the service;
+- every ``QRAG_*`` variable the package reads itself (``os.environ``, not a setting) is named in the docs.
 
     python scripts/docs_check.py          # prints each problem with its file and line; exit 1 if any
 """
@@ -34,8 +35,9 @@ PYPROJECT = re.compile(r"^\[+(project|tool|build-system)\b", re.MULTILINE)
 CONFIG_KEY = re.compile(r"`([a-z_]+(?:\.[a-z_]+)+)(?: = [^`]*)?`")
 ENV_VAR = re.compile(r"\bQRAG_[A-Z0-9_]+\b")
 HTTP_PATH = re.compile(r"(?<![\w/.:])(/v1/[\w/{}.-]*|/healthz|/readyz|/metrics)(?![\w/])")
-#: variables that are not settings: eval's data folder, the model cache, the compose file's model server key
-NOT_SETTINGS = {"QRAG_DATA", "QRAG_CACHE_DIR", "QRAG_MODEL_SERVER_KEY"}
+#: variables that are not settings: eval's data folder, the model cache, the compose file's model server key,
+#: the CLI's traceback switch
+NOT_SETTINGS = {"QRAG_DATA", "QRAG_CACHE_DIR", "QRAG_MODEL_SERVER_KEY", "QRAG_DEBUG"}
 #: the tests' own variables (QRAG_TEST_QDRANT_URL, ...)
 TEST_VARIABLE = "QRAG_TEST_"
 #: `name.suffix` in backticks that is a file, not a key
@@ -235,6 +237,22 @@ def dict_env(model: type[BaseModel], prefix: str = "QRAG_") -> set[str]:
     return found
 
 
+#: a variable the code reads itself (not a setting): ``os.environ.get("QRAG_X")``, ``environ["QRAG_X"]``, ``getenv``
+READ_VARIABLE = re.compile(r"""(?:environ(?:\.get)?\(?\[?|getenv\()\s*["'](QRAG_[A-Z0-9_]+)["']""")
+
+
+def undocumented_variables(docs: str) -> list[Problem]:
+    """Each ``QRAG_*`` variable the package reads outside its settings that no doc names."""
+    problems = []
+    for path in sorted((REPO / "qrag_qdrant").rglob("*.py")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for variable in READ_VARIABLE.findall(line):
+                if not re.search(rf"\b{variable}\b", docs):
+                    where = path.relative_to(REPO).as_posix()
+                    problems.append(Problem(where, number, f"{variable} is read here and named in no doc"))
+    return problems
+
+
 def check(files: list[Path] | None = None) -> list[Problem]:
     from qrag_qdrant.cli.app import app
 
@@ -244,6 +262,8 @@ def check(files: list[Path] | None = None) -> list[Problem]:
     for path in files or doc_files():
         name, text = path.relative_to(REPO).as_posix(), path.read_text()
         problems += check_blocks(name, text, cli) + check_names(name, text, routes)
+    if files is None:  # the whole docs: every variable the code reads is named somewhere
+        problems += undocumented_variables("\n".join(path.read_text() for path in doc_files()))
     return problems
 
 
