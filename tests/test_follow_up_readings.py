@@ -57,7 +57,12 @@ def after(question: str, answer: str) -> list[dict[str, str]]:
         # "# Fines" is a heading, not an alternative to "DVD"
         ("What is the fine for a late book?", "And for a DVD?", "And for a DVD, what is the fine?", "1 euro"),
         # "gym" stands for the user's "it"
-        ("When does the gym open on weekends?", "And when does it close?", "When does the gym close on weekends?", "20:00"),
+        (
+            "When does the gym open on weekends?",
+            "And when does it close?",
+            "When does the gym close on weekends?",
+            "20:00",
+        ),
     ],
 )
 def test_a_word_the_follow_up_elides_is_not_searched_without(rag, earlier, follow_up, rewrite, gold):
@@ -69,7 +74,7 @@ def test_a_word_the_follow_up_elides_is_not_searched_without(rag, earlier, follo
 
 
 def test_a_word_that_points_back_is_not_put_after_the_rewrite(rag):
-    """"one" of "the Premium one" is what the rewrite replaced: no "... costs? one"."""
+    """ "one" of "the Premium one" is what the rewrite replaced: no "... costs? one"."""
     REWRITES["And the Premium one?"] = "How much does the Premium plan cost?"
     evidence = rag.retrieve("And the Premium one?", history=after("How much does the Plus plan cost?", "45 euros"))
     assert evidence.searched_for == "How much does the Premium plan cost?"
