@@ -81,13 +81,17 @@ HOW_WORDS = re.compile(
 )
 
 
+def _words(text: str) -> dict[str, frozenset[int]]:
+    """The words of ``text`` (lower case, once each, no numbers) that have analyser terms, with them."""
+    found = dict.fromkeys(re.findall(r"[\w'-]+", text.lower()))
+    return {word: ids for word in found if (ids := word_terms(word)) and not word.isdigit()}
+
+
 def question_words(question: str) -> dict[str, frozenset[int]]:
     """The question's content words (lower case, no numbers, no generic or modal verb, not the word
     of "how long" or "how much") with their analyser terms."""
-    text = HOW_WORDS.sub(" how ", question.lower())
-    words = {word: word_terms(word) for word in dict.fromkeys(re.findall(r"[\w'-]+", text))}
     asking = GENERIC_VERBS | MODAL_VERBS
-    return {word: ids for word, ids in words.items() if ids and not word.isdigit() and word not in asking}
+    return {word: ids for word, ids in _words(HOW_WORDS.sub(" how ", question.lower())).items() if word not in asking}
 
 
 def key_term_weights(question: str, stats: TermStats, typed: str | None = None) -> dict[str, float]:
@@ -122,25 +126,35 @@ def initials(run: str) -> str:
     return "".join(word[0] for word in run.split() if word[0].isupper()).lower()
 
 
+def with_initials(question: str, written: Callable[[str], bool], from_start: bool = True) -> str:
+    """``question`` with each name (a ``CAPITALISED_RUN``) that ``written`` says is written as its
+    initials replaced by them, in capitals ("the European Union" -> "the EU"). ``from_start``
+    False: not a run that starts the question, capitalised as a sentence starts."""
+    runs = {match.group().strip() for match in CAPITALISED_RUN.finditer(question) if from_start or match.start() > 0}
+    for run in runs:
+        if written(run):
+            question = question.replace(run, initials(run).upper())
+    return question
+
+
 def with_abbreviations(question: str, stats: TermStats) -> str:
     """``question`` with each name the namespace writes only as its abbreviation so written: "How
     long is the warranty in the European Union?" over documents that say "EU" (and never
-    "European" or "Union") reads "... in the EU?". A name the namespace spells out stays."""
-    # not from the question's first word, capitalised as a sentence starts ("Deleting Raptor ...")
-    for run in {match.group().strip() for match in CAPITALISED_RUN.finditer(question) if match.start() > 0}:
-        short = initials(run)
+    "European" or "Union") reads "... in the EU?". A name the namespace spells out stays; a run
+    that starts the question is no name ("Deleting Raptor ...")."""
+
+    def written_short(run: str) -> bool:
+        short = word_terms(initials(run))
         words = [ids for word in run.split() if word[0].isupper() and (ids := word_terms(word))]
-        wanted = sorted({term for ids in (*words, word_terms(short)) for term in ids})
-        held = {term for term, n in zip(wanted, stats.frequencies(wanted).tolist()) if n > 0}
-        if word_terms(short) and word_terms(short) <= held and not any(ids & held for ids in words):
-            question = question.replace(run, short.upper())
-    return question
+        held = stats.held({term for ids in (*words, short) for term in ids})
+        return bool(short) and short <= held and not any(ids & held for ids in words)
+
+    return with_initials(question, written_short, from_start=False)
 
 
 def _unheld_words(words: dict[str, frozenset[int]], stats: TermStats) -> dict[str, frozenset[int]]:
     """Those of ``words`` no chunk of the namespace holds (none of their terms)."""
-    wanted = sorted({term for ids in words.values() for term in ids})
-    held = {term for term, n in zip(wanted, stats.frequencies(wanted).tolist()) if n > 0}
+    held = stats.held({term for ids in words.values() for term in ids})
     return {word: ids for word, ids in words.items() if not ids & held}
 
 
@@ -160,12 +174,7 @@ def unheld_common_terms(question: str, stats: TermStats) -> frozenset[int]:
     says nothing of whether the documents answer; BM25 still gives it the highest weight there is.
     A corpus of thousands of chunks uses nearly every common word, so the gate's features, fitted on
     such corpora, leave these words out without changing there."""
-    words = {
-        word: ids
-        for word in dict.fromkeys(re.findall(r"[\w'-]+", question.lower()))
-        if (ids := word_terms(word)) and not word.isdigit()
-    }
-    unheld = _unheld_words(words, stats)
+    unheld = _unheld_words(_words(question), stats)
     common = [ids for word, ids in unheld.items() if word in GENERIC_VERBS or general_rarity(word) < UNSEEN_RARITY]
     return frozenset().union(*common)
 
@@ -212,6 +221,11 @@ class TermStats:
             return np.zeros(len(wanted), dtype=np.int64)
         at = np.minimum(np.searchsorted(self.ids, wanted), len(self.ids) - 1)
         return np.where(self.ids[at] == wanted, self.counts[at], 0)
+
+    def held(self, term_ids: Iterable[int]) -> set[int]:
+        """Those of ``term_ids`` some chunk holds."""
+        wanted = sorted(set(term_ids))
+        return {term for term, n in zip(wanted, self.frequencies(wanted).tolist()) if n > 0}
 
     def idf_of(self, df: int) -> float:
         """BM25's IDF, ln(1 + (N - df + 0.5) / (df + 0.5)): the highest for a term no chunk holds."""

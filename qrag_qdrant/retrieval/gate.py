@@ -121,12 +121,13 @@ def quorum_features(given: GateInput) -> dict[str, float]:
     found = {hit.id: hit for lst in given.lists for hit in lst.hits}
     dense = [lst.hits for lst in given.lists if given.kinds.get(lst.retriever) == "dense"]
     bm25 = [lst for lst in given.lists if given.kinds.get(lst.retriever) == "bm25"]
-    # a namespace's own words: "EU" where it never spells out "European Union", and no common word
-    # a small namespace happens not to use (it says nothing of whether the documents answer)
-    asked = with_abbreviations(given.question, given.term_stats) if given.term_stats is not None else given.question
-    query_terms = terms(asked)
-    if given.term_stats is not None:
-        query_terms -= unheld_common_terms(asked, given.term_stats)
+    if given.term_stats is None:
+        asked = given.question
+        query_terms = terms(asked)
+    else:  # the namespace's own words: "EU" where it never spells out "European Union", and no common
+        # word a small namespace happens not to use (it says nothing of whether the documents answer)
+        asked = with_abbreviations(given.question, given.term_stats)
+        query_terms = terms(asked) - unheld_common_terms(asked, given.term_stats)
     bm25_top = 0.0
     for ranked_list in bm25:
         if ranked_list.hits:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ...embedding.term_stats import CAPITALISED_RUN, initials
+from ...embedding.term_stats import initials, with_initials
 from .sentence import MONTHS, NUMBER, values_of
 
 #: a month or weekday alone (numbers are the answer check's ``NUMBER``), a quoted phrase
@@ -78,10 +78,7 @@ def abbreviated(name: str, text: str) -> bool:
 def as_written(question: str, text: str) -> str:
     """``question`` with each name ``text`` writes as its initials so written ("the European Union"
     over a sentence that says "EU" reads "the EU"), for the share of its words the sentence holds."""
-    for run in {match.group().strip() for match in CAPITALISED_RUN.finditer(question)}:
-        if abbreviated(run, text):
-            question = question.replace(run, initials(run).upper())
-    return question
+    return with_initials(question, lambda run: abbreviated(run, text))
 
 
 def name_held(name: list[str], words: list[str]) -> bool:
