@@ -17,7 +17,7 @@ import shlex
 import sys
 import tempfile
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,9 +35,9 @@ PYPROJECT = re.compile(r"^\[+(project|tool|build-system)\b", re.MULTILINE)
 CONFIG_KEY = re.compile(r"`([a-z_]+(?:\.[a-z_]+)+)(?: = [^`]*)?`")
 ENV_VAR = re.compile(r"\bQRAG_[A-Z0-9_]+\b")
 HTTP_PATH = re.compile(r"(?<![\w/.:])(/v1/[\w/{}.-]*|/healthz|/readyz|/metrics)(?![\w/])")
-#: variables that are not settings: eval's data folder, the model cache, the compose file's model server key,
-#: the CLI's traceback switch
-NOT_SETTINGS = {"QRAG_DATA", "QRAG_CACHE_DIR", "QRAG_MODEL_SERVER_KEY", "QRAG_DEBUG"}
+#: variables that are not settings and that no ``os.environ`` read names (``read_variables`` finds
+#: those): eval's data folder (read through a constant), the compose file's model server key
+NOT_SETTINGS = {"QRAG_DATA", "QRAG_MODEL_SERVER_KEY"}
 #: the tests' own variables (QRAG_TEST_QDRANT_URL, ...)
 TEST_VARIABLE = "QRAG_TEST_"
 #: `name.suffix` in backticks that is a file, not a key
@@ -190,8 +190,9 @@ def toml_error(body: str) -> str | None:
     return None
 
 
-def check_names(name: str, text: str, routes: list[re.Pattern[str]]) -> list[Problem]:
-    """Config keys, QRAG_* variables and service paths named anywhere in the text exist."""
+def check_names(name: str, text: str, routes: list[re.Pattern[str]], read: Collection[str] = ()) -> list[Problem]:
+    """Config keys, QRAG_* variables (a setting's, or one of ``read``, those the package reads
+    itself) and service paths named anywhere in the text exist."""
     from qrag_qdrant.config.settings import Settings
 
     sections = {
@@ -199,7 +200,7 @@ def check_names(name: str, text: str, routes: list[re.Pattern[str]]) -> list[Pro
         for key, f in Settings.model_fields.items()
         if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)
     }
-    known_env, open_env = env_names(Settings) | NOT_SETTINGS, dict_env(Settings)
+    known_env, open_env = env_names(Settings) | NOT_SETTINGS | set(read), dict_env(Settings)
     problems = []
     for number, line in enumerate(text.splitlines(), 1):
         problems += [
@@ -241,16 +242,14 @@ def dict_env(model: type[BaseModel], prefix: str = "QRAG_") -> set[str]:
 READ_VARIABLE = re.compile(r"""(?:environ(?:\.get)?\(?\[?|getenv\()\s*["'](QRAG_[A-Z0-9_]+)["']""")
 
 
-def undocumented_variables(docs: str) -> list[Problem]:
-    """Each ``QRAG_*`` variable the package reads outside its settings that no doc names."""
-    problems = []
+def read_variables() -> dict[str, tuple[str, int]]:
+    """Each ``QRAG_*`` variable the package reads outside its settings, with the first place it does."""
+    found: dict[str, tuple[str, int]] = {}
     for path in sorted((REPO / "qrag_qdrant").rglob("*.py")):
         for number, line in enumerate(path.read_text().splitlines(), 1):
             for variable in READ_VARIABLE.findall(line):
-                if not re.search(rf"\b{variable}\b", docs):
-                    where = path.relative_to(REPO).as_posix()
-                    problems.append(Problem(where, number, f"{variable} is read here and named in no doc"))
-    return problems
+                found.setdefault(variable, (path.relative_to(REPO).as_posix(), number))
+    return found
 
 
 def check(files: list[Path] | None = None) -> list[Problem]:
@@ -258,12 +257,18 @@ def check(files: list[Path] | None = None) -> list[Problem]:
 
     cli = typer.main.get_command(app)
     routes = route_patterns()
+    read = read_variables()
+    texts = {path.relative_to(REPO).as_posix(): path.read_text() for path in files or doc_files()}
     problems = []
-    for path in files or doc_files():
-        name, text = path.relative_to(REPO).as_posix(), path.read_text()
-        problems += check_blocks(name, text, cli) + check_names(name, text, routes)
+    for name, text in texts.items():
+        problems += check_blocks(name, text, cli) + check_names(name, text, routes, read)
     if files is None:  # the whole docs: every variable the code reads is named somewhere
-        problems += undocumented_variables("\n".join(path.read_text() for path in doc_files()))
+        docs = "\n".join(texts.values())
+        problems += [
+            Problem(where, number, f"{variable} is read here and named in no doc")
+            for variable, (where, number) in read.items()
+            if not re.search(rf"\b{variable}\b", docs)
+        ]
     return problems
 
 

@@ -214,6 +214,21 @@ def test_the_docs_check_finds_a_broken_toml_block_command_key_variable_and_path(
     assert "the service has no route /v1/queries" in messages
 
 
+def test_the_docs_check_finds_a_variable_the_code_reads_and_no_doc_names(tmp_path, monkeypatch):
+    """A ``QRAG_*`` the package reads itself is no setting: a page may name it, and some page must."""
+    module = _docs_check()
+    (tmp_path / "qrag_qdrant").mkdir()
+    (tmp_path / "qrag_qdrant" / "switch.py").write_text('import os\nON = os.environ.get("QRAG_SECRET_SWITCH")\n')
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text("# qrag\n")
+    monkeypatch.setattr(module, "REPO", tmp_path)
+    assert [str(p) for p in module.check()] == [
+        "qrag_qdrant/switch.py:2: QRAG_SECRET_SWITCH is read here and named in no doc"
+    ]
+    (tmp_path / "docs" / "faq.md").write_text("Set `QRAG_SECRET_SWITCH=1` for a switch.\n")
+    assert module.check() == []
+
+
 def prose_pages() -> list[Path]:
     """Every page a reader may open: the docs site (references included) and the repository's own."""
     return [
