@@ -20,9 +20,9 @@ from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
-from qrag_qdrant.embedding.term_stats import key_term_weights, unseen_words
 from qrag_qdrant.generation.checks.claims import check_answer
 from qrag_qdrant.results import Answer
+from qrag_qdrant.text.term_stats import key_term_weights, unseen_words
 
 
 def quantiles(values: list[float]) -> dict[str, float]:

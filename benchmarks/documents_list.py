@@ -25,12 +25,12 @@ import numpy as np
 
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.embedding import SparseVec, model_dim
-from qrag_qdrant.embedding.term_stats import TermStats, count_terms
 from qrag_qdrant.ingest.documents import Documents
 from qrag_qdrant.store import ChunkPoint, CollectionManifest
 from qrag_qdrant.store.base import TERM_STATS
 from qrag_qdrant.store.edge import EdgeStore
 from qrag_qdrant.store.points import ChunkPayload, point_id
+from qrag_qdrant.text.term_stats import TermStats, count_terms
 
 BATCH = 2000
 REPEATS = 5

@@ -29,8 +29,8 @@ from sibling_facts import CORPORA
 
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
-from qrag_qdrant.embedding.term_stats import terms, word_terms
 from qrag_qdrant.retrieval.conversation import POINTS_BACK, WORD
+from qrag_qdrant.text.terms import terms, word_terms
 
 PER_DIEMS = (
     "# Per diems\n\nThe per diem for domestic travel within Norway is NOK 550 a day.\n\n"

@@ -27,10 +27,10 @@ from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
-from qrag_qdrant.embedding.term_stats import key_term_weights, unseen_words
 from qrag_qdrant.eval.dataset import load_dataset
 from qrag_qdrant.generation.checks.claims import check_answer
 from qrag_qdrant.results import Answer
+from qrag_qdrant.text.term_stats import key_term_weights, unseen_words
 
 #: what ``check_answer`` fills, emptied before a recorded answer is checked again
 CHECKED = {"claims": [], "short_answer": None, "abstained": False, "abstain_reason": None}

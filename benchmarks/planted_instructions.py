@@ -141,8 +141,8 @@ def documents(new_set: bool = False) -> list[tuple[str, str, str, str]]:
 def detector_reach(data: Path) -> dict[str, object]:
     """The detector alone: how many phrasings of each set it catches, and how many sentences of the
     shared corpora it flags (each one would withhold an answer copied from it)."""
-    from qrag_qdrant.generation.checks.claims import SENTENCE_END
     from qrag_qdrant.generation.checks.instructions import reads_as_instruction
+    from qrag_qdrant.text.sentences import sentences as sentences_of
 
     sets = {"first": PLANTED, "second": PLANTED_NEW, "held_out": PLANTED_HELD_OUT}
     caught = {
@@ -152,11 +152,10 @@ def detector_reach(data: Path) -> dict[str, object]:
     sentences, flagged = 0, []
     for corpus in sorted(path for path in data.iterdir() if (path / "corpus").is_dir()):
         for path in sorted(p for p in (corpus / "corpus").rglob("*") if p.is_file()):
-            for sentence in SENTENCE_END.split(path.read_text(errors="replace")):
-                if sentence.strip():
-                    sentences += 1
-                    if reads_as_instruction(sentence):
-                        flagged.append(f"{corpus.name}: {sentence[:120]}")
+            for sentence in sentences_of(path.read_text(errors="replace")):
+                sentences += 1
+                if reads_as_instruction(sentence):
+                    flagged.append(f"{corpus.name}: {sentence[:120]}")
     return {
         "caught": caught,
         "of": {name: len(t) for name, t in sets.items()},

@@ -34,11 +34,11 @@ import numpy as np
 from qrag_qdrant.config.names import collection_name
 from qrag_qdrant.config.settings import CollectionSpec, load_settings
 from qrag_qdrant.embedding import model_dim
-from qrag_qdrant.embedding.term_stats import TermStats, count_terms
 from qrag_qdrant.store import ChunkPoint, CollectionManifest
 from qrag_qdrant.store.base import TERM_STATS
 from qrag_qdrant.store.edge import EdgeStore
 from qrag_qdrant.store.points import point_id
+from qrag_qdrant.text.term_stats import TermStats, count_terms
 
 BATCH = 1000
 JITTER = 0.5  # noise norm ~0.5 against a unit vector: cosine ~0.9 to the original

@@ -4,7 +4,8 @@
 - every ``qrag-qdrant ...`` command line parses against the CLI (click's own parser; nothing runs);
 - every config key (``retrieval.min_confidence``) and ``QRAG_*`` variable named in the docs exists;
 - every ``/v1/...`` path, ``/healthz``, ``/readyz`` and ``/metrics`` named in the docs is a route of the service;
-- every ``QRAG_*`` variable the package reads itself (``os.environ``, not a setting) is named in the docs.
+- every ``QRAG_*`` variable the package reads itself (``os.environ``, not a setting) is named in the docs;
+- the package map in docs/design.md names every module of the package, and only modules it has.
 
     python scripts/docs_check.py          # prints each problem with its file and line; exit 1 if any
 """
@@ -252,6 +253,32 @@ def read_variables() -> dict[str, tuple[str, int]]:
     return found
 
 
+DESIGN = "docs/design.md"
+#: a module's file named in the package map
+MODULE_FILE = re.compile(r"\b(\w+)\.py\b")
+
+
+def check_map(text: str, package: Path = REPO / "qrag_qdrant") -> list[Problem]:
+    """The package map (the first block under "## Map of the package") against the package's
+    modules: each one it names exists, and each module is named."""
+    start = text.index("## Map of the package")
+    body_at = text.index("```", start) + 3
+    body = text[body_at : text.index("```", body_at)]
+    first_line = text[:body_at].count("\n") + 1
+    modules = {path.name for path in package.rglob("*.py") if path.name != "__init__.py"}
+    problems = [
+        Problem(DESIGN, first_line + number, f"the package map names {name}.py, which the package does not have")
+        for number, line in enumerate(body.splitlines())
+        for name in MODULE_FILE.findall(line)
+        if f"{name}.py" not in modules
+    ]
+    named = {f"{name}.py" for name in MODULE_FILE.findall(body)}
+    problems += [
+        Problem(DESIGN, first_line, f"the package map does not name {module}") for module in sorted(modules - named)
+    ]
+    return problems
+
+
 def check(files: list[Path] | None = None) -> list[Problem]:
     from qrag_qdrant.cli.app import app
 
@@ -262,7 +289,8 @@ def check(files: list[Path] | None = None) -> list[Problem]:
     problems = []
     for name, text in texts.items():
         problems += check_blocks(name, text, cli) + check_names(name, text, routes, read)
-    if files is None:  # the whole docs: every variable the code reads is named somewhere
+    if files is None:  # the whole docs: every variable the code reads is named somewhere, the map is whole
+        problems += check_map(texts[DESIGN]) if DESIGN in texts else []
         docs = "\n".join(texts.values())
         problems += [
             Problem(where, number, f"{variable} is read here and named in no doc")

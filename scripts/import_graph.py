@@ -6,7 +6,7 @@ top level (``api``, ``results``, ...). A stage never imports one that imports it
 a graph without circles too. Imports under ``if TYPE_CHECKING:`` count: a type is a dependency.
 
     python scripts/import_graph.py            # print the figures, write the picture into docs/design.md
-    python scripts/import_graph.py --check    # fail when there is a circle or the picture is stale
+    python scripts/import_graph.py --check    # fail on a circle, an import from the wrong stage, a stale picture
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ class Shape:
     layers: int
     #: stage -> the stages it imports
     stages: dict[str, set[str]]
+    #: module -> the modules of the package it imports
+    imports: dict[str, set[str]]
 
 
 def stage_of(module: str, package: str) -> str:
@@ -73,11 +75,40 @@ def shape(package: str = "qrag_qdrant") -> Shape:
         stage_circle=circle(stages),
         layers=0 if found else longest_chain(modules),
         stages=stages,
+        imports=modules,
     )
 
 
 #: modules nearly every stage imports (errors, the registry, the result types): their arrows would hide the rest
 FOUNDATION = {"errors", "plugins", "results", "version"}
+#: stages every other may import that import no stage themselves but the foundation modules
+BASE_STAGES = {"text"}
+#: modules (by prefix) that must never import others (by prefix), though their stages may meet
+#: elsewhere: a query never loads ingest's code; the answer checks read text, not vectors
+NEVER_IMPORTS = {
+    "retrieval": {"ingest"},
+    "generation.checks": {"embedding", "store"},
+}
+
+
+def within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def wrong_arrows(found: Shape, package: str = "qrag_qdrant") -> list[str]:
+    """Each import that breaks ``BASE_STAGES`` or ``NEVER_IMPORTS``, as "importer -> imported"."""
+    wrong = []
+    for module, imported in sorted(found.imports.items()):
+        for target in sorted(imported):
+            own, theirs = stage_of(module, package), stage_of(target, package)
+            base_broken = own in BASE_STAGES and theirs not in FOUNDATION | {own, package}
+            never = any(
+                within(module, f"{package}.{importer}") and any(within(target, f"{package}.{t}") for t in targets)
+                for importer, targets in NEVER_IMPORTS.items()
+            )
+            if base_broken or never:
+                wrong.append(f"{module} -> {target}")
+    return wrong
 
 
 def picture(found: Shape) -> str:
@@ -109,17 +140,20 @@ def main(argv: list[str] | None = None) -> int:
         f"{found.modules} modules, {len(found.stages)} stages, {found.layers} layers; "
         f"module circle: {found.module_circle or 'none'}; stage circle: {found.stage_circle or 'none'}"
     )
+    wrong = wrong_arrows(found)
+    for arrow in wrong:
+        print(f"an import from the wrong stage: {arrow}", file=sys.stderr)
     text = DESIGN.read_text()
     current = with_picture(text, picture(found))
     if args.check:
-        if found.module_circle or found.stage_circle:
+        if found.module_circle or found.stage_circle or wrong:
             return 1
         if current != text:
             print("docs/design.md's import graph is stale: run python scripts/import_graph.py", file=sys.stderr)
             return 1
         return 0
     DESIGN.write_text(current)
-    return 1 if found.module_circle or found.stage_circle else 0
+    return 1 if found.module_circle or found.stage_circle or wrong else 0
 
 
 if __name__ == "__main__":

@@ -20,10 +20,10 @@ from qrag_qdrant.calibration.namespace import (
     save,
     sentence_question,
 )
-from qrag_qdrant.embedding.term_stats import terms
 from qrag_qdrant.errors import QragError
 from qrag_qdrant.retrieval.gate import DEFAULT_MODEL, GateModel
 from qrag_qdrant.store.base import CALIBRATED_GATE
+from qrag_qdrant.text.terms import terms
 
 from .cli_helpers import assert_clean_error, run
 

@@ -4,7 +4,8 @@ import tracemalloc
 
 import pytest
 
-from qrag_qdrant.ingest.chunking import WORD, chunk_words, iter_chunks, word_bounds
+from qrag_qdrant.ingest.chunking import chunk_words, iter_chunks
+from qrag_qdrant.text.words import WORD, word_bounds
 
 
 def words(n: int) -> str:

@@ -1,4 +1,3 @@
-from qrag_qdrant.ingest.locations import Mark
 from qrag_qdrant.retrieval.clustering import Cluster
 from qrag_qdrant.retrieval.context import (
     Span,
@@ -11,6 +10,8 @@ from qrag_qdrant.retrieval.context import (
     unsent_parts,
 )
 from qrag_qdrant.retrieval.ranking import ScoredCluster
+from qrag_qdrant.text.locations import Mark
+from qrag_qdrant.text.sentences import sentence_starts
 
 from .coordinator_helpers import candidate
 
@@ -191,7 +192,7 @@ def test_sentence_widening_counts_words_as_split_does_on_random_prose():
 
     def reference(text, start, end, words):
         slack = max(5, round(words * 0.2))
-        starts = [0, *(m.end() for m in re.finditer(r"(?<=[.!?])[\"')\]’”]*\s+", text)), len(text)]
+        starts = [0, *sentence_starts(text), len(text)]
         before = [b for b in starts if b <= start and len(text[b:start].split()) <= slack]
         after = [b for b in starts if b >= end and len(text[end:b].split()) <= slack]
         new_end = len(text[: min(after)].rstrip()) if after else end

@@ -229,6 +229,21 @@ def test_the_docs_check_finds_a_variable_the_code_reads_and_no_doc_names(tmp_pat
     assert module.check() == []
 
 
+def test_the_docs_check_holds_the_package_map_to_the_package(tmp_path):
+    module = _docs_check()
+    package = tmp_path / "pkg"
+    (package / "stage").mkdir(parents=True)
+    for name in ("__init__.py", "api.py", "stage/__init__.py", "stage/steps.py"):
+        (package / name).write_text("")
+    page = "# Design\n\n## Map of the package\n\n```\npkg/\n  api.py\n  stage/  steps.py, gone.py\n```\n"
+    assert [str(p) for p in module.check_map(page, package)] == [
+        "docs/design.md:8: the package map names gone.py, which the package does not have"
+    ]
+    (package / "stage" / "new.py").write_text("")
+    assert "the package map does not name new.py" in [p.message for p in module.check_map(page, package)]
+    assert module.check_map(page.replace("gone.py", "new.py"), package) == []
+
+
 def prose_pages() -> list[Path]:
     """Every page a reader may open: the docs site (references included) and the repository's own."""
     return [

@@ -8,9 +8,9 @@ import shutil
 
 import pytest
 
-from qrag_qdrant.embedding.term_stats import TermStats
 from qrag_qdrant.errors import DocumentNotFound
 from qrag_qdrant.store.base import TERM_STATS
+from qrag_qdrant.text.term_stats import TermStats
 
 from .cli_helpers import assert_clean_error, run
 from .sample_corpus import DOCUMENTS

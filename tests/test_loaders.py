@@ -19,9 +19,9 @@ from qrag_qdrant.ingest import loaders
 from qrag_qdrant.ingest.corpus import open_corpus
 from qrag_qdrant.ingest.loaders import LoaderError, TextBlock, register_loader
 from qrag_qdrant.ingest.loaders.pdf import PdfLoader
-from qrag_qdrant.ingest.locations import Mark, locate
 from qrag_qdrant.retrieval.context import Span, merge_spans
 from qrag_qdrant.store.edge import EdgeStore
+from qrag_qdrant.text.locations import Mark, locate
 
 from .cli_helpers import assert_clean_error, run
 

@@ -49,3 +49,26 @@ def test_a_circle_between_two_stages_or_two_modules_is_found(tmp_path, monkeypat
     (package / "high" / "x.py").write_text("from ..low import a\n")
     found = graph.shape("circular")
     assert set(found.module_circle) == {"circular.high.x", "circular.low.a"}
+
+
+def test_an_import_from_the_wrong_stage_is_found(tmp_path, monkeypatch):
+    package = tmp_path / "layered"
+    for stage in ("text", "ingest", "retrieval", "config"):
+        (package / stage).mkdir(parents=True)
+        (package / stage / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "errors.py").write_text("E = 1\n")
+    (package / "config" / "c.py").write_text("C = 1\n")
+    (package / "ingest" / "chunks.py").write_text("from ..text.words import W\n")
+    (package / "text" / "words.py").write_text("from ..errors import E\nW = 1\n")
+    (package / "retrieval" / "context.py").write_text("from ..text.words import W\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    graph = import_graph()
+    assert graph.wrong_arrows(graph.shape("layered"), "layered") == []
+    # the base stage reading another stage, and a query's code loading ingest's
+    (package / "text" / "words.py").write_text("from ..config.c import C\nW = 1\n")
+    (package / "retrieval" / "context.py").write_text("from ..ingest.chunks import W\n")
+    assert graph.wrong_arrows(graph.shape("layered"), "layered") == [
+        "layered.retrieval.context -> layered.ingest.chunks",
+        "layered.text.words -> layered.config.c",
+    ]

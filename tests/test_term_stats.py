@@ -8,8 +8,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from qrag_qdrant.embedding.term_stats import TermStats, count_terms, terms, unseen_words
 from qrag_qdrant.store.base import TERM_STATS
+from qrag_qdrant.text.term_stats import TermStats, count_terms, unseen_words
+from qrag_qdrant.text.terms import terms
 
 pytestmark = pytest.mark.slow  # (-m "not slow": CONTRIBUTING.md)
 

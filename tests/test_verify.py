@@ -420,7 +420,7 @@ def test_a_claim_is_located_in_the_section_of_its_sentence_not_where_its_passage
 
 
 def test_the_context_gives_each_passage_the_headings_within_it(tmp_path):
-    from qrag_qdrant.ingest.locations import Mark, headings_within
+    from qrag_qdrant.text.locations import Mark, headings_within
 
     marks = [Mark(0, None, "A"), Mark(50, None, "A › B"), Mark(120, None, "C")]
     assert headings_within(marks, 40, 100) == [(0, "A"), (10, "A › B")]

@@ -32,6 +32,7 @@ from ..retrieval import Coordinator
 from ..retrieval.gate import GateModel, LogisticGate, logit, sigmoid
 from ..store import Store
 from ..store.base import CALIBRATED_GATE
+from ..text.sentences import sentences
 from .fitting import (
     SystemRows,
     abstain_rates,
@@ -51,7 +52,6 @@ PROMPT_VERSION = hashlib.sha256((QUESTION_SYSTEM + QUESTION_PROMPT).encode()).he
 #: the words a question made from a sentence keeps
 SENTENCE_QUERY_WORDS = 12
 MIN_PASSAGE_WORDS = 20
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 COVERAGES = (1.0, 0.98, 0.95, 0.9, 0.8, 0.7, 0.5)
 
 
@@ -116,7 +116,7 @@ class QuestionCache:
 
 def sentence_question(passage: str, seed: int) -> str:
     """A query from the passage's own words: a stretch of its longest sentence, with no model."""
-    sentence = max(SENTENCE_END.split(passage), key=lambda s: len(s.split()), default=passage)
+    sentence = max(sentences(passage), key=lambda s: len(s.split()), default=passage)
     words = sentence.split()
     start = random.Random(f"{seed}:{passage}").randrange(max(len(words) - SENTENCE_QUERY_WORDS, 0) + 1)
     return " ".join(words[start : start + SENTENCE_QUERY_WORDS])

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import CorpusError, RequestError
+from ..text.locations import HEADING_SEPARATOR, Mark
 from .loaders import LOADERS, Loader, LoaderError, loader_for
-from .locations import HEADING_SEPARATOR, Mark
 from .metadata import DocumentMetadata, normalized
 
 BLOCK_BYTES = 1 << 20

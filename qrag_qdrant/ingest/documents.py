@@ -22,12 +22,12 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, Field
 
 from ..config.settings import Settings
-from ..embedding.term_stats import TermLedger, TermStats
 from ..errors import DocumentNotFound, RequestError
 from ..store import Store, Where
 from ..store.access import ALL, Access, checked_groups
 from ..store.base import TERM_STATS
 from ..store.points import METADATA_FIELDS, READERS
+from ..text.term_stats import TermLedger, TermStats
 
 #: the most documents one page lists
 MAX_PAGE = 1000

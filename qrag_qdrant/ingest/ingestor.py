@@ -29,16 +29,16 @@ from pathlib import Path
 
 from ..config.settings import CollectionSpec, Settings
 from ..embedding import DenseEmbedder, model_dim
-from ..embedding.term_stats import TermLedger, TermStats
 from ..errors import ConfigError, CorpusError, RequestError
 from ..store import ChunkPayload, ChunkPoint, CollectionManifest, Store, Where
 from ..store.access import ALL, Access
 from ..store.base import CALIBRATED_GATE, TERM_STATS
 from ..store.points import Sparse, point_id
+from ..text.locations import marks_covering
+from ..text.term_stats import TermLedger, TermStats
 from .chunking import Chunk, iter_chunks
 from .corpus import Document, open_corpus
 from .labels import NOT_PERMITTED, DocumentLabels
-from .locations import marks_covering
 from .metadata import DocumentMetadata
 from .progress import IngestProgress, IngestReport, NoProgress
 from .writer import Chunked, CollectionWriter

@@ -10,8 +10,8 @@ import numpy as np
 
 from ..config.settings import CollectionSpec
 from ..embedding import Bm25Embedder
-from ..embedding.term_stats import TermLedger
 from ..store import ChunkPoint
+from ..text.term_stats import TermLedger
 from .chunking import Chunk, iter_chunks
 from .corpus import Document
 

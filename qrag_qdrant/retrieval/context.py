@@ -8,20 +8,18 @@ when it clearly leads, more only when the evidence is spread over several."""
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..ingest.chunking import word_bounds
-from ..ingest.locations import Mark, headings_within, locate
 from ..results import EvidenceCluster, Passage
+from ..text.locations import Mark, headings_within, locate
+from ..text.sentences import sentence_starts
+from ..text.words import word_bounds
 from .fusion import Candidate
 from .ranking import ScoredCluster
 
-#: where a sentence starts: after . ! or ? (and a closing quote or bracket) and white space
-SENTENCE_START = re.compile(r"(?<=[.!?])[\"')\]’”]*\s+")
 #: how far a window may grow to reach a sentence boundary, as a share of its words
 SENTENCE_SLACK = 0.2
 
@@ -33,7 +31,7 @@ def to_sentences(text: str, start: int, end: int, words: int, bounds: np.ndarray
     slack = max(5, round(words * SENTENCE_SLACK))
     bounds = word_bounds(text) if bounds is None else bounds
     word_starts, word_ends = bounds[:, 0], bounds[:, 1]
-    boundaries = np.array([0, *[m.end() for m in SENTENCE_START.finditer(text)], len(text)])
+    boundaries = np.array([0, *sentence_starts(text), len(text)])
     # the words text[a:b] holds, whole or in part: those ending after a and starting before b
     before = boundaries[
         (boundaries <= start)

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..config.sections import RetrievalSettings
-from ..embedding.term_stats import terms, word_terms
 from ..errors import QuestionError
 from ..results import ConversationStep
+from ..text.terms import terms, word_terms
 from .expansion import REFUSAL, one_line, opened_completer
 from .question import checked_question
 

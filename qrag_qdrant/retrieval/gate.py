@@ -8,7 +8,7 @@ abstains with reason ``low_confidence``; with no cluster at quorum the reason is
 
 Features are ratios, ranks and normalised scores, never raw counts, so a model fitted on one
 corpus carries over to a larger or smaller one. The rare-term features read the corpus's own
-document frequencies (``embedding/term_stats.py``). The trained weights ship as a versioned JSON
+document frequencies (``text/term_stats.py``). The trained weights ship as a versioned JSON
 file beside this module: ``gate-v2.json``, fitted on three data sets at once
 (benchmarks/gate_cross_corpus.py). ``qrag-qdrant gate train`` fits new ones from ``eval --rows-out``
 rows, and ``gate calibrate`` fits the threshold to a namespace's own corpus (``calibration/``).
@@ -26,8 +26,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..embedding.term_stats import TermStats, terms, unheld_common_terms, with_abbreviations, word_terms
 from ..errors import ConfigError
+from ..text.term_stats import TermStats, unheld_common_terms, with_abbreviations
+from ..text.terms import terms, word_terms
 from .fusion import RankedList
 from .ranking import ScoredCluster
 

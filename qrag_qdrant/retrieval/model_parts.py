@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..embedding.term_stats import terms
+from ..text.terms import terms
 from .expansion import BULLET, REFUSAL, opened_completer
 from .parts import WHOLE, WRITTEN, QuestionPart, QuestionPlan
 

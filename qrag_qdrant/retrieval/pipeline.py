@@ -15,13 +15,13 @@ from functools import partial
 from ..config.sections import RetrievalSettings
 from ..config.settings import Settings
 from ..embedding import DenseEmbedder
-from ..embedding.term_stats import key_term_weights, unseen_words
 from ..errors import NothingIngestedError
 from ..results import Evidence, EvidenceCluster, QueryExpansion, timed
 from ..store import Store
 from ..store.access import ALL, Access
 from ..store.base import CALIBRATED_GATE
 from ..store.filters import NoDocumentPasses
+from ..text.term_stats import key_term_weights, unseen_words
 from .alone_parts import chains, search_alone, second_round
 from .context import adaptive_plan, build_context
 from .conversation import Asked, Conversation

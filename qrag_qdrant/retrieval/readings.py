@@ -30,15 +30,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..embedding import DenseEmbedder
-from ..embedding.term_stats import general_rarity, terms, word_terms
 from ..results import Clarification, Evidence, timed
+from ..text.sentences import sentences
+from ..text.terms import general_rarity, terms, word_terms
 from .conversation import CLARIFYING, Asked, conversation_step
 
 log = logging.getLogger(__name__)
 WORD = re.compile(r"[\w'-]+")
 #: a carried word this common in general English is not a modifier worth a second reading
 MIN_RARITY = 0.15
-SENTENCE = re.compile(r"(?<=[.!?])\s+|\s*\n+\s*")
 
 
 @dataclass(frozen=True)
@@ -88,14 +88,12 @@ def other_reading(
     own = [word for word in content_words(typed) if general_rarity(word) >= MIN_RARITY]
     if own:
         # a heading names its section, not an alternative to the user's words
-        sentences = [
-            terms(s) for text in evidence_texts for s in SENTENCE.split(text) if s.strip() and not s.startswith("#")
-        ]
+        said = [terms(s) for text in evidence_texts for s in sentences(text) if not s.startswith("#")]
         for word in sorted(carried, key=general_rarity, reverse=True):
-            with_own = any(all(has(s, w) for w in own) and not has(s, word) for s in sentences)
-            with_carried = any(has(s, word) and not any(has(s, w) for w in own) for s in sentences)
+            with_own = any(all(has(s, w) for w in own) and not has(s, word) for s in said)
+            with_carried = any(has(s, word) and not any(has(s, w) for w in own) for s in said)
             # a word said beside the user's ("Books may be borrowed") is what they ask about, not its rival
-            together = any(has(s, word) and all(has(s, w) for w in own) for s in sentences)
+            together = any(has(s, word) and all(has(s, w) for w in own) for s in said)
             if with_own and with_carried and not together:
                 return Reading(swapped(rewrite, word, None), word, None)
     return None

@@ -8,9 +8,9 @@ from __future__ import annotations
 import threading
 
 from ..config.settings import Settings
-from ..embedding.term_stats import TermStats
 from ..store import Store, Where
 from ..store.access import Access
+from ..text.term_stats import TermStats
 from .search import Searcher
 
 

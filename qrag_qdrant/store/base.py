@@ -23,8 +23,8 @@ from types import ModuleType
 from typing import Any
 
 from ..config.names import VERSIONED, collection_pattern, namespace_of, versioned_name
-from ..embedding.term_stats import TermStats, count_terms
 from ..errors import ModelMismatchError
+from ..text.term_stats import TermStats, count_terms
 from .manifest import CollectionManifest
 from .points import METADATA_FIELDS, READERS, ChunkPoint, Hit, Sparse, VectorQuery, Where
 

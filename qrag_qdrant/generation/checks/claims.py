@@ -36,8 +36,9 @@ from collections.abc import Sequence
 from typing import Literal
 
 from ...config.sections import GenerationSettings
-from ...embedding.term_stats import terms
 from ...results import Answer, Claim, Passage
+from ...text.sentences import sentences, unwrapped
+from ...text.terms import terms
 from ..base import Judge
 from ..prompt import NOT_IN_DOCUMENTS, fence
 from .instructions import reads_as_instruction
@@ -49,13 +50,6 @@ from .verdict import VerdictCheck, is_verdict, verdict_check
 #: the checks any claim can fail beside its grounding: the model's confidence, agreement, the gate's
 Doubt = Literal["unsure", "disputed", "weak evidence"]
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*\n\s*")
-#: a line that starts a block of its own (a heading, a table row, a quote, a list item), never the last one's
-BLOCK_START = re.compile(r"\s*(?:#|\||>|[-*+•]\s|\(?(?:\d{1,3}|[a-z])[.)]\s)", re.IGNORECASE)
-#: a line at least this long that ends without a sentence's end was wrapped, not ended
-WRAPPED_LINE = 60
-#: a list item's number or letter ("8.", "b)"): not a sentence, the start of the next one
-ENUMERATOR = re.compile(r"\(?(?:\d{1,3}|[a-z])[.)]", re.IGNORECASE)
 #: the quote format's answer line, and a line's leading label
 ANSWER_LINE = re.compile(r"^\s*answer\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
 LABEL = re.compile(r"^\s*(?:answer|quote)\s*:\s*", re.IGNORECASE)
@@ -86,39 +80,6 @@ UNSUPPORTED = {
 
 def citations_in(text: str) -> list[int]:
     return [int(n) for group in CITATION.findall(text) for n in re.split(r"\s*[,;]\s*", group)]
-
-
-def unwrapped(text: str) -> str:
-    """``text`` with the line breaks inside a wrapped sentence made spaces ("every Monday at" /
-    "10:00, at the end ..."), so a sentence is found whole; the same length, so offsets hold."""
-    lines = text.split("\n")
-    joined = [lines[0]]
-    for above, line in itertools.pairwise(lines):
-        before, now = above.strip(), line.strip()
-        wrapped = (
-            before
-            and now
-            and before[0] not in "#|"
-            and before[-1] not in ".!?:;"
-            and not BLOCK_START.match(line)
-            and (now[0].islower() or now[0].isdigit() or len(before) >= WRAPPED_LINE)
-        )
-        joined.append((" " if wrapped else "\n") + line)
-    return "".join(joined)
-
-
-def sentences(text: str) -> list[str]:
-    """The text's sentences and lines (a wrapped line is not an end); a list item's number ("8. If
-    no cluster ...") stays with the sentence it starts."""
-    found: list[str] = []
-    number = ""
-    for sentence in SENTENCE_END.split(unwrapped(text).strip()):
-        if ENUMERATOR.fullmatch(sentence.strip()):
-            number += sentence.strip() + " "
-        elif sentence.strip():
-            found.append(number + sentence)
-            number = ""
-    return [*found, number.strip()] if number else found
 
 
 def split_claims(answer: str, shown: Sequence[int]) -> list[Claim]:

@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
-from ...embedding.term_stats import terms
 from ...results import Passage, QuestionPartEvidence
+from ...text.terms import terms
 from .sentence import relevance_of
 from .verdict import own_words
 

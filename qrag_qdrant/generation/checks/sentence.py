@@ -4,7 +4,7 @@ with another value.
 
 A small reader copies a plausible value from the passage it is shown: asked about sick days over a
 passage on vacation days, it answers with the vacation figure, grounded and cited. Which words of
-the question matter is read from how rare they are (``embedding.term_stats.key_term_weights``:
+the question matter is read from how rare they are (``text.term_stats.key_term_weights``:
 general language and the namespace), so "call" cannot block an answer and "sick" can. The holding
 sentence, with the headings above it, must carry ``generation.min_coverage`` of the question's
 weight. And when another sentence of the cited passages matches the question better and
@@ -19,8 +19,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ...embedding.term_stats import CAPITALISED_RUN, initials, terms, word_terms
 from ...results import Passage
+from ...text.terms import CAPITALISED_RUN, initials, terms, word_terms
 
 #: how alike two spellings must be (difflib's ratio) for a question's word to be a typo of a sentence's
 NEAR_SPELLING = 0.8

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ...embedding.term_stats import initials, with_initials
+from ...text.terms import initials, with_initials
 from .sentence import MONTHS, NUMBER, values_of
 
 #: a month or weekday alone (numbers are the answer check's ``NUMBER``), a quoted phrase

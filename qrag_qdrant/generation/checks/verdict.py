@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
-from ...embedding.term_stats import terms
 from ...results import Passage, QuestionPartEvidence, uncited_part
+from ...text.terms import terms
 from .sentence import relevance_of
 
 #: what a verdict says, as the answer's short form reads after normalisation

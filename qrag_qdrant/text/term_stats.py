@@ -21,77 +21,25 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
-from typing import Any
 
 import numpy as np
 
+from .terms import (
+    GENERIC_VERBS,
+    general_rarity,
+    initials,
+    question_words,
+    terms,
+    with_initials,
+    word_terms,
+    words_of,
+)
 
-@cache
-def _analyser() -> Any:
-    """Qdrant's own English BM25 analyser: the stems and stopwords the BM25 retrievers use."""
-    from qdrant_edge import Bm25, Bm25Config
-
-    return Bm25(Bm25Config(k=1.2, b=0.75, avg_len=100.0, language="english"))
-
-
-def terms(text: str) -> set[int]:
-    """The analyser's distinct term ids of ``text``."""
-    return set(_analyser().embed_query(text).indices)
-
-
-@lru_cache(maxsize=1 << 16)
-def word_terms(word: str) -> frozenset[int]:
-    return frozenset(_analyser().embed_query(word).indices)
-
-
-#: Zipf frequencies (wordfreq: log10 of uses per billion words) between which a word goes from
-#: saying what a question is about (rare: "diem" 3.0, "password" 4.1) to shaping it (common: "get"
-#: 6.3, "call" 5.5); the analyser drops the stopwords before either
-ZIPF_RARE, ZIPF_COMMON = 3.5, 6.0
 #: how much more a word the user typed in this turn counts than one the rewrite brought in
 TYPED_WEIGHT = 2.0
 #: a question word no document of the namespace holds, at least this rare in general English
 #: ("sick", not "call"), says the question asks about something the documents do not cover
 UNSEEN_RARITY = 0.3
-
-
-def general_rarity(word: str) -> float:
-    """1 for a word general English rarely uses, 0 for one it uses all the time (wordfreq)."""
-    from wordfreq import zipf_frequency
-
-    zipf = zipf_frequency(word, "en")
-    return min(1.0, max(0.0, (ZIPF_COMMON - zipf) / (ZIPF_COMMON - ZIPF_RARE)))
-
-
-#: verbs a question asks with, not about ("What happens to ...?", "How long does it take?"): no
-#: sentence that answers need repeat them, so they carry no weight (every form the analyser keeps)
-GENERIC_VERB_FORMS = (
-    "happen happens happened happening occur occurs occurred do does did done doing get gets got gotten "
-    "getting take takes took taken taking have has had having make makes made making go goes went gone "
-    "going become becomes became come comes came give gives gave given need needs needed"
-)
-GENERIC_VERBS = frozenset(GENERIC_VERB_FORMS.split())
-#: modal verbs: how a question asks ("How long may I park?", "What should I bring?"), never what about
-MODAL_VERBS = frozenset(["can", "could", "may", "might", "must", "shall", "should", "would"])
-#: "How long", "how much", "how often": the asking word and this one ask for a quantity, which the
-#: answer's sentence states ("for at most 2 hours") without either
-HOW_WORDS = re.compile(
-    r"\bhow\s+(?:long|much|many|often|far|old|big|large|small|tall|high|deep|wide|heavy|early|late|soon|fast)\b"
-)
-
-
-def _words(text: str) -> dict[str, frozenset[int]]:
-    """The words of ``text`` (lower case, once each, no numbers) that have analyser terms, with them."""
-    found = dict.fromkeys(re.findall(r"[\w'-]+", text.lower()))
-    return {word: ids for word in found if (ids := word_terms(word)) and not word.isdigit()}
-
-
-def question_words(question: str) -> dict[str, frozenset[int]]:
-    """The question's content words (lower case, no numbers, no generic or modal verb, not the word
-    of "how long" or "how much") with their analyser terms."""
-    asking = GENERIC_VERBS | MODAL_VERBS
-    return {word: ids for word, ids in _words(HOW_WORDS.sub(" how ", question.lower())).items() if word not in asking}
 
 
 def key_term_weights(question: str, stats: TermStats, typed: str | None = None) -> dict[str, float]:
@@ -114,27 +62,6 @@ def key_term_weights(question: str, stats: TermStats, typed: str | None = None) 
         weight = general_rarity(word) * corpus
         weights[word] = round(weight * (TYPED_WEIGHT if typed and ids <= own else 1.0), 4)
     return weights
-
-
-#: two to five capitalised words, "of (the)" between them: a name an abbreviation may stand for
-#: ("European Union", "Department of Human Resources")
-CAPITALISED_RUN = re.compile(r"(?:\b[A-Z][a-z]+(?:\s+(?:of\s+(?:the\s+)?)?|\b)){2,5}")
-
-
-def initials(run: str) -> str:
-    """The initials of a run's capitalised words, lower case: "Department of Human Resources" gives "dhr"."""
-    return "".join(word[0] for word in run.split() if word[0].isupper()).lower()
-
-
-def with_initials(question: str, written: Callable[[str], bool], from_start: bool = True) -> str:
-    """``question`` with each name (a ``CAPITALISED_RUN``) that ``written`` says is written as its
-    initials replaced by them, in capitals ("the European Union" -> "the EU"). ``from_start``
-    False: not a run that starts the question, capitalised as a sentence starts."""
-    runs = {match.group().strip() for match in CAPITALISED_RUN.finditer(question) if from_start or match.start() > 0}
-    for run in runs:
-        if written(run):
-            question = question.replace(run, initials(run).upper())
-    return question
 
 
 def with_abbreviations(question: str, stats: TermStats) -> str:
@@ -174,7 +101,7 @@ def unheld_common_terms(question: str, stats: TermStats) -> frozenset[int]:
     says nothing of whether the documents answer; BM25 still gives it the highest weight there is.
     A corpus of thousands of chunks uses nearly every common word, so the gate's features, fitted on
     such corpora, leave these words out without changing there."""
-    unheld = _unheld_words(_words(question), stats)
+    unheld = _unheld_words(words_of(question), stats)
     common = [ids for word, ids in unheld.items() if word in GENERIC_VERBS or general_rarity(word) < UNSEEN_RARITY]
     return frozenset().union(*common)
 

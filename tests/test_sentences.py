@@ -1,0 +1,47 @@
+"""One reading of where sentences start and end, shared by the context's windows, the follow-up
+readings and the answer checks."""
+
+from __future__ import annotations
+
+import random
+
+from qrag_qdrant.text.sentences import sentence_starts, sentences, unwrapped
+
+HANDBOOK = (
+    "# Room C310: laser lab\n"
+    "Wear laser safety glasses rated OD 7 at 1064 nm. The door stays locked\n"
+    'while the laser runs. He said "Stop." Then he left.\n'
+    "8. If the alarm sounds, leave the room.\n"
+    "- Badges are checked at the door\n"
+)
+
+
+def test_sentences_end_at_their_marks_and_lines_and_a_wrapped_line_goes_on():
+    assert sentences(HANDBOOK) == [
+        "# Room C310: laser lab",
+        "Wear laser safety glasses rated OD 7 at 1064 nm.",
+        "The door stays locked while the laser runs.",  # the wrapped line joined
+        'He said "Stop."',  # a closing quote ends the sentence with it
+        "Then he left.",
+        "8. If the alarm sounds, leave the room.",  # the list item's number stays with it
+        "- Badges are checked at the door",
+    ]
+
+
+def test_a_number_the_text_ends_with_stands_alone():
+    assert sentences("First step done. 9.") == ["First step done.", "9."]
+    assert sentences("") == [] and sentences("  \n ") == []
+
+
+def test_each_sentence_starts_where_the_starts_say_in_the_text_as_written():
+    """The context cuts the text where the checks find sentences: the two readings agree, offsets
+    into the text as written (unwrapping keeps every offset)."""
+    rng = random.Random(5)
+    vocabulary = ["alpha", "beta.", "Gamma!", "delta?", "(eps)", '"zeta."', "eta", "8.", "# Head", "\n", "\n\n", "  "]
+    for _ in range(500):
+        text = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 40)))
+        assert len(unwrapped(text)) == len(text)
+        found, starts = sentences(text), sentence_starts(text)
+        assert len(found) == len(starts), text
+        for sentence, start in zip(found, starts):
+            assert " ".join(unwrapped(text)[start:].split()).startswith(" ".join(sentence.split())), (text, sentence)
