@@ -10,7 +10,6 @@ and count against that budget.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from datetime import date
 from pathlib import Path
@@ -20,6 +19,7 @@ import numpy as np
 
 from ..errors import QragError
 from ..retrieval.gate import GateModel, LogisticGate
+from ..text.json_lines import BadLine, json_lines
 from .fitting import (
     SystemRows,
     abstain_rates,
@@ -36,8 +36,8 @@ def read_rows(paths: Iterable[Path]) -> list[dict[str, Any]]:
     rows = []
     for path in paths:
         try:
-            rows += [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-        except (OSError, json.JSONDecodeError) as exc:
+            rows += [row for _, row in json_lines(Path(path))]
+        except (OSError, BadLine) as exc:
             raise QragError(f"cannot read gate rows from {path}: {exc}") from None
     if not rows:
         raise QragError("no rows to train on: write them with `qrag-qdrant eval ... --rows-out FILE`")

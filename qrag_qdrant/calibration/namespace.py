@@ -32,6 +32,7 @@ from ..retrieval import Coordinator
 from ..retrieval.gate import GateModel, LogisticGate, logit, sigmoid
 from ..store import Store
 from ..store.base import CALIBRATED_GATE
+from ..text.json_lines import json_lines
 from ..text.sentences import sentences
 from .fitting import (
     SystemRows,
@@ -93,12 +94,9 @@ class QuestionCache:
         self.path = path
         self.known: dict[str, str] = {}
         if path.is_file():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                try:
-                    row = json.loads(line)
+            for _, row in json_lines(path, skip_invalid=True):  # a torn last line after a crash is passed over
+                if isinstance(row.get("key"), str) and isinstance(row.get("question"), str):
                     self.known[row["key"]] = row["question"]
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    continue  # a torn last line after a crash
 
     @staticmethod
     def key(writer: str, passage: str) -> str:

@@ -25,6 +25,7 @@ from ..calibration.splits import held_out_docs
 from ..results import Answer, Evidence
 from ..retrieval import Coordinator
 from ..retrieval.conversation import Turn, dropped_words
+from ..text.json_lines import BadLine, json_lines
 from .dataset import TUNING_SHARE, DatasetError
 from .metrics import paired_test, percentile, token_f1
 
@@ -72,7 +73,10 @@ def load_conversations(root: Path, sample: int | None = None, seed: int = 0) -> 
     path = root / "conversations.jsonl"
     if not path.is_file():
         raise DatasetError(f"{root} has no conversations.jsonl")
-    conversations = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    try:
+        conversations = [row for _, row in json_lines(path)]
+    except BadLine as exc:
+        raise DatasetError(str(exc)) from None
     tuning = held_out_docs([c["id"] for c in conversations], TUNING_SHARE, 0, salt="tuning:")
     if sample is not None and sample < len(conversations):
         conversations = random.Random(seed).sample(conversations, sample)

@@ -13,16 +13,16 @@ Questions of another data set (``foreign``) are a second, easier kind.
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ..calibration.fitting import Category
 from ..calibration.splits import held_out_docs
 from ..errors import QragError
+from ..text.json_lines import BadLine, json_lines
 
 #: The kinds of question, as abstain rates and gate rows name them.
 
@@ -155,11 +155,10 @@ def _read_questions(root: Path) -> tuple[list[EvalQuestion], str]:
     for file_name, kind in (("questions.jsonl", "qa"), ("queries.jsonl", "relevance")):
         path = root / file_name
         if path.is_file():
-            questions = [
-                _question(path, number, line, kind)
-                for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
-                if line.strip()
-            ]
+            try:
+                questions = [_question(path, number, row, kind) for number, row in json_lines(path)]
+            except BadLine as exc:
+                raise DatasetError(str(exc)) from None
             break
     else:
         raise DatasetError(f"{root} has neither questions.jsonl (QA) nor queries.jsonl (relevance)")
@@ -168,9 +167,8 @@ def _read_questions(root: Path) -> tuple[list[EvalQuestion], str]:
     return questions, kind
 
 
-def _question(path: Path, number: int, line: str, kind: str) -> EvalQuestion:
+def _question(path: Path, number: int, row: dict[str, Any], kind: str) -> EvalQuestion:
     try:
-        row = json.loads(line)
         if kind == "qa":
             return EvalQuestion(
                 str(row.get("id", number)),
@@ -183,5 +181,5 @@ def _question(path: Path, number: int, line: str, kind: str) -> EvalQuestion:
                 question_kind=row.get("kind"),
             )
         return EvalQuestion(str(row.get("id", number)), row["question"], relevant_docs=tuple(row["relevant_docs"]))
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+    except (KeyError, TypeError) as exc:
         raise DatasetError(f"{path}:{number}: not a {kind} question ({type(exc).__name__}: {exc})") from None

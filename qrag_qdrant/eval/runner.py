@@ -44,6 +44,7 @@ from ..retrieval.gate import list_features
 from ..retrieval.ranking import ScoredCluster
 from ..retrieval.search import EVERYTHING, Scope
 from ..store import Hit
+from ..text.json_lines import json_lines
 from .dataset import Dataset, EvalQuestion
 from .metrics import (
     SystemAnswer,
@@ -132,8 +133,7 @@ class ExpansionCache:
         self.path = path
         self.entries: dict[tuple[str, str], QueryExpansion] = {}
         if path is not None and path.is_file():
-            for line in path.read_text().splitlines():
-                row = json.loads(line)
+            for _, row in json_lines(path, skip_invalid=True):  # a line a crash cut short is written again
                 self.entries[(row["question"], row["expansion"])] = QueryExpansion(**row["result"])
 
     def get(self, question: str, item: str, expander: Expander) -> QueryExpansion:

@@ -13,7 +13,6 @@ the common news-metadata layout (MultiHop-RAG's ``corpus-metadata.jsonl`` reads 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, fields
 from datetime import date, datetime
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 from ..errors import CorpusError, RequestError
 from ..store.access import checked_groups
 from ..store.filters import utc_time
+from ..text.json_lines import BadLine, json_lines
 
 #: the longest value of a text field kept
 MAX_FIELD_CHARS = 1000
@@ -55,26 +55,22 @@ class DocumentMetadata:
 
 def read_sidecar(path: Path) -> dict[str, DocumentMetadata]:
     """source -> its metadata; a line that cannot be used is a one-line CorpusError naming it."""
+    found: dict[str, DocumentMetadata] = {}
     try:
         if path.stat().st_size > MAX_SIDECAR_BYTES:
             raise CorpusError(f"metadata file {path} is over {MAX_SIDECAR_BYTES >> 20} MB")
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        for number, raw in json_lines(path):
+            try:
+                source, metadata = entry(raw)
+            except (ValueError, RequestError) as exc:
+                raise CorpusError(f"metadata file {path.name}, line {number}: {exc}") from None
+            if source in found:
+                raise CorpusError(f"metadata file {path.name}, line {number}: {source!r} is named twice")
+            found[source] = metadata
+    except OSError as exc:
         raise CorpusError(f"cannot read metadata file {path}: {exc.__class__.__name__}") from None
-    found: dict[str, DocumentMetadata] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-            if not isinstance(raw, dict):
-                raise ValueError("not a JSON object")
-            source, metadata = entry(raw)
-        except (ValueError, RequestError) as exc:
-            raise CorpusError(f"metadata file {path.name}, line {number}: {exc}") from None
-        if source in found:
-            raise CorpusError(f"metadata file {path.name}, line {number}: {source!r} is named twice")
-        found[source] = metadata
+    except BadLine as exc:
+        raise CorpusError(f"metadata file {exc}") from None
     return found
 
 

@@ -31,6 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..text.json_lines import json_lines
+
 if TYPE_CHECKING:
     from ..config.service import ServiceSettings
 
@@ -244,12 +246,7 @@ def read_lines(path: Path, backups: int) -> Iterator[dict[str, Any]]:
     """Every line of the log, oldest first: the rotated files (``.N`` down to ``.1``), then the file."""
     for file in [*(Path(f"{path}.{n}") for n in range(backups, 0, -1)), Path(path)]:
         if file.is_file():
-            with file.open(encoding="utf-8") as lines:
-                for line in lines:
-                    try:
-                        yield json.loads(line)
-                    except json.JSONDecodeError:  # a line cut by a crash
-                        continue
+            yield from (row for _, row in json_lines(file, skip_invalid=True))  # a line cut by a crash is passed over
 
 
 _write_lock = threading.Lock()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..results import Evidence
+from ..text.json_lines import json_lines
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class FeedbackFile:
         path = self.path(namespace)
         if not path.is_file():
             return []
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [row for _, row in json_lines(path, skip_invalid=True)]  # a line a crash cut short is no rating
 
 
 def gate_rows(feedback: list[dict[str, Any]]) -> list[dict[str, Any]]:
