@@ -135,6 +135,25 @@ def test_a_write_too_few_replicas_acknowledged_is_retried_then_lands(flaky_store
     assert len(calls) == 3 and store.count("c") == 1
 
 
+def test_retries_back_off_exponentially_with_jitter_then_name_the_cause(flaky_store, monkeypatch):
+    """Each wait is the backoff doubled per try plus up to as much again at random, so clients that
+    failed together do not all come back together."""
+    from qrag_qdrant.store import server
+
+    store, failures, calls = flaky_store
+    waits: list[float] = []
+    monkeypatch.setattr(server, "pause", waits.append)
+    store.backoff = 1.0
+    runs = []
+    for _ in range(5):
+        failures.extend([503, 503, 503])
+        with pytest.raises(StoreError, match=r"failed the upsert after 3 attempts: HTTP 503: .*not enough replicas"):
+            store.upsert("c", [point(1)])
+        runs.append(waits[-2:])
+    assert all(1.0 <= first <= 2.0 and 2.0 <= second <= 3.0 for first, second in runs), runs
+    assert len({first for first, _ in runs}) > 1  # not the same wait for every client
+
+
 def test_a_write_that_keeps_failing_is_reported_not_dropped(flaky_store):
     store, failures, calls = flaky_store
     failures.extend([503] * 5)

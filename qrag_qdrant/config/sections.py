@@ -329,7 +329,12 @@ class QdrantSettings(Section):
     retries: NonNegativeInt = Field(
         3, description="retries of a call that failed to reach the server or that too few replicas acknowledged"
     )
-    backoff: float = Field(0.5, ge=0.0, description="seconds before the first retry; doubles each time")
+    backoff: float = Field(
+        0.5,
+        ge=0.0,
+        description="seconds before the first retry; doubles each time (at most 30), plus up to as much again "
+        "at random, so clients that failed together do not retry together",
+    )
     store: str = Field(
         "auto",
         description="a registered store: edge (embedded), server, or a plug-in's; auto: "
