@@ -329,6 +329,29 @@ def test_a_client_that_leaves_during_a_long_prompt_frees_the_model_before_it_is_
     assert prompt_tokens_read(backend) - before < 1_000  # the short prompt, and at most a batch of the long one
 
 
+@needs_model
+def test_the_passages_are_fitted_to_the_window_by_the_models_own_token_count():
+    """English reads about 4 characters a token, so the 3-character estimate trimmed passages that
+    fit; Chinese reads fewer than 3, so it sent prompts that did not."""
+    from qrag_qdrant.generation.backends.embedded import EmbeddedGenerator
+    from qrag_qdrant.generation.prompt import build_messages, estimated_tokens, fit_passages
+
+    backend = EmbeddedGenerator.from_settings(load_settings())
+
+    def passage(n: int, text: str) -> Passage:
+        return Passage(citation=n, source=f"{n}.txt", start=0, end=len(text), text=text)
+
+    english = [passage(n, "The waggle dance tells foragers where the flowers are. " * 40) for n in (1, 2)]
+    messages = build_messages("What does the dance tell?", english)
+    exact = backend.count_tokens(messages)
+    assert 0 < exact < estimated_tokens(messages)
+    window = exact + 256  # both passages and the answer fit exactly
+    assert fit_passages("What does the dance tell?", english, window, 256, count=backend.count_tokens) == (english, [])
+    assert fit_passages("What does the dance tell?", english, window, 256) == (english[:1], english[1:])
+    chinese = build_messages("舞蹈告诉什么？", [passage(1, "蜜蜂用摇摆舞告诉同伴花在哪里。" * 40)])
+    assert backend.count_tokens(chinese) > estimated_tokens(chinese)
+
+
 def test_the_model_cache_is_the_platforms_cache_folder_unless_set(monkeypatch, tmp_path):
     from qrag_qdrant.embedding.packaged import cache_dir
 

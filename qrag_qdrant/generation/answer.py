@@ -16,10 +16,10 @@ from contextlib import AbstractContextManager, nullcontext
 from ..config.settings import Settings
 from ..errors import GenerationError
 from ..results import Answer, Evidence, Passage, TokenUsage, timed
-from .base import GenerationBackend, GenerationResult, Judge
+from .base import GenerationBackend, GenerationResult, Judge, TokenCounter
 from .checks.agreement import read_again
 from .checks.claims import answer_probability, check_answer
-from .prompt import fit_passages, unescaped
+from .prompt import estimated_tokens, fit_passages, unescaped
 from .scheduler import LeftQueue
 
 log = logging.getLogger(__name__)
@@ -84,6 +84,7 @@ def generate_answer(
                 opened.context_tokens,
                 settings.llm.max_tokens,
                 settings.generation.answer_format,
+                opened.count_tokens if isinstance(opened, TokenCounter) else estimated_tokens,
             )
             if dropped:
                 result.warnings.append(

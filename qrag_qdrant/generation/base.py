@@ -46,7 +46,8 @@ class GenerationBackend(Protocol):
     abilities are separate protocols, checked with isinstance: ``complete(system, prompt,
     max_tokens, cancelled)`` writes query expansions and rewrites (``Completer``), and
     ``yes_probability`` makes it a ``Judge``; every built-in completes, and ``embedded`` and
-    ``openai`` judge."""
+    ``openai`` judge. ``count_tokens`` (``TokenCounter``) trims the passages by the model's own
+    tokenizer; ``embedded`` counts."""
 
     #: the model's context window in tokens, to trim passages to; None: unknown, nothing is trimmed
     context_tokens: int | None
@@ -88,6 +89,14 @@ class Completer(Protocol):
     split); it stops early once ``cancelled`` is set."""
 
     def complete(self, system: str, prompt: str, max_tokens: int, cancelled: threading.Event) -> str: ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """A backend that counts a prompt's tokens with its model's own tokenizer and chat template, so
+    the passages are trimmed to what fits its window exactly (else by ``prompt.estimated_tokens``)."""
+
+    def count_tokens(self, messages: Sequence[dict[str, str]]) -> int: ...
 
 
 @runtime_checkable

@@ -41,7 +41,7 @@ from ..prompt import (
     yes_share,
 )
 from . import model_process
-from .llama_http import complete_over_http, stream_over_http
+from .llama_http import complete_over_http, count_over_http, stream_over_http
 from .model_process import ModelProcess, ModelSetup
 
 log = logging.getLogger(__name__)
@@ -358,6 +358,10 @@ class EmbeddedGenerator:
                         yield text
         finally:
             stop.set()
+
+    def count_tokens(self, messages: Sequence[dict[str, str]]) -> int:
+        """The prompt's tokens under the model's own template and tokenizer (``TokenCounter``)."""
+        return count_over_http(self._model.url, self._model.key, messages)
 
     def yes_probability(self, system: str, prompt: str) -> float:
         """P("yes") against P("no") for the first answer token, from llama.cpp's top log-probs."""
