@@ -5,7 +5,9 @@
 - every config key (``retrieval.min_confidence``) and ``QRAG_*`` variable named in the docs exists;
 - every ``/v1/...`` path, ``/healthz``, ``/readyz`` and ``/metrics`` named in the docs is a route of the service;
 - every ``QRAG_*`` variable the package reads itself (``os.environ``, not a setting) is named in the docs;
-- the package map in docs/design.md names every module of the package, and only modules it has.
+- the package map in docs/design.md names every module of the package, and only modules it has;
+- every Python block passes ``mypy --strict``, the names it leaves to the reader (``READER_NAMES``)
+  declared first.
 
     python scripts/docs_check.py          # prints each problem with its file and line; exit 1 if any
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import importlib
 import re
 import shlex
+import shutil
 import sys
 import tempfile
 import tomllib
@@ -253,6 +256,53 @@ def read_variables() -> dict[str, tuple[str, int]]:
     return found
 
 
+#: names a Python example leaves to the reader (a key, the reader's own server call), declared
+#: before the example so that mypy checks the rest of it
+READER_NAMES = {
+    "KEY": 'KEY = "a team key"',
+    "TEAM_KEY": 'TEAM_KEY = "a team key"',
+    "my_server_chat": "def my_server_chat(messages: list[dict[str, str]]) -> collections.abc.Iterator[str]: yield ''",
+}
+MYPY_LINE = re.compile(r"^example_(\d+)\.py:(\d+): error: (.*)$")
+
+
+def check_python(texts: dict[str, str]) -> list[Problem]:
+    """Every Python block of the pages, type-checked with ``mypy --strict`` as a module of its own
+    (in a folder under mypy's cache, kept, so a second run reads the package's types from there)."""
+    from mypy import api
+
+    examples = [
+        (name, first, body)
+        for name, text in texts.items()
+        for language, body, first in blocks(text)
+        if language == "python"
+    ]
+    folder = REPO / ".mypy_cache" / "docs-examples"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    preambles = []
+    for number, (_, _, body) in enumerate(examples):
+        declared = [line for name, line in READER_NAMES.items() if re.search(rf"\b{name}\b", body)]
+        preamble = ["import collections.abc", *declared] if declared else []
+        preambles.append(len(preamble))
+        (folder / f"example_{number}.py").write_text("\n".join([*preamble, body]))
+    if not examples:
+        return []
+    # the package is found in the checkout, from any working folder
+    (folder / "mypy.ini").write_text(f"[mypy]\nmypy_path = {REPO}\n")
+    cache = REPO / ".mypy_cache" / "docs-cache"
+    arguments = ["--config-file", str(folder / "mypy.ini"), "--strict", "--no-error-summary", "--cache-dir", str(cache)]
+    report, _, _ = api.run([*arguments, str(folder)])
+    problems = []
+    for line in report.splitlines():
+        found = MYPY_LINE.match(Path(line.split(":", 1)[0]).name + ":" + line.split(":", 1)[1]) if ":" in line else None
+        if found:
+            number, at, message = int(found[1]), int(found[2]), found[3]
+            name, first, _ = examples[number]
+            problems.append(Problem(name, first + at - 1 - preambles[number], f"mypy --strict: {message}"))
+    return problems
+
+
 DESIGN = "docs/design.md"
 #: a module's file named in the package map
 MODULE_FILE = re.compile(r"\b(\w+)\.py\b")
@@ -291,6 +341,7 @@ def check(files: list[Path] | None = None) -> list[Problem]:
         problems += check_blocks(name, text, cli) + check_names(name, text, routes, read)
     if files is None:  # the whole docs: every variable the code reads is named somewhere, the map is whole
         problems += check_map(texts[DESIGN]) if DESIGN in texts else []
+        problems += check_python(texts)
         docs = "\n".join(texts.values())
         problems += [
             Problem(where, number, f"{variable} is read here and named in no doc")

@@ -140,7 +140,7 @@ def test_retries_back_off_exponentially_with_jitter_then_name_the_cause(flaky_st
     failed together do not all come back together."""
     from qrag_qdrant.store import server
 
-    store, failures, calls = flaky_store
+    store, failures, _ = flaky_store
     waits: list[float] = []
     monkeypatch.setattr(server, "pause", waits.append)
     store.backoff = 1.0

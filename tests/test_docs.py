@@ -244,6 +244,19 @@ def test_the_docs_check_holds_the_package_map_to_the_package(tmp_path):
     assert module.check_map(page.replace("gone.py", "new.py"), package) == []
 
 
+def test_the_docs_check_type_checks_each_python_block_and_names_its_line():
+    module = _docs_check()
+    page = (
+        "# Example\n\n```python\nfrom qrag_qdrant import QuorumRAG\n\n"
+        'rag = QuorumRAG.from_config(store=KEY)\ncount: int = rag.retrieve("q?")\n```\n'
+    )
+    problems = module.check_python({"docs/example.md": page})
+    assert [(p.file, p.line) for p in problems] == [("docs/example.md", 7)], problems
+    assert 'Incompatible types in assignment (expression has type "Evidence"' in problems[0].message
+    fixed = page.replace("count: int = ", "evidence = ")
+    assert module.check_python({"docs/example.md": fixed}) == []  # KEY, left to the reader, is declared
+
+
 def prose_pages() -> list[Path]:
     """Every page a reader may open: the docs site (references included) and the repository's own."""
     return [
