@@ -41,6 +41,7 @@ from ..retrieval import QueryVectors
 from ..retrieval.expansion import ExpandedText, Expander, ExpansionPlan
 from ..retrieval.fusion import Candidate, RankedList, reciprocal_rank_fusion
 from ..retrieval.gate import list_features
+from ..retrieval.query import Searched
 from ..retrieval.ranking import ScoredCluster
 from ..retrieval.search import EVERYTHING, Scope
 from ..store import Hit
@@ -325,9 +326,9 @@ class Evaluation:
         the clusters' document order, for ranking metrics, is observed through its hook."""
         started = time.perf_counter()
         ranked: list[ScoredCluster] = []
-        evidence = self.rag.coordinator.evidence_for(
-            search.vectors, search.lists, options, expanded, on_ranked=ranked.extend, scope=search.scope
-        )
+        coordinator = self.rag.coordinator
+        query = coordinator.query(search.vectors.question, search.scope, ranked.extend, options)
+        evidence = coordinator.evidence_for(query, Searched(search.vectors, search.lists, expanded))
         clusters = evidence.clusters
         answer = SystemAnswer(
             units=[[p.text for p in c.passages] for c in clusters],

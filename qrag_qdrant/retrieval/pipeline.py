@@ -1,14 +1,17 @@
-"""The query pipeline, assembled once: ``retrieve`` = embed -> search -> ``evidence_from``.
+"""The query pipeline, assembled once, read top to bottom: ``retrieve`` = ``query`` (the question
+checked) -> ``evidence_for`` (whole or by parts, decided there alone) -> ``search`` (embed, search,
+expansions) -> ``evidence_from`` -> for a follow-up, ``as_asked`` (its second reading).
 
-``evidence_from`` is the one tail every caller uses (the CLI, the service and eval's quorum
-systems): fusion, clustering, quorum, ranking, context, the gate's confidence and its decision.
+``evidence_for`` is what every caller uses (the CLI, the service, and eval's quorum systems from
+their shared search); ``evidence_from`` is its tail: fusion, clustering, quorum, ranking, context,
+the gate's confidence and its decision. Each step takes the ``Query`` and what its search found.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
@@ -16,7 +19,7 @@ from ..config.sections import RetrievalSettings
 from ..config.settings import Settings
 from ..embedding import DenseEmbedder
 from ..errors import NothingIngestedError
-from ..results import Evidence, EvidenceCluster, QueryExpansion, timed
+from ..results import Evidence, EvidenceCluster, timed
 from ..store import Store
 from ..store.access import ALL, Access
 from ..store.base import CALIBRATED_GATE
@@ -27,14 +30,14 @@ from .context import adaptive_plan, build_context
 from .conversation import Asked, Conversation
 from .expansion import ExpandedText, Expander, ExpansionPlan, no_completer
 from .form_parts import plan_by_form
-from .fusion import RankedList
 from .gate import GateInput, GateModel, decide, quorum_features
 from .model_parts import ModelSplit
 from .multipart import PartFound, interleaved, joined_evidence
 from .parts import WHOLE, QuestionPart, QuestionPlan, plan_question
+from .query import Query, Searched
 from .question import checked_question
 from .ranking import ScoredCluster, fused_and_ranked
-from .readings import as_asked, word_similarity
+from .readings import as_asked, second_reading, word_similarity
 from .search import EVERYTHING, QueryVectors, Scope, Searcher
 from .views import NamespaceViews
 
@@ -115,30 +118,23 @@ class Coordinator:
         return self.gate.systems["quorum"].threshold if "quorum" in self.gate.systems else 0.0
 
     def assess(
-        self,
-        vectors: QueryVectors,
-        lists: list[RankedList],
-        ranked: list[ScoredCluster],
-        formed: int,
-        context: list[EvidenceCluster],
-        options: RetrievalSettings,
-        access: Access = ALL,
+        self, query: Query, searched: Searched, ranked: list[ScoredCluster], formed: int, context: list[EvidenceCluster]
     ) -> tuple[dict[str, float] | None, float]:
         """The gate's features of one retrieval and its confidence that ``context`` holds the answer;
         no features and confidence 0 when nothing reached quorum."""
         if not ranked:
             return None, 0.0
-        points, stats = self.views.counts_for(access)
+        points, stats = self.views.counts_for(query.scope.access)
         features = quorum_features(
             GateInput(
-                vectors.question,
-                vectors.dense,
-                lists,
+                searched.vectors.question,
+                searched.vectors.dense,
+                searched.lists,
                 {r.name: r.kind for r in self.settings.retrievers},
                 ranked,
                 [" ".join(p.text for p in cluster.passages) for cluster in context],
                 len(self.settings.retrievers),
-                options.context_clusters,
+                query.options.context_clusters,
                 points,
                 stats,
                 formed,
@@ -146,47 +142,65 @@ class Coordinator:
         )
         return features, self.gate.confidence("quorum", features) or 0.0
 
-    def retrieve(self, question: str | Asked, scope: Scope = EVERYTHING) -> Evidence:
-        """The question's evidence: ``question`` as typed, or what ``conversation.asked`` made of
-        a follow-up (the stand-alone question is searched). Its expansions, if any are configured,
-        are written by the model while the question itself is embedded and searched; their lists
-        join the fusion, but the gate reads the question's own lists, which its features describe.
-        ``scope``: the documents the caller may read, narrowed by its filter; every search carries
-        it. A filter no document the caller may read passes raises NoDocumentPasses."""
-        options = self.settings.retrieval
-        timings: dict[str, float] = {}
+    def query(
+        self,
+        question: str | Asked,
+        scope: Scope = EVERYTHING,
+        on_ranked: Callable[[list[ScoredCluster]], None] | None = None,
+        options: RetrievalSettings | None = None,
+    ) -> Query:
+        """``question`` checked (a follow-up: what ``conversation.asked`` made of it, its
+        stand-alone rewrite) as a query of ``scope``, with ``retrieval``'s options unless given."""
+        options = options or self.settings.retrieval
         asked = question if isinstance(question, Asked) else None
         text = asked.searched_for if asked is not None else str(question)
-        if asked is not None and asked.seconds:
-            timings["conversation"] = round(asked.seconds * 1000, 3)
-        checked = checked_question(text, options.max_question_chars)
+        timings = {"conversation": round(asked.seconds * 1000, 3)} if asked is not None and asked.seconds else {}
+        return Query(checked_question(text, options.max_question_chars), options, scope, timings, on_ranked, asked)
+
+    def retrieve(self, question: str | Asked, scope: Scope = EVERYTHING) -> Evidence:
+        """The question's evidence: ``question`` as typed, or what ``conversation.asked`` made of
+        a follow-up (the stand-alone question is searched, then read as the user asked it).
+        ``scope``: the documents the caller may read, narrowed by its filter; every search carries
+        it. A filter no document the caller may read passes raises NoDocumentPasses."""
+        query = self.query(question, scope)
         if scope.documents is not None:
             self.require_passing(scope)
-        plan = self.plan(checked, scope.access)
+        evidence = self.evidence_for(query)
+        if query.asked is not None:
+            evidence = self.as_asked(query, evidence)
+        log.info("retrieve: %d clusters, %s; ms: %s", len(evidence.clusters), evidence.abstain_reason, query.timings)
+        return evidence
+
+    def evidence_for(self, query: Query, searched: Searched | None = None) -> Evidence:
+        """The one place that decides whether a question is searched whole (``evidence_from``) or by
+        its parts (``by_parts``). ``searched``: the question's search, made already (eval shares
+        one among its systems; a question of parts then uses only its vectors); else made here."""
+        plan = self.plan(query.question, query.scope.access)
         if plan.seconds:
-            timings["question_split"] = round(plan.seconds * 1000, 3)
+            query.timings["question_split"] = round(plan.seconds * 1000, 3)
         if plan.split:
-            evidence = self.by_parts(checked, plan, scope, options, timings)
-            return self.as_asked(evidence, asked, timings, scope) if asked is not None else evidence
-        pending = self.expander.start(checked) if self.expander else None
+            return self.by_parts(query, plan, searched.vectors if searched is not None else None)
+        return self.evidence_from(query, searched if searched is not None else self.search(query))
+
+    def search(self, query: Query) -> Searched:
+        """The question embedded and searched by every retriever. Its expansions, if any are
+        configured, are written by the model while the question is embedded and searched, then
+        searched; their lists join the fusion, but the gate reads the question's own lists, which
+        its features describe."""
+        pending = self.expander.start(query.question) if self.expander else None
         try:
-            vectors, lists = self.searcher.embed_and_search(text, timings=timings, scope=scope)
+            vectors, lists = self.searcher.embed_and_search(query.question, timings=query.timings, scope=query.scope)
         except BaseException:
             if pending is not None:  # nothing will read what the model writes
                 pending.cancelled.set()
             raise
-        expanded: list[RankedList] = []
-        expansions: list[QueryExpansion] = []
-        if pending is not None:
-            with timed(timings, "expansion_wait"):
-                texts, expansions = pending.collect()
-            with timed(timings, "expansion_search"):
-                expanded = self.searcher.search_expansions(texts, scope=scope)
-        evidence = self.evidence_from(vectors, lists, options, expanded, expansions, timings, access=scope.access)
-        if asked is not None:
-            evidence = self.as_asked(evidence, asked, timings, scope)
-        log.info("retrieve: %d clusters, %s; ms: %s", len(evidence.clusters), evidence.abstain_reason, timings)
-        return evidence
+        if pending is None:
+            return Searched(vectors, lists)
+        with timed(query.timings, "expansion_wait"):
+            texts, expansions = pending.collect()
+        with timed(query.timings, "expansion_search"):
+            expanded = self.searcher.search_expansions(texts, scope=query.scope)
+        return Searched(vectors, lists, expanded, expansions)
 
     def require_passing(self, scope: Scope) -> None:
         """NoDocumentPasses, naming the filter, when no document the caller may read passes it:
@@ -204,78 +218,59 @@ class Coordinator:
             return False
         return True
 
-    def as_asked(
-        self, evidence: Evidence, asked: Asked, timings: dict[str, float], scope: Scope = EVERYTHING
-    ) -> Evidence:
-        """A follow-up's evidence as the user asked it (``readings.as_asked``), the user's typed
-        words weighing most in its key terms."""
-
-        def search(text: str) -> Evidence:
-            found = self.searcher.embed_and_search(text, scope=scope)
-            return self.evidence_from(*found, self.settings.retrieval, access=scope.access)
-
+    def as_asked(self, query: Query, evidence: Evidence) -> Evidence:
+        """A follow-up's evidence as the user asked it: the rewrite's other reading searched (its
+        whole question, with no expansion) when ``readings.second_reading`` finds one, the two
+        readings' evidence weighed (``readings.as_asked``), the user's typed words weighing most
+        in the key terms."""
+        asked = query.asked
+        assert asked is not None
         similarity = partial(word_similarity, self._embedder_factory())
-        evidence = as_asked(evidence, asked, search, similarity, self.settings.retrieval.readings, timings)
+        reading = second_reading(evidence, asked, similarity, query.options.readings)
+        second = None
+        if reading is not None:
+            with timed(query.timings, "second_reading"):
+                again = query.reading(reading.searched_for)
+                vectors, lists = self.searcher.embed_and_search(again.question, scope=again.scope)
+                second = self.evidence_from(again, Searched(vectors, lists))
+        evidence = as_asked(evidence, asked, reading, second, query.timings)
         if evidence.key_terms and evidence.searched != asked.question:
-            stats = self.views.counts_for(scope.access)[1]
+            stats = self.views.counts_for(query.scope.access)[1]
             evidence.key_terms = key_term_weights(evidence.searched, stats, typed=asked.question)
             evidence.unseen_terms = unseen_words(evidence.searched, stats)
         return evidence
 
-    def evidence_for(
-        self,
-        vectors: QueryVectors,
-        lists: list[RankedList],
-        options: RetrievalSettings,
-        expanded: Sequence[RankedList] = (),
-        on_ranked: Callable[[list[ScoredCluster]], None] | None = None,
-        scope: Scope = EVERYTHING,
-    ) -> Evidence:
-        """``evidence_from`` for a question searched whole, ``by_parts`` for one of several parts
-        (its whole search, ``lists``, then unused): what eval measures, as ``retrieve`` decides it."""
-        plan = self.plan(vectors.question, scope.access)
-        if plan.split:
-            return self.by_parts(vectors, plan, scope, options, {}, on_ranked)
-        return self.evidence_from(vectors, lists, options, expanded, on_ranked=on_ranked, access=scope.access)
-
-    def by_parts(
-        self,
-        question: str | QueryVectors,
-        plan: QuestionPlan,
-        scope: Scope,
-        options: RetrievalSettings,
-        timings: dict[str, float],
-        on_ranked: Callable[[list[ScoredCluster]], None] | None = None,
-    ) -> Evidence:
-        """A question of several parts, embedded once: each part searched within its documents, with
-        its own quorum and share of the context (``multipart.joined_evidence``); ``on_ranked``
-        sees the parts' clusters as one ranking (``multipart.interleaved``)."""
-        with timed(timings, "parts"):
-            vectors = question if isinstance(question, QueryVectors) else self.searcher.embed(question)
+    def by_parts(self, query: Query, plan: QuestionPlan, vectors: QueryVectors | None = None) -> Evidence:
+        """A question of several parts, embedded once (``vectors``, when the caller has them): each
+        part searched within its documents, with its own quorum and share of the context
+        (``multipart.joined_evidence``); ``query.on_ranked`` sees the parts' clusters as one
+        ranking (``multipart.interleaved``)."""
+        options = query.options
+        with timed(query.timings, "parts"):
+            vectors = vectors if vectors is not None else self.searcher.embed(query.question)
             unnamed = plan.unnamed(vectors.question)
-            found = [self.search_part(vectors, part, scope, options, unnamed) for part in plan.parts]
+            found = [self.search_part(query, vectors, part, unnamed) for part in plan.parts]
             if plan.alone and options.part_rounds > 1 and chains(vectors.question):
                 found = second_round(self.searcher, options, found, len(self.settings.retrievers))
-            whole = self.whole_question(vectors, scope, options) if plan.alone else None
+            whole = self.whole_question(query, vectors) if plan.alone else None
             evidence = joined_evidence(vectors.question, found, options.part_clusters, options.part_words, whole)
-        if on_ranked is not None:
-            on_ranked(interleaved([one.ranked for one in found]))
-        evidence.timings_ms = {**timings, **evidence.timings_ms}
+        if query.on_ranked is not None:
+            query.on_ranked(interleaved([one.ranked for one in found]))
+        evidence.timings_ms = {**query.timings, **evidence.timings_ms}
         log.info("retrieve: %d parts, %d clusters, %s", len(found), len(evidence.clusters), evidence.abstain_reason)
         return evidence
 
-    def whole_question(self, vectors: QueryVectors, scope: Scope, options: RetrievalSettings) -> Evidence:
+    def whole_question(self, query: Query, vectors: QueryVectors) -> Evidence:
         """The whole question's evidence, for the gate's decision on a question whose parts are
         searched by their own words alone: its features describe a question's own search."""
-        lists, _ = self.searcher.search_embedded(vectors, (), scope)
-        return self.evidence_from(vectors, lists, options, access=scope.access)
+        lists, _ = self.searcher.search_embedded(vectors, (), query.scope)
+        return self.evidence_from(replace(query, timings={}, on_ranked=None), Searched(vectors, lists))
 
-    def search_part(
-        self, vectors: QueryVectors, part: QuestionPart, scope: Scope, options: RetrievalSettings, unnamed: str
-    ) -> PartFound:
+    def search_part(self, query: Query, vectors: QueryVectors, part: QuestionPart, unnamed: str) -> PartFound:
         """One part's evidence: the question and its own words searched in its documents (a part
         the model wrote: its own words alone, in every document), or why none can. The gate reads
         ``unnamed``, the question without the publishers its parts' filters already hold to."""
+        scope, options = query.scope, query.options
         searched = part.clause or vectors.question
         if part.missing is not None:
             return PartFound(part, searched, None, missing=part.missing)
@@ -299,40 +294,31 @@ class Coordinator:
         own = [ExpandedText("the part's own words", part.clause, every)] if part.clause else []
         lists, expanded = self.searcher.search_embedded(vectors, own, within, options.part_top_k)
         ranked: list[ScoredCluster] = []
-        gated = replace(vectors, question=unnamed)
-        evidence = self.evidence_from(gated, lists, options, expanded, on_ranked=ranked.extend, access=within.access)
+        in_part = replace(query, scope=within, timings={}, on_ranked=ranked.extend)
+        evidence = self.evidence_from(in_part, Searched(replace(vectors, question=unnamed), lists, expanded))
         return PartFound(part, searched, described, evidence, ranked)
 
-    def evidence_from(
-        self,
-        vectors: QueryVectors,
-        lists: list[RankedList],
-        options: RetrievalSettings,
-        expanded: Sequence[RankedList] = (),
-        expansions: Sequence[QueryExpansion] = (),
-        timings: dict[str, float] | None = None,
-        on_ranked: Callable[[list[ScoredCluster]], None] | None = None,
-        access: Access = ALL,
-    ) -> Evidence:
-        """The question's evidence from its searched ``lists`` (and its expansions' ``expanded``):
-        rank, build the context, assess it and decide. The gate reads the question's own lists,
-        which its features describe, on the fixed context (``context_clusters``, ``word_budget``)
-        it was fitted on; an adaptive context is cut from the ranking after that. ``on_ranked``
-        sees every cluster that reached quorum, best first, for callers that measure more than
-        the context (eval's document ranking)."""
-        timings = {} if timings is None else timings
-        ranked, formed = fused_and_ranked([*lists, *expanded], options, len(self.settings.retrievers), timings)
-        if on_ranked is not None:
-            on_ranked(ranked)
+    def evidence_from(self, query: Query, searched: Searched) -> Evidence:
+        """The question's evidence from its search (and its expansions' lists): rank, build the
+        context, assess it and decide. The gate reads the question's own lists, which its features
+        describe, on the fixed context (``context_clusters``, ``word_budget``) it was fitted on; an
+        adaptive context is cut from the ranking after that. ``query.on_ranked`` sees every cluster
+        that reached quorum, best first, for callers that measure more than the context (eval's
+        document ranking)."""
+        options, timings, question = query.options, query.timings, searched.vectors.question
+        retrievers = len(self.settings.retrievers)
+        ranked, formed = fused_and_ranked([*searched.lists, *searched.expanded], options, retrievers, timings)
+        if query.on_ranked is not None:
+            query.on_ranked(ranked)
         with timed(timings, "context"):
             evidence = build_context(ranked, options.context_clusters, options.word_budget)
         with timed(timings, "gate"):
-            features, confidence = self.assess(vectors, lists, ranked, formed, evidence, options, access)
+            features, confidence = self.assess(query, searched, ranked, formed, evidence)
         threshold = self.min_confidence(options)
         reason = decide(len(ranked), confidence, threshold)
         log.debug(
             "lists %s; %d clusters formed, %d at quorum (supports %s); gate confidence %.3f against %.3f",
-            {ranked_list.retriever: len(ranked_list.hits) for ranked_list in lists},
+            {ranked_list.retriever: len(ranked_list.hits) for ranked_list in searched.lists},
             formed,
             len(ranked),
             [len(scored.cluster.best_ranks) for scored in ranked[:5]],
@@ -340,7 +326,7 @@ class Coordinator:
             threshold,
         )
         policy = f"fixed: {options.context_clusters} clusters, {options.word_budget} words" if ranked else None
-        stats = self.views.counts_for(access)[1] if ranked else None
+        stats = self.views.counts_for(query.scope.access)[1] if ranked else None
         if options.context == "adaptive" and ranked:
             with timed(timings, "adaptive_context"):
                 keep, policy = adaptive_plan(ranked, options.adaptive_margin, options.adaptive_clusters)
@@ -349,20 +335,20 @@ class Coordinator:
             "context: %d passages from %s (%s)", sum(len(c.passages) for c in evidence), policy, reason or "answer"
         )
         return Evidence(
-            question=vectors.question,
-            searched_for=vectors.question,
+            question=question,
+            searched_for=question,
             abstained=reason is not None,
             abstain_reason=reason,
             confidence=round(confidence, 4),
             gate_threshold=threshold,
-            retrievers=len(self.settings.retrievers),
+            retrievers=retrievers,
             clusters=evidence,
             context_policy=policy,
-            expansions=list(expansions),
+            expansions=list(searched.expansions),
             timings_ms=timings,
             gate_features=features,
-            key_terms=key_term_weights(vectors.question, stats) if stats is not None else {},
-            unseen_terms=unseen_words(vectors.question, stats) if stats is not None else [],
+            key_terms=key_term_weights(question, stats) if stats is not None else {},
+            unseen_terms=unseen_words(question, stats) if stats is not None else [],
         )
 
     def close(self) -> None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..embedding import DenseEmbedder
-from ..results import Clarification, Evidence, timed
+from ..results import Clarification, Evidence
 from ..text.sentences import sentences
 from ..text.terms import general_rarity, terms, word_terms
 from .conversation import CLARIFYING, Asked, conversation_step
@@ -141,26 +141,25 @@ def swapped(text: str, word: str, instead: str | None) -> str:
     return " ".join(changed.split()).replace(" ?", "?")
 
 
+def second_reading(
+    evidence: Evidence, asked: Asked, similarity: Callable[[str, str], float], enabled: bool
+) -> Reading | None:
+    """The rewrite's other reading, worth searching too (``enabled``: ``retrieval.readings``): only
+    a follow-up the model rewrote has one."""
+    if asked.how != "rewritten" or not enabled:
+        return None
+    found = [passage.text for passage in evidence.passages]
+    return other_reading(asked.question, asked.searched_for, asked.earlier, found, similarity)
+
+
 def as_asked(
-    evidence: Evidence,
-    asked: Asked,
-    search: Callable[[str], Evidence],
-    similarity: Callable[[str, str], float],
-    second_reading: bool,
-    timings: dict[str, float],
+    evidence: Evidence, asked: Asked, reading: Reading | None, second: Evidence | None, timings: dict[str, float]
 ) -> Evidence:
-    """A follow-up's evidence as the user asked it: its own question and conversation step, and
-    (``second_reading``: ``retrieval.readings``) the rewrite's other reading searched: the same
-    evidence answers the reading that keeps the user's words, different evidence asks the user
-    which one they mean."""
-    reading = None
-    if asked.how == "rewritten" and second_reading:
-        found = [passage.text for passage in evidence.passages]
-        reading = other_reading(asked.question, asked.searched_for, asked.earlier, found, similarity)
+    """A follow-up's evidence as the user asked it: its own question and conversation step and,
+    with the ``second`` reading's evidence, the two weighed: the same evidence answers the reading
+    that keeps the user's words, different evidence asks the user which one they mean."""
     step = conversation_step(asked)
-    if reading is not None:
-        with timed(timings, "second_reading"):
-            second = search(reading.searched_for)
+    if reading is not None and second is not None:
         same = same_evidence(evidence, second)
         log.debug("conversation: %s; the evidence is %s", reading.note, "the same" if same else "different")
         if evidence.abstained or same:
