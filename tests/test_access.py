@@ -138,11 +138,11 @@ def test_a_write_too_few_replicas_acknowledged_is_retried_then_lands(flaky_store
 def test_retries_back_off_exponentially_with_jitter_then_name_the_cause(flaky_store, monkeypatch):
     """Each wait is the backoff doubled per try plus up to as much again at random, so clients that
     failed together do not all come back together."""
-    from qrag_qdrant.store import server
+    from qrag_qdrant.store import retries
 
     store, failures, _ = flaky_store
     waits: list[float] = []
-    monkeypatch.setattr(server, "pause", waits.append)
+    monkeypatch.setattr(retries, "pause", waits.append)
     store.backoff = 1.0
     runs = []
     for _ in range(5):

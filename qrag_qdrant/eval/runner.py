@@ -326,9 +326,8 @@ class Evaluation:
         the clusters' document order, for ranking metrics, is observed through its hook."""
         started = time.perf_counter()
         ranked: list[ScoredCluster] = []
-        coordinator = self.rag.coordinator
-        query = coordinator.query(search.vectors.question, search.scope, ranked.extend, options)
-        evidence = coordinator.evidence_for(query, Searched(search.vectors, search.lists, expanded))
+        query = self.rag.coordinator.query(search.vectors.question, search.scope, ranked.extend, options)
+        evidence = self.rag.coordinator.evidence_for(query, Searched(search.vectors, search.lists, expanded))
         clusters = evidence.clusters
         answer = SystemAnswer(
             units=[[p.text for p in c.passages] for c in clusters],

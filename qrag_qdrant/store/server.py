@@ -9,14 +9,11 @@ configured number of replicas (``read_consistency``).
 from __future__ import annotations
 
 import base64
-import time
-from collections.abc import Callable, Iterable, Sequence
-from functools import wraps
-from typing import Any, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-import tenacity
 from qdrant_client import QdrantClient, models
-from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+from qdrant_client.http.exceptions import UnexpectedResponse
 
 from ..config.sections import QdrantSettings
 from ..config.settings import DENSE_VECTOR, SPARSE_VECTOR, Settings
@@ -24,6 +21,7 @@ from ..embedding import Bm25Document, SparseVec
 from ..errors import ConfigError, StoreError
 from .base import QDRANT_RRF_K, CollectionManifest, Store
 from .points import PAYLOAD_INDEXES, READERS, ChunkPoint, Hit, Sparse, VectorQuery, Where
+from .retries import server_errors
 
 SCROLL_PAGE = 1000
 #: collection metadata keys of attachments (``Store.attach``) begin so, beside the manifest's
@@ -32,81 +30,10 @@ ATTACHMENT_PREFIX = "attached:"
 SERVER_BM25_SINCE = (1, 15, 3)
 #: The first server with TurboQuant quantization.
 SERVER_TURBO_SINCE = (1, 18, 0)
-#: Server-side failures worth another try: in a cluster, a write that too few replicas
-#: acknowledged, or a replica moving; the writes are idempotent (same ids, same filters).
-RETRIED_STATUS = {500, 502, 503, 504}
-#: What a collection-scoped token may not do (Qdrant wants global access for it).
-ADMIN_ONLY = {"create_collection", "drop_collection", "switch_aliases"}
-#: the longest wait between two tries, in seconds, however many retries are configured
-MAX_BACKOFF = 30.0
-#: how a retry waits (a test watches the waits through it)
-pause = time.sleep
-T = TypeVar("T")
 #: ``qdrant.quantization``'s TurboQuant settings by the client's name for their bits a dimension
 #: (looked up when used: qdrant-client has TurboQuant from 1.18, and older ones serve the rest)
 TURBO_BITS = {"turbo4": "BITS4"}
 CLIENT_TURBO_SINCE = "1.18"
-
-
-class _Outage(Exception):
-    """A call that did not reach the server, or that it failed on its side: worth another try."""
-
-    def __init__(self, cause: str, reached: bool):
-        self.cause, self.reached = cause, reached
-
-
-def _answer_error(store: ServerStore, name: str, exc: UnexpectedResponse) -> Exception:
-    """What an HTTP error from the server means: an outage to retry (5xx), else a StoreError that
-    names the cause and the server, never the key."""
-    detail = exc.content.decode(errors="replace")[:300]
-    if exc.status_code == 401:
-        return StoreError(
-            f"Qdrant at {store.location} refused the API key or token (HTTP 401): check QRAG_QDRANT_API_KEY"
-        )
-    if exc.status_code == 403:
-        hint = "; a namespace's first ingest and --rebuild need the server's API key" if name in ADMIN_ONLY else ""
-        return StoreError(
-            f"Qdrant at {store.location} refused this {name.replace('_', ' ')}"
-            f" (HTTP 403): the key or token does not allow it ({detail}){hint}"
-        )
-    if exc.status_code not in RETRIED_STATUS:
-        return StoreError(f"Qdrant at {store.location} answered HTTP {exc.status_code}: {detail}")
-    return _Outage(f"HTTP {exc.status_code}: {detail}", reached=True)
-
-
-def _server_errors(method: Callable[..., T]) -> Callable[..., T]:
-    """Retry calls that did not reach the server, or that it failed on its side (5xx), backing
-    off exponentially with jitter (tenacity), so clients that failed together do not retry
-    together; then raise one StoreError that names the cause and the server, never the key.
-    Other HTTP errors (a wrong key, a bad request) are answers, not outages, and are not retried."""
-    name = method.__name__
-
-    @wraps(method)
-    def wrapper(self: ServerStore, *args: Any, **kwargs: Any) -> T:
-        def attempt() -> T:
-            try:
-                return method(self, *args, **kwargs)
-            except UnexpectedResponse as exc:
-                raise _answer_error(self, name, exc) from None
-            except (ResponseHandlingException, ConnectionError, TimeoutError) as exc:
-                raise _Outage(str(exc), reached=False) from None
-
-        retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self.retries + 1),
-            wait=tenacity.wait_exponential_jitter(initial=self.backoff, jitter=self.backoff, max=MAX_BACKOFF),
-            retry=tenacity.retry_if_exception_type(_Outage),
-            sleep=lambda seconds: pause(seconds),
-            reraise=True,
-        )
-        try:
-            return retrying(attempt)
-        except _Outage as outage:
-            attempts = f"after {self.retries + 1} attempts: {outage.cause}"
-            if not outage.reached:
-                raise StoreError(f"cannot reach Qdrant at {self.location} {attempts}") from None
-            raise StoreError(f"Qdrant at {self.location} failed the {name.replace('_', ' ')} {attempts}") from None
-
-    return wrapper
 
 
 class ServerStore(Store):
@@ -137,11 +64,11 @@ class ServerStore(Store):
         )
         return cls(client, location=str(settings.url), settings=settings)
 
-    @_server_errors
+    @server_errors
     def collection_names(self) -> list[str]:
         return [c.name for c in self.client.get_collections().collections]
 
-    @_server_errors
+    @server_errors
     def create_collection(self, name: str, manifest: CollectionManifest) -> None:
         layout = self.settings
         if manifest.bm25_source == "server":
@@ -181,11 +108,11 @@ class ServerStore(Store):
                 f"Qdrant {version} at {self.location} {lacking} (needs >= {'.'.join(map(str, since))}); set {instead}"
             )
 
-    @_server_errors
+    @server_errors
     def drop_collection(self, name: str) -> None:
         self.client.delete_collection(name)
 
-    @_server_errors
+    @server_errors
     def aliases(self) -> dict[str, str] | None:
         try:
             return {a.alias_name: a.collection_name for a in self.client.get_aliases().aliases}
@@ -194,7 +121,7 @@ class ServerStore(Store):
                 return None
             raise
 
-    @_server_errors
+    @server_errors
     def switch_aliases(self, targets: dict[str, str]) -> None:
         current = self.aliases() or {}
         self.client.update_collection_aliases(
@@ -211,7 +138,7 @@ class ServerStore(Store):
             ]
         )
 
-    @_server_errors
+    @server_errors
     def manifest(self, name: str) -> CollectionManifest | None:
         try:
             info = self.client.get_collection(name)  # an alias resolves to its collection
@@ -226,7 +153,7 @@ class ServerStore(Store):
             raise StoreError(f"collection {name} exists but was not made by qrag-qdrant (no manifest)")
         return CollectionManifest.model_validate(metadata)
 
-    @_server_errors
+    @server_errors
     def stamp_indexed(self, name: str, version: int) -> None:
         manifest = self.manifest(name)
         if manifest is not None:
@@ -235,7 +162,7 @@ class ServerStore(Store):
                 target, metadata=manifest.model_copy(update={"indexed": version}).model_dump()
             )
 
-    @_server_errors
+    @server_errors
     def attachment(self, name: str, key: str) -> bytes | None:
         try:
             metadata = self.client.get_collection(name).config.metadata or {}
@@ -248,7 +175,7 @@ class ServerStore(Store):
         data = metadata.get(ATTACHMENT_PREFIX + key)
         return base64.b64decode(data) if data else None
 
-    @_server_errors
+    @server_errors
     def attach(self, name: str, key: str, data: bytes | None) -> None:
         """Kept in the collection's metadata beside the manifest (None clears it, whether the
         server merges metadata or replaces it)."""
@@ -257,7 +184,7 @@ class ServerStore(Store):
         metadata[ATTACHMENT_PREFIX + key] = base64.b64encode(data).decode() if data is not None else None
         self.client.update_collection(target, metadata=metadata)
 
-    @_server_errors
+    @server_errors
     def upsert(self, name: str, points: Sequence[ChunkPoint]) -> None:
         if points:
             self.client.upsert(
@@ -273,18 +200,18 @@ class ServerStore(Store):
                 ],
             )
 
-    @_server_errors
+    @server_errors
     def delete(self, name: str, where: Where) -> None:
         self.client.delete(name, points_selector=models.FilterSelector(filter=self.filter_of(where)), wait=True)
 
-    @_server_errors
+    @server_errors
     def set_payload(self, name: str, where: Where, payload: dict[str, Any]) -> None:
         if READERS in payload:  # a collection created before documents had readers has no index of them
             self.client.create_payload_index(name, READERS, models.PayloadSchemaType.KEYWORD, wait=True)
         selector = models.FilterSelector(filter=self.filter_of(where))
         self.client.set_payload(name, payload=payload, points=selector, wait=True)
 
-    @_server_errors
+    @server_errors
     def scroll_payloads(self, name: str, fields: list[str], where: Where | None = None) -> Iterable[dict[str, Any]]:
         offset = None
         payloads: list[dict[str, Any]] = []
@@ -302,7 +229,7 @@ class ServerStore(Store):
             if offset is None:
                 return payloads
 
-    @_server_errors
+    @server_errors
     def scroll_points(self, name: str) -> Iterable[ChunkPoint]:
         offset, points = None, list[ChunkPoint]()
         while True:
@@ -318,7 +245,7 @@ class ServerStore(Store):
             if offset is None:
                 return points
 
-    @_server_errors
+    @server_errors
     def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
         quantized = (
             models.QuantizationSearchParams(rescore=True, oversampling=self.settings.oversampling)
@@ -350,7 +277,7 @@ class ServerStore(Store):
         )
         return Hit.all_of(response.points for response in responses)
 
-    @_server_errors
+    @server_errors
     def hybrid(self, name: str, dense: Sequence[float], sparse: Sparse, limit: int, prefetch_limit: int) -> list[Hit]:
         response = self.client.query_points(
             name,
@@ -366,7 +293,7 @@ class ServerStore(Store):
         )
         return [Hit.of(p) for p in response.points]
 
-    @_server_errors
+    @server_errors
     def count(self, name: str, where: Where | None = None) -> int:
         return self.client.count(name, count_filter=self.filter_of(where), exact=True).count
 

@@ -7,9 +7,11 @@ them, the answer checks look for them in a sentence."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any
 
 
@@ -31,18 +33,40 @@ def word_terms(word: str) -> frozenset[int]:
     return frozenset(_analyser().embed_query(word).indices)
 
 
-#: Zipf frequencies (wordfreq: log10 of uses per billion words) between which a word goes from
-#: saying what a question is about (rare: "diem" 3.0, "password" 4.1) to shaping it (common: "get"
-#: 6.3, "call" 5.5); the analyser drops the stopwords before either
+#: Zipf frequencies (log10 of uses per billion words) between which a word goes from saying what a
+#: question is about (rare: "diem" 3.0, "password" 4.1) to shaping it (common: "get" 6.3, "call"
+#: 5.5); the analyser drops the stopwords before either
 ZIPF_RARE, ZIPF_COMMON = 3.5, 6.0
+#: how often general English uses each word at or above ``ZIPF_RARE``: "zipf<TAB>word" lines from
+#: wordfreq's English list (``scripts/word_frequencies.py`` writes it; CC BY-SA 4.0, as its header
+#: says), shipped in place of wordfreq and its 65 MB
+ZIPF_TABLE = Path(__file__).with_name("english-zipf.tsv")
+
+
+@cache
+def _english_zipf() -> dict[str, float]:
+    lines = ZIPF_TABLE.read_text(encoding="utf-8").splitlines()
+    rows = (line.split("\t") for line in lines if not line.startswith("#"))  # the header: source, licence
+    return {word: float(zipf) for zipf, word in rows}
+
+
+def zipf_frequency(word: str) -> float:
+    """How often general English uses ``word`` (lower case), on the Zipf scale; 0 for a word under
+    ``ZIPF_RARE`` or with a digit, which count as fully rare. A hyphenated word is its pieces'
+    combined frequency, 1/f = 1/f1 + 1/f2 + ..., rounded to three significant digits (as wordfreq
+    reads "follow-up")."""
+    table = _english_zipf()
+    pieces = [piece for piece in (part.strip("'") for part in word.split("-")) if piece]
+    if not pieces or any(piece not in table or any(c.isdigit() for c in piece) for piece in pieces):
+        return 0.0
+    frequency = 1.0 / sum(10 ** (9 - table[piece]) for piece in pieces)
+    frequency = round(frequency, math.floor(-math.log10(frequency)) + 3)
+    return round(math.log10(frequency) + 9, 2)
 
 
 def general_rarity(word: str) -> float:
-    """1 for a word general English rarely uses, 0 for one it uses all the time (wordfreq)."""
-    from wordfreq import zipf_frequency
-
-    zipf = zipf_frequency(word, "en")
-    return min(1.0, max(0.0, (ZIPF_COMMON - zipf) / (ZIPF_COMMON - ZIPF_RARE)))
+    """1 for a word general English rarely uses, 0 for one it uses all the time."""
+    return min(1.0, max(0.0, (ZIPF_COMMON - zipf_frequency(word)) / (ZIPF_COMMON - ZIPF_RARE)))
 
 
 #: verbs a question asks with, not about ("What happens to ...?", "How long does it take?"): no
