@@ -24,7 +24,8 @@ from ..config.sections import GenerationSettings
 from ..config.settings import Settings
 from ..generation import GenerationBackend
 from ..generation.answer import answer_from
-from ..generation.checks.claims import CITATION, confident
+from ..generation.checks.claims import confident
+from ..generation.checks.reading import CITATION
 from ..results import Answer, Evidence, EvidenceCluster
 from .dataset import EvalQuestion
 from .metrics import (

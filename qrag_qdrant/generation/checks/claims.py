@@ -30,7 +30,6 @@ from __future__ import annotations
 import itertools
 import math
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
@@ -42,18 +41,17 @@ from ...text.terms import terms
 from ..base import Judge
 from ..prompt import NOT_IN_DOCUMENTS, fence
 from .instructions import reads_as_instruction
-from .pieces import STRIPPED, PiecesCheck, pieces_check, pieces_of
+from .pieces import PiecesCheck, pieces_check, pieces_of
+from .reading import CITATION, bare, holding_sentences, normalised
 from .sentence import SentenceCheck, coverage, fits_the_question, heading_above, relevance_of, sentence_check
 from .specifics import as_written, lacking
 from .verdict import VerdictCheck, is_verdict, verdict_check
 
 #: the checks any claim can fail beside its grounding: the model's confidence, agreement, the gate's
 Doubt = Literal["unsure", "disputed", "weak evidence"]
-CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+
 #: the quote format's answer line, and a line's leading label
 ANSWER_LINE = re.compile(r"^\s*answer\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
-LABEL = re.compile(r"^\s*(?:answer|quote)\s*:\s*", re.IGNORECASE)
-NOT_WORD = re.compile(r"[\W_]+")
 JUDGE_SYSTEM = "You check whether quoted passages support a claim. Reply with one word: yes or no."
 #: a claim is supported when the judge's P(yes) is at least this
 SUPPORTED = 0.5
@@ -116,21 +114,11 @@ def declined(answer: str) -> bool:
     return text.startswith(NOT_IN_DOCUMENTS) or (text.endswith(NOT_IN_DOCUMENTS) and len(text) < 80)
 
 
-def bare(text: str) -> str:
-    """A claim's own words: no citations, label (``Answer:``) or surrounding quotes."""
-    return LABEL.sub("", CITATION.sub("", text)).strip().strip(STRIPPED).strip()
-
-
 def short_answer_of(answer: str) -> str | None:
     """The answer alone: the quote format's ``Answer:`` line, else the first line."""
     match = ANSWER_LINE.search(answer)
     line = match[1] if match else next((line for line in answer.splitlines() if line.strip()), "")
     return bare(line) or None
-
-
-def normalised(text: str) -> str:
-    """Case, accents' forms, punctuation and spacing aside: `` 19 march 1932 ``."""
-    return f" {' '.join(NOT_WORD.sub(' ', unicodedata.normalize('NFKC', text).casefold()).split())} "
 
 
 def cited_by(claim: Claim, fallback: Sequence[int]) -> list[int]:
@@ -158,12 +146,6 @@ def relevance(question: str, claim: str, passage: str, holding: Sequence[str]) -
     return relevance_of(terms(bare(claim)), terms(as_written(question, " ".join(read))), read)
 
 
-def holding_sentences(claim: str, passage: str) -> list[str]:
-    """The sentences of ``passage`` that hold the claim's words (none when they cross a boundary)."""
-    words = normalised(bare(claim))
-    return [s for s in sentences(passage) if words in normalised(s)]
-
-
 def read_sentence(
     claim: Claim, holder: Passage, holding: Sequence[str], passages: Sequence[Passage], answer: Answer
 ) -> SentenceCheck:
@@ -177,7 +159,7 @@ def read_sentence(
     cited = [p for p in passages if p.citation in claim.citations] or [holder]
     left_out = lacking(answer.searched, f"{heading or ''} {sentence} {holder.title or ''} {holder.publisher or ''}")
     weights, unseen = answer.key_terms, answer.unseen_terms
-    return sentence_check(bare(claim.text), sentence, heading, cited, weights, sentences, unseen, left_out)
+    return sentence_check(bare(claim.text), sentence, heading, cited, weights, unseen, left_out)
 
 
 def holding_offset(passage: str, holding: Sequence[str]) -> int:
@@ -231,7 +213,7 @@ def check_verdict(
     (``verdict.verdict_check``); the model's confidence, agreement and the gate apply as to any
     claim (``doubt``: the first of them that fell short), the judge does not (a bare verdict is no
     claim it can weigh)."""
-    found = verdict_check(cited_by(claim, ()), answer.parts, passages, sentences)
+    found = verdict_check(cited_by(claim, ()), answer.parts, passages)
     claim.grounded = found.uncited_part is None
     if claim.grounded:
         held_across(claim, found)
@@ -254,7 +236,7 @@ def check_grounded(
     ``doubt``."""
     claim.grounded = holder is not None
     # the sentences that hold the claim, found once for every check that reads them
-    holding = holding_sentences(claim.text, holder.text) if holder is not None else []
+    holding = holding_sentences(bare(claim.text), holder.text) if holder is not None else []
     # the one that says most of the question first: "Hall 1" is read where the closing panel is
     if len(holding) > 1:
         holding.sort(key=lambda sentence: -coverage(sentence, answer.key_terms)[0])
@@ -290,9 +272,7 @@ def check_pieces(
 ) -> None:
     """A claim that lists pieces no one passage holds whole, each held to the passages it cites
     (``pieces.pieces_check``); then ``doubt`` and the judge, as for any claim."""
-    found = pieces_check(
-        pieces, cited_by(claim, fallback), passages, answer.searched, answer.parts, normalised, sentences
-    )
+    found = pieces_check(pieces, cited_by(claim, fallback), passages, answer.searched, answer.parts)
     claim.grounded = found.not_found is None
     if claim.grounded:
         held_across(claim, found)

@@ -9,18 +9,17 @@ with one piece that no cited passage holds is still not found."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from ...results import Passage, QuestionPartEvidence
 from ...text.terms import terms
+from .reading import STRIPPED, normalised, sentences_of
 from .sentence import relevance_of
 from .verdict import own_words
 
 #: what joins the pieces of a listed answer: a comma, a semicolon, "and", "or", "as well as", "&"
 JOINER = re.compile(r"(?:\s*(?:[,;&]|\band\b|\bor\b|\bas well as\b)\s*)+", re.IGNORECASE)
-#: the punctuation and quotes around a claim's words, or a piece's
-STRIPPED = " .,;:\"'“”‘’"
 
 
 @dataclass(frozen=True)
@@ -49,11 +48,8 @@ def pieces_check(
     passages: Sequence[Passage],
     question: str,
     parts: Sequence[QuestionPartEvidence],
-    normalised: Callable[[str], str],
-    split: Callable[[str], list[str]],
 ) -> PiecesCheck:
-    """Every piece against the passages numbered in ``cited`` (``normalised``: the grounding
-    check's normal form; ``split``: a passage's sentences)."""
+    """Every piece against the passages numbered in ``cited``, in the grounding check's normal form."""
     asked = terms(question)
     asked_of = {number: own_words(part) for part in parts for number in part.citations}
     relevances: list[float] = []
@@ -69,7 +65,7 @@ def pieces_check(
             (
                 (relevance_of(claimed, asked_of.get(p.citation, asked), [s]), s, p)
                 for p in holders
-                for s in [s for s in split(p.text) if words in normalised(s)] or [p.text]
+                for s in [s for s in sentences_of(p.text) if words in normalised(s)] or [p.text]
             ),
             key=lambda found: found[0],
         )

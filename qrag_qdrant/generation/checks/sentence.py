@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ...results import Passage
 from ...text.terms import CAPITALISED_RUN, initials, terms, word_terms
+from .reading import sentences_of
 
 #: how alike two spellings must be (difflib's ratio) for a question's word to be a typo of a sentence's
 NEAR_SPELLING = 0.8
@@ -158,7 +159,6 @@ def sentence_check(
     heading: str | None,
     cited: Sequence[Passage],
     weights: Mapping[str, float],
-    split: Callable[[str], Sequence[str]],
     unseen: Sequence[str] = (),
     lacking: Sequence[str] = (),
 ) -> SentenceCheck:
@@ -168,7 +168,7 @@ def sentence_check(
     as a near spelling either, or a specific of the question the sentence ``lacking`` leaves out
     (``specifics.lacking``), makes the coverage 0: the answer is to another question."""
     own, missing = coverage(f"{heading or ''} {holding}", weights)
-    rival = rival_of(claim_words, holding, own, cited, weights, split)
+    rival = rival_of(claim_words, holding, own, cited, weights)
     spelled = {word for passage in cited for word in re.findall(r"\w+", passage.text.lower())}
     text = " ".join(passage.text for passage in cited)
     absent = [word for word in unseen if not near_spelling(word, spelled) and not paraphrased(word, text)]
@@ -184,14 +184,13 @@ def rival_of(
     own: float,
     cited: Sequence[Passage],
     weights: Mapping[str, float],
-    split: Callable[[str], Sequence[str]],
 ) -> str | None:
     answer = kinds_of(claim_words)
     if not answer or not weights:
         return None
     for passage in cited:
         headings = {passage.heading, passage.title, *(heading for _, heading in passage.heading_marks)}
-        for sentence in split(passage.text):
+        for sentence in sentences_of(passage.text):
             if not sentence.strip() or sentence.strip() == holding.strip() or is_heading(sentence, headings):
                 continue
             score, _ = coverage(sentence, weights)

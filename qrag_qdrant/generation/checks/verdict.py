@@ -7,11 +7,12 @@ is "one-sided": it cannot have compared them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from ...results import Passage, QuestionPartEvidence, uncited_part
 from ...text.terms import terms
+from .reading import sentences_of
 from .sentence import relevance_of
 
 #: what a verdict says, as the answer's short form reads after normalisation
@@ -31,7 +32,7 @@ class VerdictCheck:
 
 
 def is_verdict(words: str) -> bool:
-    """``words``: a claim's own words, normalised (``claims.normalised``)."""
+    """``words``: a claim's own words, normalised (``reading.normalised``)."""
     return words.strip() in VERDICTS
 
 
@@ -44,10 +45,8 @@ def verdict_check(
     cited: Collection[int],
     parts: Sequence[QuestionPartEvidence],
     passages: Sequence[Passage],
-    split: Callable[[str], list[str]],
 ) -> VerdictCheck:
-    """Each part with evidence against the passages the verdict cites of it (``split``: a
-    passage's sentences)."""
+    """Each part with evidence against the passages the verdict cites of it."""
     if (uncited := uncited_part(parts, cited)) is not None:
         return VerdictCheck(uncited_part=uncited)
     relevances: list[float] = []
@@ -59,7 +58,7 @@ def verdict_check(
         own = [p for p in passages if p.citation in cited and p.citation in part.citations]
         asked = own_words(part)  # a bare verdict repeats none of them: no claimed words
         share, sentence, passage = max(
-            ((relevance_of(set(), asked, [s]), s, p) for p in own for s in split(p.text) or [p.text]),
+            ((relevance_of(set(), asked, [s]), s, p) for p in own for s in sentences_of(p.text) or [p.text]),
             key=lambda found: found[0],
         )
         relevances.append(share)

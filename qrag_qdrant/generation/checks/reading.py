@@ -1,0 +1,47 @@
+"""How the answer checks read an answer's words and the passages it cites: one normal form for
+both (``normalised``), a claim's own words (``bare``), and each passage's sentences found once
+(``sentences_of``), so that every check of every claim reads the same sentences without cutting
+a passage again."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+from ...text.sentences import sentences
+
+CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+LABEL = re.compile(r"^\s*(?:answer|quote)\s*:\s*", re.IGNORECASE)
+NOT_WORD = re.compile(r"[\W_]+")
+#: the punctuation and quotes around a claim's words, or a piece's
+STRIPPED = " .,;:\"'“”‘’"
+
+
+@lru_cache(maxsize=512)
+def _sentences(text: str) -> tuple[str, ...]:
+    return tuple(sentences(text))
+
+
+def sentences_of(text: str) -> tuple[str, ...]:
+    """A passage's sentences (``text.sentences``), cut once however many claims and checks read
+    them."""
+    return _sentences(text)
+
+
+def bare(text: str) -> str:
+    """A claim's own words: no citations, label (``Answer:``) or surrounding quotes."""
+    return LABEL.sub("", CITATION.sub("", text)).strip().strip(STRIPPED).strip()
+
+
+@lru_cache(maxsize=4096)
+def normalised(text: str) -> str:
+    """Case, accents' forms, punctuation and spacing aside: `` 19 march 1932 ``."""
+    return f" {' '.join(NOT_WORD.sub(' ', unicodedata.normalize('NFKC', text).casefold()).split())} "
+
+
+def holding_sentences(words: str, passage: str) -> list[str]:
+    """The sentences of ``passage`` that hold ``words`` (a claim's own, or a piece's) after
+    normalisation: none when they cross a sentence boundary."""
+    found = normalised(words)
+    return [s for s in sentences_of(passage) if found in normalised(s)]
