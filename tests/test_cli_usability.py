@@ -80,13 +80,32 @@ def test_ingest_progress_names_each_file_read_and_each_skipped_with_why(tmp_path
 def test_key_add_says_where_the_key_file_is_and_leaves_only_it_and_the_audit_line(tmp_path):
     result = run("key", "add", "--namespace", "team-a")
     assert result.exit_code == 0, result.stderr
-    key_file = Path(".qrag-keys.toml").resolve()
+    key_file = Path(".qrag/.keys.toml").resolve()  # in the store's folder, whatever folder a command runs in
     assert str(key_file) in result.stderr and result.stdout.startswith("qrag_")
-    assert sorted(p.name for p in key_file.parent.iterdir()) == [".qrag-audit.jsonl", ".qrag-keys.toml"]
-    (line,) = [json.loads(text) for text in Path(".qrag-audit.jsonl").read_text().splitlines()]
+    assert sorted(p.name for p in Path(".").iterdir()) == [".qrag"]
+    assert sorted(p.name for p in key_file.parent.iterdir()) == [".audit.jsonl", ".keys.toml"]
+    (line,) = [json.loads(text) for text in Path(".qrag/.audit.jsonl").read_text().splitlines()]
     assert (line["event"], line["action"], line["namespace"]) == ("key", "added", "team-a")
     listed = json.loads(run("key", "add", "--namespace", "team-b", "--json").stdout)
     assert listed["key_file"] == str(key_file)
+
+
+def test_the_services_files_live_in_the_store_unless_set_and_a_former_one_is_read_with_a_warning(tmp_path):
+    from qrag_qdrant.config.settings import load_settings
+
+    service = load_settings(store=tmp_path / "elsewhere").service
+    assert (service.keys, service.audit_log, service.usage_db) == (
+        tmp_path / "elsewhere" / ".keys.toml",
+        tmp_path / "elsewhere" / ".audit.jsonl",
+        tmp_path / "elsewhere" / ".usage.sqlite3",
+    )
+    assert load_settings(service={"keys": tmp_path / "keys.toml"}).service.keys == tmp_path / "keys.toml"
+    Path(".qrag-keys.toml").write_text("")  # where a key file was kept before: the working folder
+    with pytest.warns(FutureWarning, match=r"service.keys: .qrag-keys.toml in the working folder is read; move it"):
+        assert load_settings().service.keys == Path(".qrag-keys.toml")
+    Path(".qrag").mkdir()
+    Path(".qrag/.keys.toml").write_text("")  # moved: the store's copy is read
+    assert load_settings().service.keys == Path(".qrag/.keys.toml")
 
 
 def test_serve_says_where_it_listens_and_logs_each_request(monkeypatch):
@@ -98,7 +117,7 @@ def test_serve_says_where_it_listens_and_logs_each_request(monkeypatch):
     result = run("serve", "--port", "8123")
     assert result.exit_code == 0, result.stderr
     assert "serving on http://127.0.0.1:8123/ (the web page; API docs at http://127.0.0.1:8123/docs)" in result.stderr
-    assert f"key file: {Path('.qrag-keys.toml').resolve()} (1 key)" in result.stderr
+    assert f"key file: {Path('.qrag/.keys.toml').resolve()} (1 key)" in result.stderr
     assert started["access_log"] is True and started["log_level"] == "info" and started["port"] == 8123
 
 
@@ -122,7 +141,7 @@ def test_what_the_commands_write_is_readable_by_its_owner_only(corpus, tmp_path)
             assert done.returncode == 0, done.stderr
     finally:
         os.umask(before)
-    written = [store, *store.rglob("*"), Path(".qrag-keys.toml")]
+    written = [store, *store.rglob("*"), Path(".qrag"), Path(".qrag/.keys.toml")]
     assert len(written) > 10
     loose = {str(p): oct(p.stat().st_mode & 0o777) for p in written if p.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO)}
     assert loose == {}

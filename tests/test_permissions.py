@@ -326,7 +326,7 @@ def test_python_callers_and_the_cli_read_as_the_groups_they_name(acme, embedder)
     closed = run("documents", "readers", CANARY_SOURCE, "--set", "hr", *options)
     assert closed.exit_code == 0 and "is read by hr" in closed.stdout
     assert not leaked(run("query", CANARY_QUESTION, "--no-generate", "--as-groups", "", *options).stdout)
-    audited = [json.loads(line) for line in Path(".qrag-audit.jsonl").read_text().splitlines()]  # the work folder
+    audited = [json.loads(line) for line in (store / ".audit.jsonl").read_text().splitlines()]  # the store's folder
     assert [(a["event"], a["source"], a["readers"], a["client"]) for a in audited] == [
         ("readers", CANARY_SOURCE, [], "cli"),
         ("readers", CANARY_SOURCE, ["hr"], "cli"),

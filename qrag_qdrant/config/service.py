@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Literal, cast
 from urllib.parse import urlsplit
@@ -110,14 +111,37 @@ class Quota(Section):
     ingest_bytes_per_day: PositiveInt | None = Field(None, description="bytes uploaded for ingest")
 
 
+#: the service's own files, in the store's folder unless set, so that `serve`, `key add` and `audit`
+#: find them from whatever folder they run in
+STATE_FILES = {"keys": ".keys.toml", "audit_log": ".audit.jsonl", "usage_db": ".usage.sqlite3"}
+#: where they were kept before, in the working folder: read, with a warning, while only they exist
+FORMER_STATE_FILES = {"keys": ".qrag-keys.toml", "audit_log": ".qrag-audit.jsonl", "usage_db": ".qrag-usage.sqlite3"}
+
+
+def state_file(store: Path, name: str) -> Path:
+    """Where the service keeps its file ``name`` (``STATE_FILES``) when it is not set: in ``store``,
+    or in the working folder where only the former file exists there (a warning says to move it)."""
+    placed, former = store / STATE_FILES[name], Path(FORMER_STATE_FILES[name])
+    if former.exists() and not placed.exists():
+        warnings.warn(
+            f"service.{name}: {former} in the working folder is read; move it to {placed}, where it is kept "
+            f"unless service.{name} is set",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return former
+    return placed
+
+
 class ServiceSettings(Section):
     """``qrag-qdrant serve``."""
 
     host: str = Field("127.0.0.1", description="the address `serve` listens on")
     port: int = Field(8000, ge=1, le=65535, description="the port `serve` listens on")
     keys: Path = Field(
-        Path(".qrag-keys.toml"),
-        description="the key file: each team's key (hashed), namespace and role; `qrag-qdrant key add` writes it",
+        Path(".qrag/.keys.toml"),
+        description="the key file: each team's key (hashed), namespace and role; `qrag-qdrant key add` writes it; "
+        "unset: .keys.toml in the store's folder (store)",
     )
     oidc: OidcSettings = Field(default_factory=OidcSettings, description="sign-in through an OpenID Connect provider")
     ingest_roots: dict[str, list[Path]] = Field(
@@ -203,7 +227,8 @@ class ServiceSettings(Section):
         "change and refused request",
     )
     audit_log: Path = Field(
-        Path(".qrag-audit.jsonl"), description="the audit log's file; rotated files get .1, .2, ..."
+        Path(".qrag/.audit.jsonl"),
+        description="the audit log's file; rotated files get .1, .2, ...; unset: .audit.jsonl in the store's folder",
     )
     audit_questions: bool = Field(
         False, description="write each question's text into the audit log; false: only its sha256"
@@ -211,7 +236,9 @@ class ServiceSettings(Section):
     audit_max_bytes: PositiveInt = Field(10 << 20, description="the audit log is rotated when it reaches this size")
     audit_backups: NonNegativeInt = Field(5, description="rotated audit files kept; older ones are deleted")
     usage_db: Path = Field(
-        Path(".qrag-usage.sqlite3"), description="usage per namespace, key and day (SQLite), kept across restarts"
+        Path(".qrag/.usage.sqlite3"),
+        description="usage per namespace, key and day (SQLite), kept across restarts; unset: .usage.sqlite3 in the "
+        "store's folder",
     )
     quotas: dict[str, Quota] = Field(
         default_factory=dict,

@@ -43,7 +43,7 @@ from .sections import (
     RetrievalSettings,
     Section,
 )
-from .service import ServiceSettings
+from .service import STATE_FILES, ServiceSettings, state_file
 from .values import check_expansions
 
 #: the shipped pipeline, found beside the package wherever it is installed or run from
@@ -117,7 +117,9 @@ class Settings(BaseSettings):
     config_file: Path | None = Field(None, exclude=True, description="TOML file the settings were read from")
     namespace: str = Field("default", description="the team's namespace: the prefix of its collections")
     store: Path = Field(
-        Path(".qrag"), description="the embedded store's folder (and the service's state beside a server)"
+        Path(".qrag"),
+        description="the embedded store's folder, and the service's state (keys, audit log, usage, uploads, jobs) "
+        "beside either store",
     )
     retrievers: tuple[RetrieverSpec, ...] = Field(
         DEFAULT_RETRIEVERS, description="the independent retrievers; each chunking is one collection"
@@ -147,6 +149,22 @@ class Settings(BaseSettings):
         if toml_file is not None:
             sources += (TomlConfigSettingsSource(settings_cls, toml_file=Path(toml_file)),)
         return sources
+
+    @model_validator(mode="before")
+    @classmethod
+    def _service_state_in_store(cls, data: Any) -> Any:
+        """The service's files that are not set go in the store's folder (``service.state_file``)."""
+        if not isinstance(data, dict):
+            return data
+        store = Path(data.get("store") or cls.model_fields["store"].default)
+        service = data.get("service") or {}
+        placed: ServiceSettings | dict[str, Any]
+        if isinstance(service, ServiceSettings):
+            unset = [name for name in STATE_FILES if name not in service.model_fields_set]
+            placed = service.model_copy(update={name: state_file(store, name) for name in unset})
+        else:
+            placed = {**{name: state_file(store, name) for name in STATE_FILES if name not in service}, **service}
+        return {**data, "service": placed}
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
