@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import json
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
