@@ -36,16 +36,21 @@ def test_no_import_circle_between_modules_or_stages_and_the_design_page_shows_th
     assert import_graph().main(["--check"]) == 0
 
 
+def package_of(root: Path, name: str, modules: dict[str, str]) -> Path:
+    """A package ``name`` under ``root`` holding ``modules`` (path -> source), a sub-package per folder."""
+    package = root / name
+    for path, source in modules.items():
+        module = package / path
+        module.parent.mkdir(parents=True, exist_ok=True)
+        (module.parent / "__init__.py").touch()
+        module.write_text(source)
+    (package / "__init__.py").touch()
+    return package
+
+
 def test_a_circle_between_two_stages_or_two_modules_is_found(tmp_path, monkeypatch):
-    package = tmp_path / "circular"
-    for stage in ("low", "high"):
-        (package / stage).mkdir(parents=True)
-        (package / stage / "__init__.py").write_text("")
-    (package / "__init__.py").write_text("")
-    (package / "low" / "a.py").write_text("from ..high import x\n")
-    (package / "high" / "x.py").write_text("X = 1\n")
-    (package / "high" / "y.py").write_text("from ..low import b\n")
-    (package / "low" / "b.py").write_text("B = 1\n")
+    modules = {"low/a.py": "from ..high import x\n", "high/x.py": "X = 1\n", "high/y.py": "from ..low import b\n"}
+    package = package_of(tmp_path, "circular", {**modules, "low/b.py": "B = 1\n"})
     monkeypatch.syspath_prepend(str(tmp_path))
     graph = import_graph()
     found = graph.shape("circular")
@@ -56,16 +61,13 @@ def test_a_circle_between_two_stages_or_two_modules_is_found(tmp_path, monkeypat
 
 
 def test_an_import_from_the_wrong_stage_is_found(tmp_path, monkeypatch):
-    package = tmp_path / "layered"
-    for stage in ("text", "ingest", "retrieval", "config"):
-        (package / stage).mkdir(parents=True)
-        (package / stage / "__init__.py").write_text("")
-    (package / "__init__.py").write_text("")
-    (package / "errors.py").write_text("E = 1\n")
-    (package / "config" / "c.py").write_text("C = 1\n")
-    (package / "ingest" / "chunks.py").write_text("from ..text.words import W\n")
-    (package / "text" / "words.py").write_text("from ..errors import E\nW = 1\n")
-    (package / "retrieval" / "context.py").write_text("from ..text.words import W\n")
+    text = "from ..text.words import W\n"
+    modules = {"errors.py": "E = 1\n", "config/c.py": "C = 1\n", "ingest/chunks.py": text}
+    package = package_of(
+        tmp_path,
+        "layered",
+        {**modules, "text/words.py": "from ..errors import E\nW = 1\n", "retrieval/context.py": text},
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     graph = import_graph()
     assert graph.wrong_arrows(graph.shape("layered"), "layered") == []

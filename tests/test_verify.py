@@ -37,8 +37,8 @@ class ScriptedJudge:
         return 0.9 if any(word in claim for word in self.words) else 0.1
 
 
-def answer_of(text: str | None) -> Answer:
-    return Answer(question="Who won?", abstained=False, retrievers=5, clusters=[], timings_ms={}, answer=text)
+def answer_of(text: str | None, question: str = "Who won?") -> Answer:
+    return Answer(question=question, abstained=False, retrievers=5, clusters=[], timings_ms={}, answer=text)
 
 
 def test_claims_carry_their_citations():
@@ -97,14 +97,48 @@ def test_the_quote_format_grounds_the_quote_and_the_answer_line():
     assert "1 of 2 claims are not found in the passages they cite" in made_up.warnings
 
 
-def test_an_answer_with_no_short_answer_or_only_unshown_citations_is_not_supported():
+def test_an_answer_with_no_short_answer_or_only_unshown_citations_no_passage_holds_is_not_supported():
     bare_citation = answer_of("[1]")
     check_answer(bare_citation, PASSAGES, None, MARK)
     assert bare_citation.short_answer is None and bare_citation.claims[0].supported is False
-    unshown = answer_of("Denver Broncos [7] [9]")
+    unshown = answer_of("Kansas City Chiefs [7] [9]")
     check_answer(unshown, PASSAGES, None, REFUSE)
     assert unshown.claims[0].invalid_citations == [7, 9] and unshown.claims[0].grounded is False
     assert unshown.abstained and unshown.abstain_reason == "unsupported_answer"
+
+
+def test_a_claim_citing_only_passages_not_shown_is_read_as_citing_the_shown_one_that_holds_it():
+    answer = answer_of("Denver Broncos [7] [9]")
+    check_answer(answer, PASSAGES, None, MARK)
+    (claim,) = answer.claims
+    assert (claim.text, claim.citations, claim.invalid_citations, claim.supported) == (
+        "Denver Broncos [1]",
+        [1],
+        [],
+        True,
+    )
+    assert answer.answer == "Denver Broncos [1]"
+    assert "the answer cited [7], [9] for words passage [1] holds: read as [1]" in answer.warnings
+    # a claim citing a shown passage is held to it, though another shown passage holds its words
+    assert_supported("Santa Clara [1]", False)
+
+
+def test_a_word_of_the_claim_may_be_said_in_its_plural():
+    """ "Thursday" is what "given on Thursdays" says; "Thurs" is not a word of it."""
+    clinic = [
+        Passage(citation=1, source="c.txt", start=0, end=60, text="The booster is given on Thursdays from 9 to 12.")
+    ]
+    for text, grounded in (
+        ("Thursday [1]", True),
+        ("thursdays [1]", True),
+        ("Thurs [1]", False),
+        ("Tuesday [1]", False),
+    ):
+        answer = answer_of(text, "On which day is the booster given?")
+        check_answer(answer, clinic, None, MARK)
+        assert answer.claims[0].grounded is grounded, text
+        if grounded:
+            assert answer.claims[0].sentence == "The booster is given on Thursdays from 9 to 12."
 
 
 class ScriptedStream(BackendDefaults):
@@ -375,11 +409,15 @@ def test_without_entry_points_the_error_names_the_reinstall(monkeypatch):
         open_backend(load_settings())
 
 
-def test_a_claim_that_cites_only_unshown_passages_is_not_grounded_by_another_claims_citation():
+def test_a_claim_that_cites_only_unshown_passages_is_held_to_the_shown_one_that_holds_it_not_to_the_others():
     answer = answer_of("The Denver Broncos won [9]. Super Bowl 50 [1].")
     check_answer(answer, PASSAGES, None, MARK)
-    # its words are in [1], which only the other claim cites: its own [9] was not shown
-    assert [(c.invalid_citations, c.grounded) for c in answer.claims] == [([9], False), ([], True)]
+    # its words are in [1]: its own [9], which was not shown, is read as [1], and said so
+    assert [(c.citations, c.invalid_citations, c.grounded) for c in answer.claims] == [([1], [], True), ([1], [], True)]
+    assert answer.answer == "The Denver Broncos won [1]. Super Bowl 50 [1]."
+    unheld = answer_of("The Chiefs won [9]. Super Bowl 50 [1].")
+    check_answer(unheld, PASSAGES, None, MARK)
+    assert [(c.invalid_citations, c.grounded) for c in unheld.claims] == [([9], False), ([], True)]
 
 
 def test_a_sentence_wrapped_over_lines_is_read_whole_and_a_line_of_its_own_is_not_joined():

@@ -42,7 +42,7 @@ from ..base import Judge
 from ..prompt import NOT_IN_DOCUMENTS, fence
 from .instructions import reads_as_instruction
 from .pieces import PiecesCheck, pieces_check, pieces_of
-from .reading import CITATION, bare, holding_sentences, normalised
+from .reading import CITATION, bare, holding_sentences, holds, normalised
 from .sentence import SentenceCheck, coverage, fits_the_question, heading_above, relevance_of, sentence_check
 from .specifics import as_written, lacking
 from .verdict import VerdictCheck, is_verdict, verdict_check
@@ -101,11 +101,16 @@ def one_target(text: str, shown: Sequence[int], answer: Answer) -> str:
     paragraphs numbers the paragraphs): each is read as it, in the text too, with a warning."""
     if len(shown) != 1 or not (wrong := sorted({n for n in citations_in(text) if n not in shown})):
         return text
-    only = f"[{shown[0]}]"
-    answer.answer = re.sub(rf"{re.escape(only)}(?:\s*{re.escape(only)})+", only, CITATION.sub(only, text))
+    answer.answer = cites_only(text, shown[0])
     cited = ", ".join(f"[{n}]" for n in wrong)
-    answer.warnings.append(f"the answer cited {cited}; one passage was shown, so it is read as {only}")
+    answer.warnings.append(f"the answer cited {cited}; one passage was shown, so it is read as [{shown[0]}]")
     return answer.answer
+
+
+def cites_only(text: str, number: int) -> str:
+    """``text`` with every citation made ``[number]``, said once where it repeats."""
+    only = f"[{number}]"
+    return re.sub(rf"{re.escape(only)}(?:\s*{re.escape(only)})+", only, CITATION.sub(only, text))
 
 
 def declined(answer: str) -> bool:
@@ -130,11 +135,27 @@ def grounding(claim: Claim, passages: Sequence[Passage], fallback: Sequence[int]
     """The first passage the claim cites (or, citing none, of ``fallback``) that holds its own words."""
     words = normalised(bare(claim.text))
     cited = cited_by(claim, fallback)
-    return (
-        next((p for p in passages if p.citation in cited and words in normalised(p.text)), None)
-        if words.strip()
-        else None
+    return next((p for p in passages if p.citation in cited and holds(p.text, words)), None) if words.strip() else None
+
+
+def repointed(claim: Claim, passages: Sequence[Passage], answer: Answer) -> Passage | None:
+    """A claim that cites only passages that were not shown ("[3]" of two), while a shown passage
+    holds its words: read as citing that one, in the answer's text too, with a warning; its other
+    checks then read that passage. A claim that cites a shown passage is held to it: re-pointed
+    too, 7 right answers of 400 recorded were marked supported, and 3 wrong ones."""
+    words = normalised(bare(claim.text))
+    if not claim.citations or claim.citations != claim.invalid_citations or not words.strip():
+        return None
+    holder = next((p for p in passages if p.citation not in claim.citations and holds(p.text, words)), None)
+    if holder is None:
+        return None
+    cited, text = ", ".join(f"[{n}]" for n in claim.citations), cites_only(claim.text, holder.citation)
+    answer.answer = (answer.answer or "").replace(claim.text, text, 1)
+    claim.text, claim.citations, claim.invalid_citations = text, [holder.citation], []
+    answer.warnings.append(
+        f"the answer cited {cited} for words passage [{holder.citation}] holds: read as [{holder.citation}]"
     )
+    return holder
 
 
 def relevance(question: str, claim: str, passage: str, holding: Sequence[str]) -> float:
@@ -320,7 +341,7 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         if answer.parts and is_verdict(normalised(words)):
             check_verdict(claim, answer, passages, options, doubt)
             continue
-        holder = grounding(claim, passages, valid)
+        holder = grounding(claim, passages, valid) or repointed(claim, passages, answer)
         if holder is None and (pieces := pieces_of(words)):
             check_pieces(claim, pieces, answer, passages, valid, options, doubt)
         else:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ...results import Passage, QuestionPartEvidence
 from ...text.terms import terms
-from .reading import STRIPPED, normalised, sentences_of
+from .reading import STRIPPED, holds, normalised, sentences_of
 from .sentence import relevance_of
 from .verdict import own_words
 
@@ -57,7 +57,7 @@ def pieces_check(
     locations: list[str] = []
     for piece in pieces:
         words = normalised(piece)
-        holders = [p for p in passages if p.citation in cited and words in normalised(p.text)]
+        holders = [p for p in passages if p.citation in cited and holds(p.text, words)]
         if not holders:
             return PiecesCheck(not_found=piece)
         claimed = terms(piece)
@@ -65,7 +65,7 @@ def pieces_check(
             (
                 (relevance_of(claimed, asked_of.get(p.citation, asked), [s]), s, p)
                 for p in holders
-                for s in [s for s in sentences_of(p.text) if words in normalised(s)] or [p.text]
+                for s in [s for s in sentences_of(p.text) if holds(s, words)] or [p.text]
             ),
             key=lambda found: found[0],
         )

@@ -40,8 +40,22 @@ def normalised(text: str) -> str:
     return f" {' '.join(NOT_WORD.sub(' ', unicodedata.normalize('NFKC', text).casefold()).split())} "
 
 
+@lru_cache(maxsize=1024)
+def _as_said(words: str) -> re.Pattern[str]:
+    """``words`` (normalised) where a word may also be said in its plural: "thursday" in "on thursdays"."""
+    plural = [re.escape(word) + ("(?:s|es)?" if word.isalpha() else "") for word in words.split()]
+    return re.compile(" " + " ".join(plural) + " ")
+
+
+def holds(text: str, words: str) -> bool:
+    """Whether ``text`` holds ``words`` (normalised) after normalisation, a word of them in its
+    plural too: a claim "Thursday" is what "given on Thursdays" says."""
+    found = normalised(text)
+    return words in found or (bool(words.strip()) and _as_said(words).search(found) is not None)
+
+
 def holding_sentences(words: str, passage: str) -> list[str]:
     """The sentences of ``passage`` that hold ``words`` (a claim's own, or a piece's) after
     normalisation: none when they cross a sentence boundary."""
     found = normalised(words)
-    return [s for s in sentences_of(passage) if found in normalised(s)]
+    return [s for s in sentences_of(passage) if holds(s, found)]
