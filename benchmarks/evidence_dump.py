@@ -41,7 +41,8 @@ def main() -> None:
             abstained += evidence.abstained
             parts += bool(evidence.parts)
             out.write(json.dumps(evidence.model_dump(exclude={"timings_ms"}), sort_keys=True, default=str) + "\n")
-    print(f"{min(args.n, len(rows))} questions: {abstained} abstained, {parts} searched by parts; written to {args.out}")
+    asked = min(args.n, len(rows))
+    print(f"{asked} questions: {abstained} abstained, {parts} searched by parts; written to {args.out}")
 
 
 if __name__ == "__main__":
