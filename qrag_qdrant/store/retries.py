@@ -79,7 +79,7 @@ def server_errors(method: Callable[..., T]) -> Callable[..., T]:
 
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(self.retries + 1),
-            wait=tenacity.wait_exponential_jitter(initial=self.backoff, jitter=self.backoff, max=MAX_BACKOFF),
+            wait=tenacity.wait_exponential_jitter(multiplier=self.backoff, jitter=self.backoff, max=MAX_BACKOFF),
             retry=tenacity.retry_if_exception_type(_Outage),
             sleep=lambda seconds: pause(seconds),
             reraise=True,
