@@ -21,7 +21,7 @@ import typer
 
 from ..errors import QragError
 from ..ingest.corpus import UNSUPPORTED_FORMAT, SkippedFile
-from ..results import Answer, Evidence, claim_reason
+from ..results import Answer, Evidence
 from ..service.auth.keys import KeyEntry
 
 if TYPE_CHECKING:  # imported where they are used (ingest, tables): a query starts sooner
@@ -224,7 +224,7 @@ def print_answer_checks(answer: Answer) -> None:
         out.print(f"{answer.mark}: {answer.mark_reason}", markup=False, style=style)
     failed = [claim for claim in answer.claims if claim.supported is False]
     for claim in failed[1:] if failed and answer.mark != "supported" else []:  # the first is the mark's reason
-        out.print(f"not supported ({claim_reason(claim, answer)}): {claim.text}", markup=False, style="red")
+        out.print(f"not supported ({answer.claim_reason(claim)}): {claim.text}", markup=False, style="red")
     for warning in answer.warnings:
         out.print(f"note: {warning}", markup=False, style="yellow")
 

@@ -36,6 +36,7 @@ from typing import Literal
 
 from ...config.sections import GenerationSettings
 from ...results import Answer, Claim, Passage
+from ...results.marks import INSTRUCTION_WITHHELD, WARNINGS
 from ...text.sentences import sentences, unwrapped
 from ...text.terms import terms
 from ..base import Judge
@@ -55,25 +56,6 @@ ANSWER_LINE = re.compile(r"^\s*answer\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE
 JUDGE_SYSTEM = "You check whether quoted passages support a claim. Reply with one word: yes or no."
 #: a claim is supported when the judge's P(yes) is at least this
 SUPPORTED = 0.5
-#: what an answer copied from a planted instruction becomes: withheld, with this warning
-INSTRUCTION_WITHHELD = (
-    "the answer was withheld: it repeats a sentence of a document that gives orders to an assistant, "
-    "not a fact (see the cited passage)"
-)
-#: why a claim is not supported (``Claim.unsupported``), as its warning says it
-UNSUPPORTED = {
-    "not found": "are not found in the passages they cite",
-    "off the question": "come from a sentence that lacks what the question is about "
-    "(generation.min_coverage, min_relevance)",
-    "ambiguous": "come from a passage that gives another value for the question as well (generation.rivals)",
-    "unsure": "were written with too little of the model's confidence (generation.min_answer_probability)",
-    "disputed": "are not what enough of the model's readings said (generation.min_agreement)",
-    "weak evidence": "come from evidence the gate is not confident enough of (generation.min_evidence_confidence)",
-    "doubted": "were not confirmed by the judge",
-    "instruction": "come from a sentence that reads as an instruction to the assistant, not a fact",
-    "one-sided": "answer yes or no citing the evidence of only some of the question's parts",
-    "wrong kind": "are not of the kind the question asks for (a time or number where it asks where or who)",
-}
 
 
 def citations_in(text: str) -> list[int]:
@@ -352,7 +334,7 @@ def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | Non
         claim.supported = claim.unsupported is None
     counts: Counter[str | None] = Counter(c.unsupported for c in answer.claims if not c.supported)
     answer.warnings.extend(
-        f"{counts[kind]} of {len(answer.claims)} claims {why}" for kind, why in UNSUPPORTED.items() if counts[kind]
+        f"{counts[kind]} of {len(answer.claims)} claims {why}" for kind, why in WARNINGS.items() if counts[kind]
     )
     if counts["instruction"]:  # an attack's payload, not an answer: withheld whatever generation.unsupported says
         answer.abstained, answer.abstain_reason = True, "unsupported_answer"

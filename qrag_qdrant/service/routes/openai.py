@@ -28,8 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ...api import QuorumRAG
-from ...generation.checks.claims import INSTRUCTION_WITHHELD
 from ...results import Answer, Evidence
+from ...results.marks import INSTRUCTION_WITHHELD
 from ...store.filters import DocumentFilter
 from ..errors import ServiceError
 from ..schemas import HistoryTurn, QueryRequest
