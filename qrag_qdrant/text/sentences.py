@@ -16,6 +16,8 @@ from collections.abc import Iterator
 #: the white space between two sentences: after an end mark (and up to two closing quotes or
 #: brackets), or around a line break
 SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]’”])|(?<=[.!?][\"')\]’”]{2}))\s+(?=\S)|\s*\n\s*")
+#: the end of a piece that ends a sentence: an end mark, and up to two closing quotes or brackets
+ENDS_SENTENCE = re.compile(r"[.!?][\"')\]’”]{0,2}$")
 #: a line that starts a block of its own (a heading, a table row, a quote, a list item), never the last one's
 BLOCK_START = re.compile(r"\s*(?:#|\||>|[-*+•]\s|\(?(?:\d{1,3}|[a-z])[.)]\s)", re.IGNORECASE)
 #: a line at least this long that ends without a sentence's end was wrapped, not ended
@@ -74,5 +76,17 @@ def sentences(text: str) -> list[str]:
 
 
 def sentence_starts(text: str) -> list[int]:
-    """Where each of the text's sentences (as ``sentences`` finds them) starts, in order."""
-    return [pieces[0][0] for pieces in _sentence_pieces(unwrapped(text))]
+    """Where a window of the text may begin, in order: each sentence (as ``sentences`` finds them)
+    that follows one ending at ``.``, ``!`` or ``?``. A line of its own that ends with none, a
+    heading ("FTX's collapse") or a label ("listed below:"), stays with the sentence under it: a
+    window starts at the heading, not after it. The text's first sentence is not counted (its
+    start is the text's)."""
+    joined = unwrapped(text)
+    starts: list[int] = []
+    ended = False
+    for pieces in _sentence_pieces(joined):
+        if ended:
+            starts.append(pieces[0][0])
+        last_start, last_end = pieces[-1]
+        ended = ENDS_SENTENCE.search(joined[last_start:last_end]) is not None
+    return starts
