@@ -34,7 +34,7 @@ def test_a_number_the_text_ends_with_stands_alone():
 
 
 def test_a_window_may_start_after_a_sentences_end_and_a_heading_stays_with_the_sentence_under_it():
-    text = "The river rises in the hills.\n\nFTX's collapse\n\nConcerns grew. They said \"no.\" Then it fell"
+    text = 'The river rises in the hills.\n\nFTX\'s collapse\n\nConcerns grew. They said "no." Then it fell'
     starts = sentence_starts(text)
     assert [text[at:].split()[0] for at in starts] == ["FTX's", "They", "Then"]  # not "Concerns": under the heading
 
