@@ -230,7 +230,7 @@ class Coordinator:
         second = None
         if reading is not None:
             with timed(query.timings, "second_reading"):
-                again = query.reading(reading.searched_for)
+                again = query.within(question=reading.searched_for)
                 vectors, lists = self.searcher.embed_and_search(again.question, scope=again.scope)
                 second = self.evidence_from(again, Searched(vectors, lists))
         evidence = as_asked(evidence, asked, reading, second, query.timings)
@@ -264,7 +264,7 @@ class Coordinator:
         """The whole question's evidence, for the gate's decision on a question whose parts are
         searched by their own words alone: its features describe a question's own search."""
         lists, _ = self.searcher.search_embedded(vectors, (), query.scope)
-        return self.evidence_from(replace(query, timings={}, on_ranked=None), Searched(vectors, lists))
+        return self.evidence_from(query.within(), Searched(vectors, lists))
 
     def search_part(self, query: Query, vectors: QueryVectors, part: QuestionPart, unnamed: str) -> PartFound:
         """One part's evidence: the question and its own words searched in its documents (a part
@@ -294,7 +294,7 @@ class Coordinator:
         own = [ExpandedText("the part's own words", part.clause, every)] if part.clause else []
         lists, expanded = self.searcher.search_embedded(vectors, own, within, options.part_top_k)
         ranked: list[ScoredCluster] = []
-        in_part = replace(query, scope=within, timings={}, on_ranked=ranked.extend)
+        in_part = query.within(scope=within, on_ranked=ranked.extend)
         evidence = self.evidence_from(in_part, Searched(replace(vectors, question=unnamed), lists, expanded))
         return PartFound(part, searched, described, evidence, ranked)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..config.sections import RetrievalSettings
 from ..results import QueryExpansion
@@ -34,9 +34,11 @@ class Query:
     #: the conversation's step, when the question is a follow-up's stand-alone rewrite
     asked: Asked | None = None
 
-    def reading(self, question: str) -> Query:
-        """The same query for another text (a follow-up's second reading), with timings of its own."""
-        return replace(self, question=question, timings={}, on_ranked=None, asked=None)
+    def within(self, **changes: Any) -> Query:
+        """A search this query makes of its own (a part of the question, the whole question beside
+        its parts, a follow-up's second reading): ``changes`` applied, with timings of its own and
+        no ranking hook or conversation step unless given."""
+        return replace(self, **{"timings": {}, "on_ranked": None, "asked": None, **changes})
 
 
 @dataclass(frozen=True)

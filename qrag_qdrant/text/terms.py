@@ -52,12 +52,12 @@ def _english_zipf() -> dict[str, float]:
 
 def zipf_frequency(word: str) -> float:
     """How often general English uses ``word`` (lower case), on the Zipf scale; 0 for a word under
-    ``ZIPF_RARE`` or with a digit, which count as fully rare. A hyphenated word is its pieces'
-    combined frequency, 1/f = 1/f1 + 1/f2 + ..., rounded to three significant digits (as wordfreq
-    reads "follow-up")."""
+    ``ZIPF_RARE`` or with a digit (the table holds neither), which count as fully rare. A
+    hyphenated word is its pieces' combined frequency, 1/f = 1/f1 + 1/f2 + ..., rounded to three
+    significant digits (as wordfreq reads "follow-up")."""
     table = _english_zipf()
     pieces = [piece for piece in (part.strip("'") for part in word.split("-")) if piece]
-    if not pieces or any(piece not in table or any(c.isdigit() for c in piece) for piece in pieces):
+    if not pieces or any(piece not in table for piece in pieces):
         return 0.0
     frequency = 1.0 / sum(10 ** (9 - table[piece]) for piece in pieces)
     frequency = round(frequency, math.floor(-math.log10(frequency)) + 3)

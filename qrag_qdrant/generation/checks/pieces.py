@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ...results import Passage, QuestionPartEvidence
 from ...text.terms import terms
-from .reading import STRIPPED, holds, normalised, sentences_of
+from .reading import STRIPPED, holding_sentences, holds, normalised
 from .sentence import relevance_of
 from .verdict import own_words
 
@@ -65,7 +65,7 @@ def pieces_check(
             (
                 (relevance_of(claimed, asked_of.get(p.citation, asked), [s]), s, p)
                 for p in holders
-                for s in [s for s in sentences_of(p.text) if holds(s, words)] or [p.text]
+                for s in holding_sentences(piece, p.text) or [p.text]
             ),
             key=lambda found: found[0],
         )

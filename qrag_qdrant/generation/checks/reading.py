@@ -19,14 +19,10 @@ STRIPPED = " .,;:\"'“”‘’"
 
 
 @lru_cache(maxsize=512)
-def _sentences(text: str) -> tuple[str, ...]:
-    return tuple(sentences(text))
-
-
 def sentences_of(text: str) -> tuple[str, ...]:
     """A passage's sentences (``text.sentences``), cut once however many claims and checks read
     them."""
-    return _sentences(text)
+    return tuple(sentences(text))
 
 
 def bare(text: str) -> str:
