@@ -5,8 +5,8 @@ documents' publisher ("the People Team's handbook"), and as a user who does not 
 
     python benchmarks/multidoc_questions.py --json-out multidoc-questions.json
 
-Each question is retrieved through ``QuorumRAG.retrieve`` with ``question_parts`` = ``rules`` and
-``off``, at the same context words (fixed context, ``part_words`` = ``word_budget``); per form
+Each question is retrieved through ``QuorumRAG.retrieve`` with ``retrieval.parts.mode`` = ``rules`` and
+``off``, at the same context words (fixed context, ``parts.words`` = ``context.words``); per form
 (named, unnamed) and kind: coverage (the share of its gold documents in the context), all evidence
 (every one of them), abstained, and the parts it was split into. Questions the corpus does not
 answer (``gold`` empty) count as null questions: abstaining is right.
@@ -298,8 +298,9 @@ def main() -> None:
         store = Path(folder) / "store"
         ingest(Path(folder), store)
         for plan in ("rules", "off"):
-            retrieval = {"context": "fixed", "question_parts": plan, "word_budget": args.words}
-            with QuorumRAG(load_settings(store=store, retrieval={**retrieval, "part_words": args.words})) as rag:
+            words = args.words
+            retrieval = {"context": {"mode": "fixed", "words": words}, "parts": {"mode": plan, "words": words}}
+            with QuorumRAG(load_settings(store=store, retrieval=retrieval)) as rag:
                 for form in ("named", "unnamed"):
                     rows = [{**row(rag, q[form], q["gold"]), "kind": q["kind"]} for q in QUESTIONS]
                     kinds = sorted({r["kind"] for r in rows})

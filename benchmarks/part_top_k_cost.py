@@ -1,5 +1,5 @@
 """What a part's hits cost: ``Coordinator.retrieve``'s wall time for the questions it splits, at
-two ``retrieval.part_top_k`` values, alternated question by question so that whatever else runs
+two ``retrieval.parts.top_k`` values, alternated question by question so that whatever else runs
 on the machine weighs on both alike.
 
     python benchmarks/part_top_k_cost.py --store /tmp/mheval/store --namespace eval-multihop-rag \
@@ -34,10 +34,10 @@ def main() -> None:
     with QuorumRAG(load_settings(store=args.store, namespace=args.namespace)) as rag:
         coordinator = rag.coordinator
         coordinator.warm()
-        options = coordinator.settings.retrieval
+        options = coordinator.settings.retrieval.parts
 
         def timed(top_k: int, question: str) -> tuple[float, bool]:
-            object.__setattr__(options, "part_top_k", top_k)  # the same searcher and caches for both
+            object.__setattr__(options, "top_k", top_k)  # the same searcher and caches for both
             started = time.perf_counter()
             evidence = coordinator.retrieve(question)
             return (time.perf_counter() - started) * 1000, bool(evidence.parts)
@@ -55,7 +55,7 @@ def main() -> None:
         ordered = sorted(times)
         p95 = ordered[int(0.95 * len(ordered))]
         p50 = statistics.median(times)
-        print(f"part_top_k {value}: {len(times)} split questions, p50 {p50:.1f} ms, p95 {p95:.1f} ms")
+        print(f"parts.top_k {value}: {len(times)} split questions, p50 {p50:.1f} ms, p95 {p95:.1f} ms")
 
 
 if __name__ == "__main__":

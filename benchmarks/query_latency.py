@@ -91,7 +91,7 @@ def main() -> None:
                 hybrid_spec.name,
                 embedder.query_embed(question).tolist(),
                 hybrid_bm25.query_embed(question),
-                limit=options.context_clusters,
+                limit=options.context.clusters,
                 prefetch_limit=options.top_k,
             )
             return [hit.payload.text for hit in hits]

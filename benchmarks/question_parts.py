@@ -6,7 +6,7 @@
 The rules of ``retrieval/parts.py`` were written on the questions whose id's sha256 is even
 (``--half tuning``); the other half (``held-out``) was not read while writing them. Each question
 is retrieved through ``QuorumRAG.retrieve`` twice, at the same context words (``context = fixed``,
-500 words): ``question_parts = "rules"`` (or ``--parts model``) and ``"off"``.
+500 words): ``retrieval.parts.mode = "rules"`` (or ``--parts model``) and ``"off"``.
 
 ``--without-publishers`` takes the publishers' names out of the questions that name them ("the
 TechCrunch article" becomes "an article", "reported by The Verge" "reported by another outlet"),
@@ -159,9 +159,8 @@ def main() -> None:
         return
     rows: dict[str, list[dict[str, Any]]] = {}
     for plan in (args.parts,) if args.only else (args.parts, "off"):
-        settings = load_settings(
-            store=args.store, namespace=args.namespace, retrieval={"context": "fixed", "question_parts": plan}
-        )
+        retrieval = {"context": {"mode": "fixed"}, "parts": {"mode": plan}}
+        settings = load_settings(store=args.store, namespace=args.namespace, retrieval=retrieval)
         with QuorumRAG(settings) as rag:
             rows[plan] = [scored(rag, question) for question in questions]
     kinds = sorted({q["kind"] for q in questions})

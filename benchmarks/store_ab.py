@@ -40,7 +40,7 @@ def hybrid_query(rag: QuorumRAG) -> Callable[[str], object]:
         spec.name,
         dense.query_embed(question).tolist(),
         sparse.query_embed(question),
-        limit=options.context_clusters,
+        limit=options.context.clusters,
         prefetch_limit=options.top_k,
     )
 

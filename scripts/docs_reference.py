@@ -141,8 +141,9 @@ def config_page() -> str:
         "One config model is read from a TOML file (`--config`; by default the package's "
         f"`{DEFAULT_CONFIG_FILE.parent.name}/{DEFAULT_CONFIG_FILE.name}`), then environment variables, then "
         "command-line options, each overriding the one before. A section's key `section.key` is "
-        "`[section] key = ...` in TOML and `QRAG_SECTION_KEY` in the environment; a list or table in "
-        "an environment variable is JSON. Unknown keys are errors.\n\n## Top level\n\n",
+        "`[section] key = ...` in TOML and `QRAG_SECTION_KEY` in the environment, and a section's own "
+        "section's `section.inner.key` is `[section.inner] key = ...` and `QRAG_SECTION_INNER_KEY`; a list "
+        "or table in an environment variable is JSON. Unknown keys are errors.\n\n## Top level\n\n",
         "\n".join(rows),
         "\n",
     ]
@@ -152,15 +153,10 @@ def config_page() -> str:
         if model.__doc__ and model.__doc__ != BaseModel.__doc__:
             parts.append(" ".join(model.__doc__.split()) + "\n\n")
         parts.append("| key | type | default | environment variable | description |\n| --- | --- | --- | --- | --- |\n")
-        section, _, _ = name.partition(".")
         for key, field in model.model_fields.items():
             if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
                 sections.append((f"{name}.{key}", field.annotation))  # a section of its own, after this one
-            variable = (
-                f"`QRAG_{section.upper()}_{key.upper()}`"
-                if "." not in name
-                else f"in `QRAG_{name.upper().replace('.', '_')}` (JSON)"
-            )
+            variable = f"`QRAG_{name.upper().replace('.', '_')}_{key.upper()}`"
             parts.append(
                 f"| `{name}.{key}` | {_field_type(field)} | {_default(field)} | {variable} | "
                 f"{_cell(field.description or '')} |\n"

@@ -87,7 +87,7 @@ class OllamaStandIn:
     alternatives_for: Callable[[dict[str, Any]], list[tuple[str, float]]] | None = None
     #: when given, only the requests it holds true for wait on ``hold``
     hold_when: Callable[[dict[str, Any]], bool] | None = None
-    #: a follow-up's rewrite (retrieval.conversation): the question -> the reply; a question it
+    #: a follow-up's rewrite (retrieval.conversation.mode): the question -> the reply; a question it
     #: does not hold is kept as it is, as a model that finds it stand-alone does
     rewrites: dict[str, str] = field(default_factory=dict)
     #: the answers of sampled readings (generation.samples): the request with seed n gets the n-th

@@ -20,8 +20,8 @@ def test_the_research_tools_pipeline_still_loads_for_the_benchmarks():
         r.cluster_threshold,
         r.weight_rrf,
         r.weight_support,
-        r.context_clusters,
-        r.word_budget,
+        r.context.clusters,
+        r.context.words,
         r.min_similarity,
     ) == (2, 15, 60, 0.85, 0.7, 0.3, 5, 0, 0)
     assert settings.ollama.model == "mistral"
@@ -34,7 +34,7 @@ def test_default_toml_is_the_tuned_pipeline_and_equals_the_builtin_defaults(repo
     assert settings.model_dump() == Settings().model_dump() == load_settings().model_dump()
     assert settings.retrievers == DEFAULT_RETRIEVERS
     r = settings.retrieval
-    assert (r.quorum, r.top_k, r.rrf_k, r.weight_rrf, r.weight_support, r.word_budget) == (2, 15, 2, 0.7, 0.6, 500)
+    assert (r.quorum, r.top_k, r.rrf_k, r.weight_rrf, r.weight_support, r.context.words) == (2, 15, 2, 0.7, 0.6, 500)
 
 
 def test_two_collections_serve_the_four_default_retrievers():
@@ -136,3 +136,56 @@ def test_malformed_toml_and_missing_file(tmp_path):
         load_settings(config)
     with pytest.raises(ConfigError, match="config file not found"):
         load_settings(tmp_path / "missing.toml")
+
+
+def test_a_sections_key_is_set_by_its_path_in_toml_and_in_the_environment(tmp_path, monkeypatch):
+    config = tmp_path / "c.toml"
+    config.write_text('[retrieval.parts]\ntop_k = 30\nmode = "off"\n[retrieval.context]\nmode = "fixed"\n')
+    settings = load_settings(config)
+    assert (settings.retrieval.parts.top_k, settings.retrieval.parts.mode, settings.retrieval.parts.words) == (
+        30,
+        "off",
+        300,
+    )
+    assert settings.retrieval.context.mode == "fixed"
+    monkeypatch.setenv("QRAG_RETRIEVAL_PARTS_TOP_K", "12")
+    monkeypatch.setenv("QRAG_RETRIEVAL_CONVERSATION_HISTORY_WINDOW", "2")
+    monkeypatch.setenv("QRAG_SERVICE_OIDC_LEEWAY_SECONDS", "5")
+    settings = load_settings(config)
+    assert (settings.retrieval.parts.top_k, settings.retrieval.parts.mode) == (12, "off")
+    assert settings.retrieval.conversation.history_window == 2
+    assert settings.service.oidc.leeway_seconds == 5
+    monkeypatch.setenv("QRAG_RETRIEVAL_PARTS_TOPK", "5")
+    with pytest.raises(ConfigError, match=r"retrieval.parts.topk: unknown key"):
+        load_settings(config)
+
+
+def test_a_key_by_its_former_flat_name_is_read_where_it_moved_with_a_warning(tmp_path, monkeypatch):
+    config = tmp_path / "c.toml"
+    config.write_text('[retrieval]\npart_top_k = 30\ncontext = "fixed"\nword_budget = 0\n')
+    with pytest.warns(FutureWarning) as caught:
+        settings = load_settings(config)
+    assert (settings.retrieval.parts.top_k, settings.retrieval.context.mode, settings.retrieval.context.words) == (
+        30,
+        "fixed",
+        0,
+    )
+    said = {str(warning.message) for warning in caught}
+    assert (
+        "retrieval.part_top_k is now retrieval.parts.top_k ([retrieval.parts] top_k = ..., "
+        "QRAG_RETRIEVAL_PARTS_TOP_K); the old name is read until 0.6"
+    ) in said
+    assert len(said) == 3
+    # the environment's former name overrides the file's new one, as any variable does
+    config.write_text("[retrieval.parts]\ntop_k = 30\n")
+    monkeypatch.setenv("QRAG_RETRIEVAL_PART_TOP_K", "7")
+    monkeypatch.setenv("QRAG_RETRIEVAL_CONVERSATION", "last")
+    with pytest.warns(FutureWarning) as caught:
+        settings = load_settings(config)
+    assert any("QRAG_RETRIEVAL_CONVERSATION_MODE" in str(warning.message) for warning in caught)
+    assert (settings.retrieval.parts.top_k, settings.retrieval.conversation.mode) == (7, "last")
+    # in one file, the section's own key wins over the former name
+    monkeypatch.delenv("QRAG_RETRIEVAL_PART_TOP_K")
+    config.write_text("[retrieval]\npart_top_k = 5\n[retrieval.parts]\ntop_k = 30\n")
+    with pytest.warns(FutureWarning):
+        assert load_settings(config).retrieval.parts.top_k == 30

@@ -32,8 +32,9 @@ class ScriptedRewriter:
         return self.reply
 
 
-def conversation(model: ScriptedRewriter, **retrieval) -> Conversation:
-    return Conversation(load_settings(retrieval=retrieval).retrieval, lambda: model)
+def conversation(model: ScriptedRewriter, **options) -> Conversation:
+    """A conversation with ``options`` set in ``[retrieval.conversation]``."""
+    return Conversation(load_settings(retrieval={"conversation": options}).retrieval, lambda: model)
 
 
 def test_a_first_turn_and_a_question_that_names_its_subject_are_searched_without_a_model_call():
@@ -114,7 +115,7 @@ def test_a_rewrite_that_fails_or_leaks_its_instructions_leaves_the_question_as_t
 def test_a_rewrite_the_model_keeps_and_the_last_mode_search_the_question_as_typed():
     kept = conversation(ScriptedRewriter(reply="what did it grow over")).asked(FOLLOW_UP, HISTORY)
     model = ScriptedRewriter()
-    last = conversation(model, conversation="last").asked(FOLLOW_UP, HISTORY)
+    last = conversation(model, mode="last").asked(FOLLOW_UP, HISTORY)
     assert (kept.how, kept.searched_for) == ("unchanged", FOLLOW_UP)
     assert (last.how, last.searched_for) == ("last", FOLLOW_UP) and model.prompts == []
 
@@ -126,9 +127,9 @@ def test_a_rewrite_the_model_keeps_and_the_last_mode_search_the_question_as_type
         ([{"role": "user", "content": 42}], "content must be text"),
         ([{"content": "no role"}], "role must be"),
         (["just a string"], "role must be"),
-        ([{"role": "user", "content": "x" * 8001}], "retrieval.max_turn_chars"),
-        ([{"role": "user", "content": "hi"}] * 101, "retrieval.max_history_turns"),
-        ([{"role": "user", "content": "x" * 8000}] * 9, "retrieval.max_history_chars"),
+        ([{"role": "user", "content": "x" * 8001}], "retrieval.conversation.max_turn_chars"),
+        ([{"role": "user", "content": "hi"}] * 101, "retrieval.conversation.max_history_turns"),
+        ([{"role": "user", "content": "x" * 8000}] * 9, "retrieval.conversation.max_history_chars"),
         ([{"role": "user", "content": "\ud800"}], "not valid text"),
     ],
 )

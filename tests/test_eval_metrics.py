@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from qrag_qdrant.config.sections import GenerationSettings
 from qrag_qdrant.config.settings import load_settings
@@ -136,6 +137,14 @@ def test_sweep_grid():
         parse_sweep(["quorom=1"])
     with pytest.raises(ConfigError, match="are not int values"):
         parse_sweep(["quorum=x"])
+
+
+def test_a_sweep_sets_a_sections_key_by_its_path_and_validates_it():
+    point = parse_sweep(["context.words=300", "context.mode=fixed"])[0]
+    options = load_settings().retrieval.updated({**point, "quorum": 3})
+    assert (options.context.words, options.context.mode, options.quorum, options.parts.words) == (300, "fixed", 3, 300)
+    with pytest.raises(ValidationError):
+        load_settings().retrieval.updated({"context.mode": "sometimes"})
 
 
 def test_dataset_layouts_and_sampling(tmp_path):

@@ -90,9 +90,9 @@ def test_a_question_of_one_fact_is_not_cut(question):
 
 @pytest.mark.slow
 def test_each_unnamed_part_finds_its_own_article_and_the_whole_question_decides(news, embedder):  # noqa: F811
-    with QuorumRAG(load_settings(store=news, retrieval={"part_clusters": 2}), embedder=embedder) as rag:
+    with QuorumRAG(load_settings(store=news, retrieval={"parts": {"clusters": 2}}), embedder=embedder) as rag:
         evidence = rag.retrieve(UNNAMED)
-    with QuorumRAG(load_settings(store=news, retrieval={"question_parts": "off"}), embedder=embedder) as rag:
+    with QuorumRAG(load_settings(store=news, retrieval={"parts": {"mode": "off"}}), embedder=embedder) as rag:
         whole = rag.retrieve(UNNAMED)
     assert [(p.label, p.filter, p.missing, p.round) for p in evidence.parts] == [
         ("part 1", None, None, 1),
@@ -164,7 +164,7 @@ def chain_store(tmp_path, embedder):
 @pytest.mark.slow
 def test_a_chain_part_that_found_another_thing_is_searched_again_with_the_name_the_others_found(chain_store, embedder):
     def parts_found(rounds: int):
-        settings = load_settings(store=chain_store, retrieval={"part_rounds": rounds, "part_clusters": 2})
+        settings = load_settings(store=chain_store, retrieval={"parts": {"rounds": rounds, "clusters": 2}})
         with QuorumRAG(settings, embedder=embedder) as rag:
             evidence = rag.retrieve(CHAIN)
         return evidence, {n: [p.source for p in evidence.passages if p.part == n] for n in (1, 2)}

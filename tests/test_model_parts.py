@@ -73,7 +73,7 @@ def test_a_split_the_question_does_not_hold_is_rejected(reply, why):
 
 def open_model_rag(store, embedder, model):
     """One cluster a part: in four short articles, a part's second cluster would be the other's best."""
-    settings = load_settings(store=store, retrieval={"question_parts": "model", "part_clusters": 2})
+    settings = load_settings(store=store, retrieval={"parts": {"mode": "model", "clusters": 2}})
     return QuorumRAG(settings, embedder=embedder, generator=model)
 
 
@@ -110,7 +110,7 @@ def test_a_question_the_rules_cannot_cut_is_split_by_the_model_and_each_part_sea
 def test_a_split_that_fails_or_finds_one_question_searches_it_whole(news, embedder, model):  # noqa: F811
     with open_model_rag(news, embedder, model) as rag:
         evidence = rag.retrieve(MODEL_ONLY)
-    with QuorumRAG(load_settings(store=news, retrieval={"question_parts": "off"}), embedder=embedder) as rag:
+    with QuorumRAG(load_settings(store=news, retrieval={"parts": {"mode": "off"}}), embedder=embedder) as rag:
         whole = rag.retrieve(MODEL_ONLY)
     assert len(model.prompts) == 1 and not evidence.parts
     assert [p.model_dump() for p in evidence.passages] == [p.model_dump() for p in whole.passages]

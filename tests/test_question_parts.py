@@ -150,7 +150,7 @@ def with_parts_and_without(store, embedder, ask):
     """``ask(rag)`` with question parts on, then its retrieval with them off (the control)."""
     with QuorumRAG(load_settings(store=store), embedder=embedder) as rag:
         parted = ask(rag)
-    with QuorumRAG(load_settings(store=store, retrieval={"question_parts": "off"}), embedder=embedder) as rag:
+    with QuorumRAG(load_settings(store=store, retrieval={"parts": {"mode": "off"}}), embedder=embedder) as rag:
         return parted, rag.retrieve(parted.question)
 
 
@@ -165,7 +165,7 @@ def test_each_part_is_searched_in_its_own_documents(news, embedder):  # noqa: F8
     assert [p.citation for p in evidence.passages] == list(range(1, len(evidence.passages) + 1))
     cited = [n for part in evidence.parts for n in part.citations]
     assert cited == [p.citation for p in evidence.passages]
-    assert evidence.context_words <= load_settings(store=news).retrieval.part_words
+    assert evidence.context_words <= load_settings(store=news).retrieval.parts.words
 
 
 @pytest.mark.slow
@@ -192,7 +192,7 @@ def test_a_part_without_documents_leaves_the_others_numbered_as_the_parts_are(ne
     assert evidence.passages and {p.part for p in evidence.passages} == {2}
     assert evidence.parts[1].citations == [p.citation for p in evidence.passages]
     shares = load_settings(store=news).retrieval
-    assert evidence.context_policy == f"parts: 2, {shares.part_clusters} clusters and {shares.part_words} words each"
+    assert evidence.context_policy == f"parts: 2, {shares.parts.clusters} clusters and {shares.parts.words} words each"
 
 
 @pytest.mark.slow
@@ -337,9 +337,9 @@ def test_eval_can_search_each_questions_gold_documents_alone(news, embedder):  #
 
 @pytest.mark.slow
 @pytest.mark.parametrize("top_k,most", [(None, 2), (1, 1)])
-def test_a_part_takes_part_top_k_hits_from_each_retriever(news, embedder, top_k, most):  # noqa: F811
-    """Two articles a publisher: each part's retrievers return both, or one with part_top_k = 1."""
-    retrieval = {} if top_k is None else {"part_top_k": top_k}
+def test_a_part_takes_its_top_k_hits_from_each_retriever(news, embedder, top_k, most):  # noqa: F811
+    """Two articles a publisher: each part's retrievers return both, or one with parts.top_k = 1."""
+    retrieval = {} if top_k is None else {"parts": {"top_k": top_k}}
     with QuorumRAG(load_settings(store=news, retrieval=retrieval), embedder=embedder) as rag:
         searcher, seen = rag.coordinator.searcher, []
         search = searcher.search_embedded

@@ -52,7 +52,7 @@ ChunksOption = Annotated[
         min=1,
         help="chunks each chunk system (a retriever "
         "alone, qdrant-hybrid, rrf-all) sends [default: "
-        "retrieval.context_clusters]",
+        "retrieval.context.clusters]",
     ),
 ]
 HoldOutOption = Annotated[
@@ -127,7 +127,7 @@ VariantsOption = Annotated[
     typer.Option(
         "--variants",
         help="conversational data sets: how follow-ups are read, comma-separated: last (the question alone), "
-        "rewrite (retrieval.conversation = rewrite), human (the data set's own stand-alone rewrite)",
+        "rewrite (retrieval.conversation.mode = rewrite), human (the data set's own stand-alone rewrite)",
     ),
 ]
 ReportOption = Annotated[Path | None, typer.Option("--report", help="write report.md and plots into this folder")]
@@ -325,7 +325,11 @@ def conversation_eval(
         def pipeline(variant: str) -> Coordinator:
             """The variant's pipeline on the same store, embedding model and language model."""
             retrieval = rag.settings.retrieval.model_copy(
-                update={"conversation": "rewrite" if variant == "rewrite" else "last"}
+                update={
+                    "conversation": rag.settings.retrieval.conversation.model_copy(
+                        update={"mode": "rewrite" if variant == "rewrite" else "last"}
+                    )
+                }
             )
             coordinator = rag.pipeline(rag.settings.model_copy(update={"retrieval": retrieval}))
             stack.callback(coordinator.close)

@@ -17,10 +17,7 @@ from pydantic import (
     PositiveFloat,
     PositiveInt,
     SecretStr,
-    model_validator,
 )
-
-from .values import check_expansions
 
 
 class Section(BaseModel):
@@ -31,125 +28,6 @@ class Section(BaseModel):
 
 #: how a chunk's dense vector is made (``embedding.pooling``)
 Pooling = Literal["auto", "chunk", "late", "anchored"]
-
-
-class RetrievalSettings(Section):
-    top_k: PositiveInt = Field(15, description="candidates each retriever returns")
-    rrf_k: NonNegativeInt = Field(2, description="Reciprocal Rank Fusion's k: a candidate scores 1/(k + rank) per list")
-    cluster_threshold: float = Field(
-        0.85, ge=0.0, le=1.0, description="cosine of a candidate to a cluster's leader at which it joins the cluster"
-    )
-    quorum: PositiveInt = Field(2, description="distinct retrievers a cluster needs to count as evidence")
-    min_similarity: float = Field(0.2, ge=-1.0, le=1.0, description="cosine floor for dense hits")
-    hnsw_ef: PositiveInt | None = Field(
-        128,
-        description="HNSW search breadth of dense retrievers; None: the engine's default (benchmarks/hnsw_recall.py)",
-    )
-    weight_rrf: float = Field(0.7, ge=0.0, description="ranking: weight of a cluster's normalised fused rank")
-    weight_support: float = Field(0.6, ge=0.0, description="ranking: weight of its support (retrievers / all)")
-    context_clusters: PositiveInt = Field(5, description="clusters the gate reads, and the fixed context sends")
-    word_budget: NonNegativeInt = Field(500, description="context words shared by the clusters; 0: whole spans")
-    context: Literal["adaptive", "fixed"] = Field(
-        "adaptive",
-        description="adaptive: the best cluster alone when it leads the next by adaptive_margin, else "
-        "the clusters within that margin of it, adaptive_words each; fixed: context_clusters and word_budget",
-    )
-    adaptive_margin: float = Field(
-        0.2,
-        ge=0.0,
-        description="adaptive context: the ranking-score lead over the next "
-        "cluster at which the best cluster is sent alone",
-    )
-    question_parts: Literal["rules", "model", "off"] = Field(
-        "rules",
-        description="rules: a question that names documents by publisher (and date) is searched part by part, "
-        "each part in its documents with its own quorum and share of the context, and one that spans documents "
-        "by its form (clauses, two compared phrases, two ordered events) each part by its own words; model: the "
-        "rules, then "
-        "the model splits a question they leave whole that reads as one about several documents (a model "
-        "call for those only); off: always whole",
-    )
-    part_top_k: PositiveInt = Field(
-        60,
-        description="a question of several parts: the hits each retriever returns for a part, searched in its "
-        "documents alone (more let a part's every document reach quorum: docs/benchmarks.md)",
-    )
-    part_clusters: PositiveInt = Field(
-        8,
-        description="a question of several parts: the clusters its parts share (rounded up per part), "
-        "within part_words; more, shorter windows let each of its documents in",
-    )
-    part_rounds: int = Field(
-        1,
-        ge=1,
-        le=2,
-        description="a chain question split by its form: 2 searches a part again, with the names the other "
-        "parts agree on, when its first search found no document of its own (all evidence 0.600 to 0.603 on "
-        "held-out questions, at 30% more time: docs/benchmarks.md); 1: one search a part",
-    )
-    part_words: PositiveInt = Field(
-        300,
-        description="a question of several parts: the context words its parts share (the same documents "
-        "reached the context at 300 as at 500 words, in a shorter prompt)",
-    )
-    adaptive_words: PositiveInt = Field(150, description="adaptive context: words per cluster sent")
-    adaptive_clusters: PositiveInt = Field(3, description="adaptive context: the most clusters sent")
-    max_question_chars: PositiveInt = Field(4000, description="a longer question is refused (bad_question)")
-    min_confidence: float | None = Field(
-        None,
-        ge=0.0,
-        le=1.0,
-        description="the evidence gate: abstain below this confidence that the context "
-        "holds the answer; None: the gate model's own threshold, chosen on its development split; 0: no gate",
-    )
-    gate_model: Path | None = Field(
-        None,
-        description="gate weights from `qrag-qdrant gate train`; default: "
-        "the namespace's own from `gate calibrate`, else the shipped model",
-    )
-    exclude_sources: tuple[str, ...] = Field(
-        (),
-        description="sources (as ingested) no search returns and the gate "
-        "counts as outside the corpus; `gate calibrate` holds documents out so",
-    )
-    expansions: tuple[str, ...] = Field(
-        (),
-        description="query expansions every retriever also searches (a retriever's own `expansions` "
-        'overrides): "multi_query:3" (three rewrites of the question), "hyde" (a hypothetical answer); '
-        "each costs a model call per question. Off by default: neither beat plain quorum (docs/benchmarks.md)",
-    )
-    expansion_timeout: PositiveFloat = Field(
-        60.0, description="seconds to wait for the model's expansions; past it, the question is searched alone"
-    )
-    conversation: Literal["rewrite", "last"] = Field(
-        "rewrite",
-        description="a follow-up in a conversation: rewrite: the model makes it stand-alone from the earlier turns "
-        "(a model call only for a follow-up that points back); last: the question alone, as typed",
-    )
-    readings: bool = Field(
-        True,
-        description="conversation: a rewrite that carried over a word the follow-up replaces (international "
-        "travel, then 'And within Norway?') is searched without it too (one more retrieval): the same evidence "
-        "answers the user's reading; different evidence asks the user which one they mean",
-    )
-    history_window: NonNegativeInt = Field(
-        4, description="conversation: the most recent earlier turns the rewrite reads (user and assistant each count)"
-    )
-    history_assistant_chars: PositiveInt = Field(
-        300, description="conversation: characters of each assistant turn the rewrite reads"
-    )
-    max_history_turns: PositiveInt = Field(
-        100, description="a history of more turns is refused (bad_question); send the most recent ones"
-    )
-    max_turn_chars: PositiveInt = Field(8000, description="a history turn longer than this is refused (bad_question)")
-    max_history_chars: PositiveInt = Field(
-        64000, description="a history longer than this in all is refused (bad_question)"
-    )
-
-    @model_validator(mode="after")
-    def _known_expansion_syntax(self) -> RetrievalSettings:
-        check_expansions(self.expansions)
-        return self
 
 
 class EmbeddingSettings(Section):

@@ -5,12 +5,15 @@ TOML file (``--config``, default: the package's ``config/default.toml``) > the d
 of the models, which equal that file.
 
 Environment names: ``QRAG_<FIELD>`` at the top level (``QRAG_STORE``, ``QRAG_NAMESPACE``),
-``QRAG_<SECTION>_<FIELD>`` inside a section (``QRAG_QDRANT_URL``, ``QRAG_RETRIEVAL_TOP_K``).
+``QRAG_<SECTION>_<FIELD>`` inside a section (``QRAG_QDRANT_URL``, ``QRAG_RETRIEVAL_TOP_K``), and
+so on down (``QRAG_RETRIEVAL_PARTS_TOP_K``): ``SectionedEnvSource`` splits a name where a
+section's name ends, so a key's own underscores need no other delimiter.
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,6 +28,7 @@ from pydantic import (
 )
 from pydantic_settings import (
     BaseSettings,
+    EnvSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     SettingsError,
@@ -33,6 +37,7 @@ from pydantic_settings import (
 
 from ..errors import ConfigError
 from .names import NAMESPACE_MAX_LENGTH, NAMESPACE_PATTERN, RESERVED_NAMESPACE_SUFFIX, collection_name
+from .retrieval import RetrievalSettings, moved_key
 from .sections import (
     EmbeddingSettings,
     GenerationSettings,
@@ -40,7 +45,6 @@ from .sections import (
     OllamaSettings,
     OpenAISettings,
     QdrantSettings,
-    RetrievalSettings,
     Section,
 )
 from .service import STATE_FILES, ServiceSettings, state_file
@@ -97,6 +101,42 @@ class CollectionSpec(BaseModel):
 
 #: Dense and BM25 on 50- and 100-word chunkings: two collections. A 200-word chunking cost a third
 #: collection and took answer recall down (docs/design.md, "Two chunkings").
+def section(annotation: Any) -> type[BaseModel] | None:
+    """The model a field's annotation is, when it is a section of keys."""
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
+def key_path(name: str, model: type[BaseModel]) -> list[str]:
+    """``retrieval_parts_top_k`` -> ``["retrieval", "parts", "top_k"]``: the name split where one of
+    ``model``'s sections (and theirs, down) ends; the longest field name that fits is taken."""
+    for field, info in sorted(model.model_fields.items(), key=lambda item: -len(item[0])):
+        inner = section(info.annotation)
+        if name == field:
+            return [field]
+        if inner is not None and name.startswith(field + "_"):
+            return [field, *key_path(name[len(field) + 1 :], inner)]
+    return [name]
+
+
+class SectionedEnvSource(EnvSettingsSource):
+    """``QRAG_*`` variables named by their key's path (``key_path``); an earlier release's name of a
+    key that moved (``QRAG_RETRIEVAL_PART_TOP_K``, ``QRAG_RETRIEVAL_CONTEXT=fixed``) is read as the
+    key's new path, with a warning (``retrieval.moved_key``)."""
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        prefix, delimiter = self.env_prefix.lower(), str(self.env_nested_delimiter)
+        loaded: dict[str, str | None] = {}
+        for name, value in super()._load_env_vars().items():
+            if not name.lower().startswith(prefix):
+                loaded[name] = value
+                continue
+            path = key_path(name[len(prefix) :].lower(), self.settings_cls)
+            if path[:-1] == ["retrieval"]:
+                path = ["retrieval", *moved_key(path[-1], value)]
+            loaded[prefix + delimiter.join(path)] = value
+        return loaded
+
+
 DEFAULT_RETRIEVERS = (
     RetrieverSpec(kind="dense", size=50, overlap=25),
     RetrieverSpec(kind="dense", size=100, overlap=50),
@@ -108,8 +148,7 @@ DEFAULT_RETRIEVERS = (
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="QRAG_",
-        env_nested_delimiter="_",
-        env_nested_max_split=1,
+        env_nested_delimiter="__",
         extra="forbid",
         frozen=True,
     )
@@ -145,7 +184,7 @@ class Settings(BaseSettings):
         toml_file = init_settings.init_kwargs.get("config_file")  # type: ignore[attr-defined]
         if toml_file is None and DEFAULT_CONFIG_FILE.is_file():
             toml_file = DEFAULT_CONFIG_FILE
-        sources: tuple[PydanticBaseSettingsSource, ...] = (init_settings, env_settings)
+        sources: tuple[PydanticBaseSettingsSource, ...] = (init_settings, SectionedEnvSource(settings_cls))
         if toml_file is not None:
             sources += (TomlConfigSettingsSource(settings_cls, toml_file=Path(toml_file)),)
         return sources

@@ -2,7 +2,7 @@
 after its history, per variant, through the path users get (``QuorumRAG.asked`` and
 ``retrieve``), and first turns and follow-ups are reported apart.
 
-Variants: ``last`` (the question alone), ``rewrite`` (``retrieval.conversation = rewrite``) and
+Variants: ``last`` (the question alone), ``rewrite`` (``retrieval.conversation.mode = rewrite``) and
 ``human`` (the data set's own stand-alone rewrite, searched with no history: the ceiling).
 A turn's history is the conversation's earlier questions and reference answers, as a chat
 client would send them. Conversations are split by id: ``tune`` is the fixed quarter used to
@@ -173,7 +173,7 @@ def run_variant(
     on_result: Callable[[TurnResult], None] | None = None,
 ) -> list[TurnResult]:
     """Each turn searched as ``variant`` (and the turns ``answered`` names, answered); ``rag``
-    is answered from, ``pipeline`` configured with the variant's ``retrieval.conversation``.
+    is answered from, ``pipeline`` configured with the variant's ``retrieval.conversation.mode``.
     ``scored``: answers already scored, by what the model was sent (the searched question and the
     passages): a greedy model writes the same answer to the same prompt, so a variant that searched
     a turn as another did reuses its answer instead of asking again."""

@@ -1,6 +1,6 @@
 """Runs every system on the same questions, from one embedding and one search per question.
 
-Systems, all with the same context budget (``retrieval.context_clusters`` units, 5 by default):
+Systems, all with the same context budget (``retrieval.context.clusters`` units, 5 by default):
 - each retriever alone (``dense-c50``, ``bm25-c100``, ...): its top chunks;
 - ``qdrant-hybrid``: Qdrant's own prefetch (dense + bm25) with its RRF fusion, in the
   100/50 collection (else the first collection with both vectors searched);
@@ -32,7 +32,7 @@ from typing import Any
 
 from ..api import QuorumRAG
 from ..calibration.fitting import CATEGORIES
-from ..config.sections import RetrievalSettings
+from ..config.retrieval import RetrievalSettings
 from ..config.settings import CollectionSpec, Settings
 from ..config.values import parse_expansion
 from ..errors import ConfigError
@@ -72,12 +72,12 @@ SWEEPABLE = {
     "rrf_k": int,
     "weight_rrf": float,
     "weight_support": float,
-    "word_budget": int,
-    "context_clusters": int,
-    "context": str,
-    "adaptive_margin": float,
-    "adaptive_words": int,
-    "adaptive_clusters": int,
+    "context.words": int,
+    "context.clusters": int,
+    "context.mode": str,
+    "context.margin": float,
+    "context.adaptive_words": int,
+    "context.adaptive_clusters": int,
 }
 
 
@@ -195,7 +195,7 @@ class Evaluation:
         gold_documents: bool = False,
     ):
         """``chunks``: how many chunks a chunk system (a retriever alone, hybrid, rrf-all) sends, default
-        ``retrieval.context_clusters``; ``gold_documents``: quorum searches a question's gold ones alone."""
+        ``retrieval.context.clusters``; ``gold_documents``: quorum searches a question's gold ones alone."""
         known = system_names(rag) + list(EXPANDED_SYSTEMS)
         if gold_documents and set(systems or ()) != {QUORUM}:
             raise ConfigError("--gold-documents measures quorum alone: add --systems quorum")
@@ -211,7 +211,7 @@ class Evaluation:
         self.expansions = ExpansionCache(expansions_cache)
         self.top_k = top_k or (RELEVANCE_DEPTH if dataset.kind == "relevance" else rag.settings.retrieval.top_k)
         self.options = rag.settings.retrieval.model_copy(update={"top_k": self.top_k})
-        self.budget = chunks or rag.settings.retrieval.context_clusters
+        self.budget = chunks or rag.settings.retrieval.context.clusters
         self.searches: list[QuestionSearch] = []
 
     @staticmethod
@@ -260,7 +260,7 @@ class Evaluation:
             for q, a in zip(questions, per_question)
         ]
         for point in sweep:
-            options = self.options.model_copy(update=point)
+            options = self.options.updated(point)
             point_answers = [self._quorum(search, options) for search in self.searches]
             result.sweep.append({**point, **metrics(questions, point_answers)})
         return result

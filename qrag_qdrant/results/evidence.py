@@ -77,12 +77,12 @@ class QueryExpansion(BaseModel):
 
 
 class ConversationStep(BaseModel):
-    """How a question in a conversation became what was searched (retrieval.conversation)."""
+    """How a question in a conversation became what was searched (retrieval.conversation.mode)."""
 
     how: str = Field(
         description="first_turn: no history; stand_alone: the question names its own subject; rewritten: the "
         "model made it stand-alone; unchanged: the model kept it; chosen: it picks one of two readings offered; "
-        "last: retrieval.conversation = last; rewrite_failed: searched as typed (note says why)"
+        "last: retrieval.conversation.mode = last; rewrite_failed: searched as typed (note says why)"
     )
     turns: int = Field(0, description="earlier turns the client sent")
     note: str | None = Field(None, description="why a rewrite was not used, or what its second reading changed")

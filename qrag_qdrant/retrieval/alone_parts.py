@@ -2,7 +2,7 @@
 their search (``search_alone``), and a chain question's second round (``second_round``).
 
 Such a part has no gate or context of its own: the whole question's gate decides whether to
-answer, and the parts share the context (``multipart``). It takes ``part_top_k`` hits from each
+answer, and the parts share the context (``multipart``). It takes ``retrieval.parts.top_k`` hits from each
 retriever, as a named part does: on MultiHop-RAG's held-out questions with no source named, 15
 (a whole question's ``top_k``) lost all evidence 0.600 to 0.578 for 94 to 78 ms (p50).
 
@@ -15,7 +15,7 @@ its own (no cluster reached quorum, or its best document is one an earlier part 
 its best cluster holds none of the names the other parts' best passages agree on; the second
 search adds those names (``bridge``), and no model is asked. Its best cluster joins the part's,
 first, only when it brings a document no other part found first, and what the first lacked
-(``brings_more``). It is off unless ``retrieval.part_rounds = 2``: on MultiHop-RAG's held-out
+(``brings_more``). It is off unless ``retrieval.parts.rounds = 2``: on MultiHop-RAG's held-out
 questions it moved all evidence from 0.600 to 0.603 at 30% more time.
 """
 
@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..config.sections import RetrievalSettings
+from ..config.retrieval import RetrievalSettings
 from ..results import Evidence
 from .multipart import PartFound, best_document
 from .parts import QuestionPart
@@ -129,7 +129,7 @@ def search_alone(
     at quorum, best first."""
     vectors = searcher.embed(part.clause or "")
     timings: dict[str, float] = {}
-    lists, _ = searcher.search_embedded(vectors, (), within, options.part_top_k)
+    lists, _ = searcher.search_embedded(vectors, (), within, options.parts.top_k)
     ranked, _ = fused_and_ranked(lists, options, retrievers, timings)
     searched = Evidence(
         question=vectors.question, abstained=False, retrievers=retrievers, clusters=[], timings_ms=timings

@@ -2,7 +2,7 @@
 ``retrieve``, so that the gate, the quorum, the context and the answer prompt all read the
 question the user meant ("When did he die?" -> "When did Marie Curie die?").
 
-``retrieval.conversation`` chooses how:
+``retrieval.conversation.mode`` chooses how:
 - ``rewrite``: the model rewrites the last question, given a bounded window of the earlier turns,
   greedy, with the turns fenced as data;
 - ``last``: the question alone, as typed.
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..config.sections import RetrievalSettings
+from ..config.retrieval import ConversationSettings, RetrievalSettings
 from ..errors import QuestionError
 from ..results import ConversationStep
 from ..text.terms import terms, word_terms
@@ -80,7 +80,7 @@ class Asked:
     #: what is searched and answered: the question itself, or its stand-alone rewrite
     searched_for: str
     #: first_turn | stand_alone (no history needed) | rewritten | unchanged (the rewrite kept it) |
-    #: chosen (one of two readings offered) | last (retrieval.conversation = last) | rewrite_failed
+    #: chosen (one of two readings offered) | last (retrieval.conversation.mode = last) | rewrite_failed
     how: str
     #: earlier turns the client sent
     turns: int = 0
@@ -91,10 +91,10 @@ class Asked:
     earlier: tuple[str, ...] = ()
 
 
-def checked_history(history: Iterable[Any], options: RetrievalSettings) -> tuple[Turn, ...]:
+def checked_history(history: Iterable[Any], options: ConversationSettings) -> tuple[Turn, ...]:
     """The history as turns, or one QuestionError saying what is wrong with it: a turn that is
     not ``{role: user|assistant, content: text}``, or more turns or characters than
-    ``retrieval.max_history_turns``, ``max_turn_chars`` and ``max_history_chars`` allow."""
+    ``retrieval.conversation.max_history_turns``, ``max_turn_chars`` and ``max_history_chars`` allow."""
     turns = []
     total = 0
     for number, item in enumerate(history, 1):
@@ -110,19 +110,20 @@ def checked_history(history: Iterable[Any], options: RetrievalSettings) -> tuple
         if len(content) > options.max_turn_chars:
             raise QuestionError(
                 f"history turn {number} is {len(content)} characters long; the limit is {options.max_turn_chars} "
-                "(retrieval.max_turn_chars)"
+                "(retrieval.conversation.max_turn_chars)"
             )
         total += len(content)
         turns.append(Turn(role, content.strip()))
         if len(turns) > options.max_history_turns:
             raise QuestionError(
-                f"the history holds more than {options.max_history_turns} turns (retrieval.max_history_turns); "
+                f"the history holds more than {options.max_history_turns} turns "
+                "(retrieval.conversation.max_history_turns); "
                 "send the most recent ones"
             )
     if total > options.max_history_chars:
         raise QuestionError(
             f"the history holds {total} characters; the limit is {options.max_history_chars} "
-            "(retrieval.max_history_chars): send the most recent turns"
+            "(retrieval.conversation.max_history_chars): send the most recent turns"
         )
     return tuple(turn for turn in turns if turn.content)
 
@@ -269,7 +270,7 @@ def same_question(first: str, second: str) -> bool:
 
 
 class Conversation:
-    """Makes each question stand-alone before it is searched (``retrieval.conversation``)."""
+    """Makes each question stand-alone before it is searched (``retrieval.conversation.mode``)."""
 
     def __init__(self, options: RetrievalSettings, completer: Callable[[], object]):
         self.options, self._completer = options, completer
@@ -279,11 +280,11 @@ class Conversation:
         oldest first); both are checked first, and a bad one raises QuestionError."""
         options = self.options
         question = checked_question(question, options.max_question_chars)
-        turns = checked_history(history, options)
+        turns = checked_history(history, options.conversation)
         if not turns:
             return Asked(question, question, "first_turn")
         count = len(turns)
-        if options.conversation == "last":
+        if options.conversation.mode == "last":
             return Asked(question, question, "last", count)
         if (chosen := chosen_reading(question, turns)) is not None:
             return Asked(question, chosen, "chosen", count)
@@ -307,7 +308,9 @@ class Conversation:
     def _rewrite(self, question: str, turns: Sequence[Turn]) -> str:
         completer = opened_completer(self._completer, RewriteRejected)
         options = self.options
-        prompt = fenced(turns, question, options.history_window, options.history_assistant_chars)
+        prompt = fenced(
+            turns, question, options.conversation.history_window, options.conversation.history_assistant_chars
+        )
         reply = completer.complete(REWRITE_SYSTEM, prompt, REWRITE_TOKENS, threading.Event())
         return parsed_rewrite(reply, question, options.max_question_chars)
 

@@ -42,8 +42,8 @@ QUORUM_FEATURES: dict[str, str] = {
     "support_margin": "(support of cluster 1 - support of cluster 2) / retrievers; cluster 1's alone if none",
     "top_score": "ranking score of the best cluster (weighted RRF and support, fixed scale)",
     "score_gap": "ranking score of cluster 1 minus that of cluster 2 (cluster 1's if alone)",
-    "clusters_at_quorum": "clusters that reached quorum / the most there could be (context_clusters, or fewer "
-    "when the candidates formed fewer clusters), capped at 1",
+    "clusters_at_quorum": "clusters that reached quorum / the most there could be (retrieval.context.clusters, or "
+    "fewer when the candidates formed fewer clusters), capped at 1",
     "top_cosine": "best cosine between the question and a member chunk of the best cluster",
     "dense_top": "best cosine of any dense retriever's first hit",
     "dense_gap": "mean over dense retrievers of cosine(rank 1) - cosine(rank 2)",

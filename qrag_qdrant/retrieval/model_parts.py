@@ -1,6 +1,6 @@
 """The parts of a question that needs several documents but names none by its publisher ("Did one
 article credit Mayo Clinic with leading AI in health care, while another credited California?"):
-the model writes the separate questions to search (``retrieval.question_parts = "model"``).
+the model writes the separate questions to search (``retrieval.parts.mode = "model"``).
 
 The rules (``parts.plan_question``) go first and cost nothing; the model is asked only when they
 leave a question whole and it reads as one about several documents (``needs_model_split``: it

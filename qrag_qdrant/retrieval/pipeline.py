@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
-from ..config.sections import RetrievalSettings
+from ..config.retrieval import RetrievalSettings
 from ..config.settings import Settings
 from ..embedding import DenseEmbedder
 from ..errors import NothingIngestedError
@@ -100,10 +100,10 @@ class Coordinator:
         return self._gate
 
     def plan(self, question: str, access: Access = ALL) -> QuestionPlan:
-        """The question's parts (``retrieval.question_parts``): by the publishers it names, else by
+        """The question's parts (``retrieval.parts.mode``): by the publishers it names, else by
         its form (``form_parts``), then by the model for a question they leave whole
         (``model_parts``); or the whole question."""
-        how = self.settings.retrieval.question_parts
+        how = self.settings.retrieval.parts.mode
         if how == "off":
             return WHOLE
         plan = plan_question(question, self.views.publishers_for(access))
@@ -134,7 +134,7 @@ class Coordinator:
                 ranked,
                 [" ".join(p.text for p in cluster.passages) for cluster in context],
                 len(self.settings.retrievers),
-                query.options.context_clusters,
+                query.options.context.clusters,
                 points,
                 stats,
                 formed,
@@ -226,7 +226,7 @@ class Coordinator:
         asked = query.asked
         assert asked is not None
         similarity = partial(word_similarity, self._embedder_factory())
-        reading = second_reading(evidence, asked, similarity, query.options.readings)
+        reading = second_reading(evidence, asked, similarity, query.options.conversation.readings)
         second = None
         if reading is not None:
             with timed(query.timings, "second_reading"):
@@ -250,10 +250,10 @@ class Coordinator:
             vectors = vectors if vectors is not None else self.searcher.embed(query.question)
             unnamed = plan.unnamed(vectors.question)
             found = [self.search_part(query, vectors, part, unnamed) for part in plan.parts]
-            if plan.alone and options.part_rounds > 1 and chains(vectors.question):
+            if plan.alone and options.parts.rounds > 1 and chains(vectors.question):
                 found = second_round(self.searcher, options, found, len(self.settings.retrievers))
             whole = self.whole_question(query, vectors) if plan.alone else None
-            evidence = joined_evidence(vectors.question, found, options.part_clusters, options.part_words, whole)
+            evidence = joined_evidence(vectors.question, found, options.parts.clusters, options.parts.words, whole)
         if query.on_ranked is not None:
             query.on_ranked(interleaved([one.ranked for one in found]))
         evidence.timings_ms = {**query.timings, **evidence.timings_ms}
@@ -292,7 +292,7 @@ class Coordinator:
             return gone
         every = frozenset(retriever.name for retriever in self.settings.retrievers)
         own = [ExpandedText("the part's own words", part.clause, every)] if part.clause else []
-        lists, expanded = self.searcher.search_embedded(vectors, own, within, options.part_top_k)
+        lists, expanded = self.searcher.search_embedded(vectors, own, within, options.parts.top_k)
         ranked: list[ScoredCluster] = []
         in_part = query.within(scope=within, on_ranked=ranked.extend)
         evidence = self.evidence_from(in_part, Searched(replace(vectors, question=unnamed), lists, expanded))
@@ -301,7 +301,7 @@ class Coordinator:
     def evidence_from(self, query: Query, searched: Searched) -> Evidence:
         """The question's evidence from its search (and its expansions' lists): rank, build the
         context, assess it and decide. The gate reads the question's own lists, which its features
-        describe, on the fixed context (``context_clusters``, ``word_budget``) it was fitted on; an
+        describe, on the fixed context (``retrieval.context.clusters`` and ``words``) it was fitted on; an
         adaptive context is cut from the ranking after that. ``query.on_ranked`` sees every cluster
         that reached quorum, best first, for callers that measure more than the context (eval's
         document ranking)."""
@@ -311,7 +311,7 @@ class Coordinator:
         if query.on_ranked is not None:
             query.on_ranked(ranked)
         with timed(timings, "context"):
-            evidence = build_context(ranked, options.context_clusters, options.word_budget)
+            evidence = build_context(ranked, options.context.clusters, options.context.words)
         with timed(timings, "gate"):
             features, confidence = self.assess(query, searched, ranked, formed, evidence)
         threshold = self.min_confidence(options)
@@ -325,12 +325,12 @@ class Coordinator:
             confidence,
             threshold,
         )
-        policy = f"fixed: {options.context_clusters} clusters, {options.word_budget} words" if ranked else None
+        policy = f"fixed: {options.context.clusters} clusters, {options.context.words} words" if ranked else None
         stats = self.views.counts_for(query.scope.access)[1] if ranked else None
-        if options.context == "adaptive" and ranked:
+        if options.context.mode == "adaptive" and ranked:
             with timed(timings, "adaptive_context"):
-                keep, policy = adaptive_plan(ranked, options.adaptive_margin, options.adaptive_clusters)
-                evidence = build_context(ranked, keep, keep * options.adaptive_words)
+                keep, policy = adaptive_plan(ranked, options.context.margin, options.context.adaptive_clusters)
+                evidence = build_context(ranked, keep, keep * options.context.adaptive_words)
         log.debug(
             "context: %d passages from %s (%s)", sum(len(c.passages) for c in evidence), policy, reason or "answer"
         )

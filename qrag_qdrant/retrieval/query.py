@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..config.sections import RetrievalSettings
+from ..config.retrieval import RetrievalSettings
 from ..results import QueryExpansion
 from .fusion import RankedList
 from .search import EVERYTHING, QueryVectors, Scope

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..config.sections import RetrievalSettings
+from ..config.retrieval import RetrievalSettings
 from ..results import timed
 from .clustering import Cluster, greedy_clusters
 from .fusion import RankedList, reciprocal_rank_fusion

@@ -144,7 +144,7 @@ def swapped(text: str, word: str, instead: str | None) -> str:
 def second_reading(
     evidence: Evidence, asked: Asked, similarity: Callable[[str, str], float], enabled: bool
 ) -> Reading | None:
-    """The rewrite's other reading, worth searching too (``enabled``: ``retrieval.readings``): only
+    """The rewrite's other reading, worth searching too (``enabled``: ``retrieval.conversation.readings``): only
     a follow-up the model rewrote has one."""
     if asked.how != "rewritten" or not enabled:
         return None

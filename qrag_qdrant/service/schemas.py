@@ -28,7 +28,7 @@ class QueryRequest(BaseModel):
     history: list[HistoryTurn] = Field(
         default_factory=list,
         description="the conversation's earlier turns, oldest first: a follow-up is searched as a stand-alone "
-        "question made from them (retrieval.conversation; bounded by retrieval.max_history_*)",
+        "question made from them (retrieval.conversation.mode; bounded by retrieval.conversation.max_history_*)",
     )
     generate: bool = Field(True, description="answer with the generation backend; false: the evidence only")
     stream: bool = Field(False, description="Server-Sent Events: evidence, then answer tokens, then done")

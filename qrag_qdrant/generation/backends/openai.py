@@ -185,7 +185,8 @@ class OpenAIGenerator:
             if any(phrase in str(exc).lower() for phrase in CONTEXT_TOO_LONG):
                 raise GenerationError(
                     f"the prompt does not fit model {self.model_name!r}'s context window at {self.server}: "
-                    "lower retrieval.adaptive_words or retrieval.word_budget, or serve the model with a larger window"
+                    "lower retrieval.context.adaptive_words or retrieval.context.words, or serve the model with a "
+                    "larger window"
                 ) from None
             raise GenerationError(f"the server at {self.server} refused the request: {_message(exc)}") from None
         except (openai.RateLimitError, openai.InternalServerError) as exc:
