@@ -20,7 +20,7 @@ from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
-from qrag_qdrant.generation.checks.claims import check_answer
+from qrag_qdrant.generation.checks.answer_check import check_answer
 from qrag_qdrant.results import Answer
 from qrag_qdrant.text.term_stats import key_term_weights, unseen_words
 

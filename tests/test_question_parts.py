@@ -15,7 +15,7 @@ from qrag_qdrant.config.sections import GenerationSettings
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.eval import Dataset, EvalQuestion, Evaluation
-from qrag_qdrant.generation.checks.claims import check_answer
+from qrag_qdrant.generation.checks.answer_check import check_answer
 from qrag_qdrant.generation.prompt import (
     NAMED_ANSWER_NOTE,
     PARTS_NOTE,

@@ -18,7 +18,8 @@ from ..errors import GenerationError
 from ..results import Answer, Evidence, Passage, TokenUsage, timed
 from .base import GenerationBackend, GenerationResult, Judge, TokenCounter
 from .checks.agreement import read_again
-from .checks.claims import answer_probability, check_answer
+from .checks.answer_check import check_answer
+from .checks.claims import answer_probability
 from .prompt import estimated_tokens, fit_passages, unescaped
 from .scheduler import LeftQueue
 
