@@ -119,6 +119,21 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+#: the three variables the config model does not hold, and why each is read before or without it
+OUTSIDE_THE_MODEL = """
+## Outside the config model
+
+Three variables belong to the machine or the command rather than to a pipeline, so no config file
+or namespace sets them:
+
+| variable | what it does | why not a key |
+| --- | --- | --- |
+| `QRAG_CACHE_DIR` | where the packaged models are laid out once (default: the platform's cache folder) | one folder for every config and namespace on the machine, as `HF_HOME` is for the hub's models |
+| `QRAG_DEBUG` | `1`: an unexpected error prints its traceback | it must work when the config itself fails to load |
+| `QRAG_DATA` | the folder `qrag-qdrant eval NAME` finds a data set `NAME` in | where the benchmark data lies on this machine, not how to answer |
+"""
+
+
 def config_page() -> str:
     from qrag_qdrant.config.settings import DEFAULT_CONFIG_FILE, RetrieverSpec, Settings
 
@@ -174,6 +189,7 @@ def config_page() -> str:
     parts.append("\n| key | type | default | description |\n| --- | --- | --- | --- |\n")
     for key, field in RetrieverSpec.model_fields.items():
         parts.append(f"| `{key}` | {_field_type(field)} | {_default(field)} | {_cell(field.description or '')} |\n")
+    parts.append(OUTSIDE_THE_MODEL)
     return "".join(parts)
 
 
