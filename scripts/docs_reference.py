@@ -120,18 +120,28 @@ def _cell(text: str) -> str:
 
 
 #: the three variables the config model does not hold, and why each is read before or without it
-OUTSIDE_THE_MODEL = """
-## Outside the config model
-
-Three variables belong to the machine or the command rather than to a pipeline, so no config file
-or namespace sets them:
-
-| variable | what it does | why not a key |
-| --- | --- | --- |
-| `QRAG_CACHE_DIR` | where the packaged models are laid out once (default: the platform's cache folder) | one folder for every config and namespace on the machine, as `HF_HOME` is for the hub's models |
-| `QRAG_DEBUG` | `1`: an unexpected error prints its traceback | it must work when the config itself fails to load |
-| `QRAG_DATA` | the folder `qrag-qdrant eval NAME` finds a data set `NAME` in | where the benchmark data lies on this machine, not how to answer |
-"""
+OUTSIDE_THE_MODEL_ROWS = (
+    (
+        "QRAG_CACHE_DIR",
+        "where the packaged models are laid out once (default: the platform's cache folder)",
+        "one folder for every config and namespace on the machine, as `HF_HOME` is for the hub's models",
+    ),
+    (
+        "QRAG_DEBUG",
+        "`1`: an unexpected error prints its traceback",
+        "it must work when the config itself fails to load",
+    ),
+    (
+        "QRAG_DATA",
+        "the folder `qrag-qdrant eval NAME` finds a data set `NAME` in",
+        "where the benchmark data lies on this machine, not how to answer",
+    ),
+)
+OUTSIDE_THE_MODEL = (
+    "\n## Outside the config model\n\nThree variables belong to the machine or the command rather than to a "
+    "pipeline, so no config file\nor namespace sets them:\n\n| variable | what it does | why not a key |\n"
+    "| --- | --- | --- |\n" + "".join(f"| `{name}` | {what} | {why} |\n" for name, what, why in OUTSIDE_THE_MODEL_ROWS)
+)
 
 
 def config_page() -> str:

@@ -75,6 +75,9 @@ def test_a_name_shared_by_publishers_names_them_all_and_a_lowercase_word_names_n
         ("Did a Bloomberg article and the TechCrunch report both cover the launch?", ["Bloomberg"]),
         ("In a piece from The Wall Street Journal, who leads the company TechCrunch covered?", ["Wall Street Journal"]),
         ("Which city is named in an article by Forbes and in a report from Reuters?", ["Forbes", "Reuters"]),
+        ("Did TechCrunch and the upgrades mentioned by CNET in its review agree on the price?", ["CNET"]),
+        ("Was the spacesuit TechCrunch covered the one reported by Al Jazeera?", ["Al Jazeera"]),
+        ("Did an article on Forbes about the cloud and the TechCrunch report name one CEO?", ["Forbes"]),
     ],
 )
 def test_an_outlet_the_namespace_does_not_hold_is_a_missing_part(question, missing):
@@ -93,6 +96,9 @@ def test_an_outlet_the_namespace_does_not_hold_is_a_missing_part(question, missi
         "According to Luther, what justifies us, as TechCrunch put it?",
         "Did the TechCrunch article of October 1, 2023 and the one from November 5, 2023 agree?",
         "Which company did TechCrunch say introduced an AI-powered DJ feature?",
+        "Did TechCrunch report on the deal described by Sam Altman as historic?",
+        "Was the rocket TechCrunch covered the one mentioned by Musk?",
+        "Did the TechCrunch article on Tesla say the recall was voluntary?",
     ],
 )
 def test_a_person_a_possessive_a_title_or_a_date_is_no_outlet(question):

@@ -46,13 +46,26 @@ DATE = re.compile(
 CLAUSE_BREAK = re.compile(
     r",?\s+(?:while|whereas|but|compared (?:to|with)|than|versus|and then|and|or)\s+|;\s*|,\s+", re.IGNORECASE
 )
-#: a source named as such: "an article by X", "a report from X", "another in X", "a X article" ("according to
-#: X" is left out: X is as often a person, and no question of MultiHop-RAG needed it)
+#: a source named as such: "an article by X", "a report from X", "another in X", "a X article", "reported
+#: by X", "an article on X about ..." ("according to X" is left out: X is as often a person, and no
+#: question of MultiHop-RAG needed it; "an article on X" alone is as often on a company as in an outlet)
 OUTLET = r"(?i:the\s+)?(?P<name>[A-Z][\w.&-]*(?:\s+(?:of\s+|&\s+)?[A-Z][\w.&-]*){0,4})"
 WRITTEN = r"(?:article|report|piece|story|review|analysis|coverage|column|op-ed|post)s?"
+#: what only an outlet does with a story: "reported by X"
+PUBLISHED = r"(?:reported|published|covered)"
+#: what a person does as often: "mentioned by X" names an outlet only as "the X", or as a brand
+#: written in capitals ("CNET") or with one inside ("TechCrunch"), never "Sam Altman" or "Musk"
+SAID = r"(?:mentioned|noted|discussed|written|described)"
+BRAND = r"(?P<name>[A-Z]{2,}[\w&-]*|[A-Z][a-z]+[A-Z][\w&-]*)\b"
+#: what follows an outlet named with "on" when the article's subject comes next
+SUBJECT = r"(?:about|discussing|detailing|regarding|concerning)"
 NAMED_SOURCES = (
     re.compile(rf"\b(?i:(?:{WRITTEN}|another|one)\s+(?:by|from|in))\s+{OUTLET}"),
     re.compile(rf"\b(?i:an?|the|another)\s+['\"]?{OUTLET}['\"]?\s+(?i:{WRITTEN})\b"),
+    re.compile(rf"\b(?i:{PUBLISHED}\s+by)\s+{OUTLET}"),
+    re.compile(rf"\b(?i:{SAID}\s+by\s+the)\s+{OUTLET}"),
+    re.compile(rf"\b(?i:{SAID}\s+by)\s+{BRAND}"),
+    re.compile(rf"\b(?i:{WRITTEN}\s+on)\s+{OUTLET}\s+(?i:{SUBJECT})\b"),
 )
 #: a question's own words, apart from the outlets it names, that make a clause worth its own search
 CLAUSE_WORDS = 5
