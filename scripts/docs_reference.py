@@ -134,7 +134,7 @@ OUTSIDE_THE_MODEL_ROWS = (
     (
         "QRAG_DATA",
         "the folder `qrag-qdrant eval NAME` finds a data set `NAME` in",
-        "where the benchmark data lies on this machine, not how to answer",
+        "where the benchmark data lies, not how to answer",
     ),
 )
 OUTSIDE_THE_MODEL = (
