@@ -28,6 +28,27 @@ def test_sentences_end_at_their_marks_and_lines_and_a_wrapped_line_goes_on():
     ]
 
 
+def test_a_period_after_an_initial_or_an_abbreviation_or_before_lower_case_ends_no_sentence():
+    assert sentences("Lyndon B. Johnson was vice president. He served.") == [
+        "Lyndon B. Johnson was vice president.",
+        "He served.",
+    ]
+    assert sentences("Michael E. Mann, Raymond S. Bradley and Malcolm K. Hughes wrote it.") == [
+        "Michael E. Mann, Raymond S. Bradley and Malcolm K. Hughes wrote it."
+    ]
+    assert sentences("Allen left St. George's Church. The population was ca. 2 million.") == [
+        "Allen left St. George's Church.",
+        "The population was ca. 2 million.",
+    ]
+    government = "It is the U.S. government. See e.g. the list."
+    assert sentences(government) == ["It is the U.S. government.", "See e.g. the list."]
+    # "I" ends as a numeral as often as it stands for a name
+    war = "He fought in World War I. Then he went home."
+    assert sentences(war) == ["He fought in World War I.", "Then he went home."]
+    # a line break still ends one
+    assert sentences("Signed, J.\nB. Smith") == ["Signed, J.", "B. Smith"]
+
+
 def test_a_number_the_text_ends_with_stands_alone():
     assert sentences("First step done. 9.") == ["First step done.", "9."]
     assert sentences("") == [] and sentences("  \n ") == []

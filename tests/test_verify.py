@@ -142,6 +142,25 @@ def test_a_word_of_the_claim_may_be_said_in_its_plural():
             assert answer.claims[0].sentence == "The booster is given on Thursdays from 9 to 12."
 
 
+def test_a_name_with_initials_is_one_claim_held_by_its_one_sentence():
+    """ "Lyndon B. Johnson [1]" was two claims, "Lyndon B." and "Johnson [1]", and the passage's
+    sentence ended at "B.", so the name's sentence said nothing of a vice president."""
+    white_house = [
+        Passage(
+            citation=1,
+            source="k.txt",
+            start=0,
+            end=80,
+            text="Kennedy chose Lyndon B. Johnson as his vice president. Johnson was from Texas.",
+        )
+    ]
+    answer = answer_of("Lyndon B. Johnson [1]", "Who was Kennedy's vice president?")
+    check_answer(answer, white_house, None, MARK)
+    assert [claim.text for claim in answer.claims] == ["Lyndon B. Johnson [1]"]
+    assert answer.claims[0].sentence == "Kennedy chose Lyndon B. Johnson as his vice president."
+    assert answer.mark == "supported", answer.mark_reason
+
+
 class ScriptedStream(BackendDefaults):
     """Streams the tokens it was given, as a model splits them."""
 

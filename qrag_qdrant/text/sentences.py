@@ -3,8 +3,10 @@ the follow-up readings and the answer checks agree on what a sentence is.
 
 A sentence ends at ``.``, ``!`` or ``?`` (and the quotes or brackets that close it) before white
 space, and at a line break, unless the line was wrapped: a line that goes on in lower case, or a
-long one that ends without punctuation, is joined to the next (``unwrapped``). A list item's
-number ("8.", "b)") is no sentence: it starts the one after it.
+long one that ends without punctuation, is joined to the next (``unwrapped``). A period after an
+initial or an abbreviation ("Lyndon B. Johnson", "St. George's Church", "ca. 2 million"), or one
+a word in lower case follows, ends none (``NOT_AN_END``). A list item's number ("8.", "b)") is no
+sentence: it starts the one after it.
 """
 
 from __future__ import annotations
@@ -22,8 +24,24 @@ ENDS_SENTENCE = re.compile(r"[.!?][\"')\]’”]{0,2}$")
 BLOCK_START = re.compile(r"\s*(?:#|\||>|[-*+•]\s|\(?(?:\d{1,3}|[a-z])[.)]\s)", re.IGNORECASE)
 #: a line at least this long that ends without a sentence's end was wrapped, not ended
 WRAPPED_LINE = 60
+#: a period that ends no sentence: after an initial ("Michael E. Mann"; "I" is as often a numeral
+#: ending one, "World War I."), a title or an abbreviation ("St.", "Dr.", "ca.", "e.g."); and before
+#: a word in lower case ("the U.S. government")
+ABBREVIATION = re.compile(
+    r"(?:(?<![\w.'’-])[A-HJ-Z]|\b(?:St|Mr|Mrs|Ms|Dr|Jr|Sr|Prof|Gen|Gov|Sen|Rep|Lt|Col|Capt|Mt|Ft|Messrs|ca|c|"
+    r"vs|approx|est|No|Nos|Vol|pp|fig|e\.g|i\.e|cf))\.$"
+)
+
+
 #: a list item's number or letter ("8.", "b)"): not a sentence, the start of the next one
 ENUMERATOR = re.compile(r"\(?(?:\d{1,3}|[a-z])[.)]", re.IGNORECASE)
+
+
+def ends_no_sentence(before: str, after: str) -> bool:
+    """Whether the period ``before`` ends with is not a sentence's end, ``after`` (a few characters)
+    following it on the same line: an initial's, an abbreviation's, or one before a word in lower case."""
+    lower_case = after[:1].islower() and not ENUMERATOR.match(after)  # "b) ..." starts a list's next item
+    return bool(ABBREVIATION.search(before)) or (before.endswith(".") and lower_case)
 
 
 def unwrapped(text: str) -> str:
@@ -51,7 +69,15 @@ def _sentence_pieces(joined: str) -> Iterator[list[tuple[int, int]]]:
     with stands alone)."""
     numbers: list[tuple[int, int]] = []
     position = 0
-    for found in [*SENTENCE_END.finditer(joined), None]:
+    ends = [
+        found
+        for found in SENTENCE_END.finditer(joined)
+        if "\n" in found[0]
+        or not ends_no_sentence(
+            joined[max(found.start() - 8, 0) : found.start()], joined[found.end() : found.end() + 3]
+        )
+    ]
+    for found in [*ends, None]:
         end = found.start() if found is not None else len(joined)
         piece = joined[position:end]
         start = position + len(piece) - len(piece.lstrip())
