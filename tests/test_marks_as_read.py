@@ -10,7 +10,8 @@ import pytest
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.generation import BackendDefaults, register_backend
-from qrag_qdrant.generation.checks.sentence import coverage
+from qrag_qdrant.generation.checks.sentence import coverage, rival_of
+from qrag_qdrant.results import Passage
 
 ROOMS = """# Room C310: laser lab
 
@@ -129,6 +130,26 @@ def test_a_heading_is_not_a_rival_value(rag, question, written):
 def test_a_rival_sentence_still_makes_a_sibling_value_ambiguous(rag):
     answer = marked(rag, "How many people may be in room C204 at once?", "six [1]")
     assert answer.mark != "supported"
+
+
+def test_a_value_the_question_states_is_no_rival_answer():
+    """Asked who was the oldest quarterback to play in a Super Bowl, a sentence saying "he" was is
+    no rival to the name: its only name is the question's own "Super Bowl"."""
+    weights = {"oldest": 1.0, "quarterback": 0.6, "play": 0.1, "super": 0.5, "bowl": 0.5}
+    playbook = Passage(
+        citation=1,
+        source="qb.txt",
+        start=0,
+        end=120,
+        text="Peyton Manning led two teams to the final. He is the oldest quarterback to play in a Super Bowl, at 39. "
+        "Tom Brady is the oldest quarterback to win a Super Bowl.",
+    )
+    holding = "Peyton Manning led two teams to the final."
+    assert rival_of("Peyton Manning", holding, 0.0, [playbook], weights) == (
+        "Tom Brady is the oldest quarterback to win a Super Bowl."
+    )
+    alone = playbook.model_copy(update={"text": playbook.text.rsplit(" Tom", 1)[0]})
+    assert rival_of("Peyton Manning", holding, 0.0, [alone], weights) is None
 
 
 def test_an_abbreviation_matches_its_expansion_both_ways():

@@ -178,6 +178,17 @@ def sentence_check(
     return SentenceCheck(holding.strip(), own, missing, rival)
 
 
+def offered_values(sentence: str, weights: Mapping[str, float]) -> dict[str, set[str]]:
+    """The values ``sentence`` offers as an answer: those it holds (``values_of``) less the ones
+    the question states itself, every word of them a key word of the question ("Super Bowl" in
+    "the oldest quarterback to play in a Super Bowl" is asked about, not an answer to it)."""
+    asked = set(weights)
+    found = {
+        kind: {value for value in held if not set(value.split()) <= asked} for kind, held in values_of(sentence).items()
+    }
+    return {kind: held for kind, held in found.items() if held}
+
+
 def rival_of(
     claim_words: str,
     holding: str,
@@ -197,7 +208,7 @@ def rival_of(
             # a sentence that only ties the holding one is as often another fact the question does not ask
             if score <= own:
                 continue
-            held = values_of(sentence)
+            held = offered_values(sentence, weights)
             for kind, values in answer.items():
                 if held.get(kind) and not held[kind] & values and not values <= held[kind]:
                     return sentence.strip()
