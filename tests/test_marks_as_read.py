@@ -5,6 +5,8 @@ or one whose question the corpus does not answer, is not."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from qrag_qdrant import QuorumRAG
@@ -55,6 +57,8 @@ The shop on the harbour opened on 12 March 1990 and closed in 2016.
 """
 #: the question -> what the model writes
 WRITES: dict[str, str] = {}
+#: the question -> how sure the model was of what it writes (unset: it does not say)
+SURE: dict[str, float] = {}
 #: the follow-up -> the stand-alone question the model rewrites it as
 REWRITES: dict[str, str] = {}
 
@@ -67,6 +71,8 @@ class Writes(BackendDefaults):
         pass
 
     def stream(self, question, passages, result):
+        if question in SURE:
+            result.answer_logprobs = [(WRITES[question], math.log(SURE[question]))]
         yield WRITES[question]
 
     def complete(self, system, prompt, max_tokens, cancelled):
@@ -130,6 +136,21 @@ def test_a_heading_is_not_a_rival_value(rag, question, written):
 def test_a_rival_sentence_still_makes_a_sibling_value_ambiguous(rag):
     answer = marked(rag, "How many people may be in room C204 at once?", "six [1]")
     assert answer.mark != "supported"
+
+
+def test_a_hesitant_model_is_trusted_where_the_sentence_says_every_word_of_the_question(rag):
+    """Asked "How long does the trip to the airport take?", the sentence "The trip from the central
+    station to the airport takes 22 minutes." says all of it: 22 minutes written at 75% is
+    supported; at 60%, or over a sentence that says less of the question, it is not."""
+    question = "How long does the trip to the airport take?"
+    SURE[question] = 0.75
+    assert marked(rag, question, "22 minutes [1]").mark == "supported"
+    SURE[question] = 0.6
+    unsure = marked(rag, question, "22 minutes [1]")
+    assert unsure.mark == "not supported" and "60%" in (unsure.mark_reason or "")
+    partly = "How long does the trip to the airport take on Sundays?"
+    SURE[partly] = 0.75
+    assert marked(rag, partly, "22 minutes [1]").mark != "supported"
 
 
 def test_a_value_the_question_states_is_no_rival_answer():

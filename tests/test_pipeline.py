@@ -287,7 +287,7 @@ def test_a_failed_embedding_leaves_no_search_running(open_rag, corpus, monkeypat
 def test_eval_measures_the_evidence_the_query_path_returns(open_rag, corpus, context):
     """Eval's quorum system and ``retrieve`` share one pipeline tail: same question, same
     settings, the same evidence, gate features and threshold included (timings aside)."""
-    rag = open_rag(retrieval={"context": context})
+    rag = open_rag(retrieval={"context": {"mode": context}})
     rag.ingest(corpus)
     questions = [
         EvalQuestion("bees", BEES_QUESTION, ("waggle dance",)),

@@ -152,6 +152,14 @@ class GenerationSettings(Section):
         "short answer with at least this geometric-mean token probability (backends that report log-probabilities; "
         "0: not checked)",
     )
+    min_answer_probability_covered: float = Field(
+        0.7,
+        ge=0.0,
+        le=1.0,
+        description="the model's confidence a claim needs in place of min_answer_probability when the sentence "
+        "that holds it carries every key word of the question (coverage 1): the passage says what was asked, so "
+        "a hesitant model is less likely wrong (chosen on the tuning articles' recorded answers: docs/benchmarks.md)",
+    )
     samples: NonNegativeInt = Field(
         0,
         le=20,

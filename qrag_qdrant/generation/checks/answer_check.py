@@ -58,10 +58,17 @@ def judge_prompt(claim: Claim, passages: Sequence[Passage]) -> str:
     return f"Passages:\n\n{quoted}\n\nClaim: {bare(claim.text)}\n\nDo the passages support the claim? Answer yes or no."
 
 
-def answer_doubt(answer: Answer, options: GenerationSettings) -> Doubt | None:
-    """What any claim of ``answer`` falls short of, whatever its own reading: the model's
-    confidence in its short answer, the agreement of its readings, the gate's confidence."""
-    if not confident(answer.answer_probability, options.min_answer_probability):
+#: a sentence's coverage of the question at which it carries every key word (a share of weights)
+COVERED = 0.999
+
+
+def answer_doubt(answer: Answer, options: GenerationSettings, covered: bool = False) -> Doubt | None:
+    """What a claim of ``answer`` falls short of beside its own reading: the model's confidence in
+    its short answer (``min_answer_probability``, or ``min_answer_probability_covered`` for a
+    claim whose sentence carries every key word of the question: ``covered``), the agreement of
+    its readings, the gate's confidence."""
+    wanted = options.min_answer_probability_covered if covered else options.min_answer_probability
+    if not confident(answer.answer_probability, min(wanted, options.min_answer_probability)):
         return "unsure"
     if answer.agreement is not None and answer.agreement.share < options.min_agreement:
         return "disputed"
@@ -76,14 +83,13 @@ def check_claim(
     judge: Judge | None,
     options: GenerationSettings,
 ) -> None:
-    """One claim: read once, checked in order, then the answer's doubt, then the judge (not for a
+    """One claim: read once, checked in order, then the answer's doubts, then the judge (not for a
     bare verdict, which is no claim it can weigh). ``valid``: the shown passages the answer cites,
     which a claim citing none is held to."""
-    doubt = answer_doubt(answer, options)
     words = bare(claim.text)
     if answer.parts and is_verdict(normalised(words)):
         claim.unsupported = first_finding(VERDICT, read_verdict(claim, cited_by(claim, ()), answer, passages), options)
-        claim.unsupported = claim.unsupported or doubt
+        claim.unsupported = claim.unsupported or answer_doubt(answer, options)
         claim.supported = claim.unsupported is None
         return
     holder = grounding(claim, passages, valid) or repointed(claim, passages, answer)
@@ -91,7 +97,8 @@ def check_claim(
         read, checks = read_pieces(claim, pieces, cited_by(claim, valid), answer, passages), PIECES
     else:
         read, checks = read_whole(claim, holder, answer, passages), WHOLE
-    claim.unsupported = first_finding(checks, read, options) or doubt
+    covered = read.sentence is not None and read.sentence.coverage >= COVERED
+    claim.unsupported = first_finding(checks, read, options) or answer_doubt(answer, options, covered)
     if judge is not None and claim.unsupported is None:
         claim.score = round(judge.yes_probability(JUDGE_SYSTEM, judge_prompt(claim, passages)), 4)
         claim.unsupported = "doubted" if claim.score < SUPPORTED else None
