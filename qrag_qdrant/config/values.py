@@ -25,7 +25,8 @@ def parse_rate(text: str) -> tuple[int, float]:
 
 def check_expansions(items: tuple[str, ...]) -> None:
     """``NAME`` or ``NAME:COUNT``, each name once; whether the name is registered is checked where
-    expansions are made (``retrieval.expansion``), which config does not import."""
+    expansions are made (the module ``qrag_qdrant.retrieval.expansion``), which config does not
+    import."""
     names = []
     for item in items:
         match = EXPANSION_ITEM.match(item)
