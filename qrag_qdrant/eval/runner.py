@@ -8,9 +8,8 @@ Systems, all with the same context budget (``retrieval.context.clusters`` units,
 - ``quorum``: the full pipeline: the top clusters, as merged passages;
 - ``quorum+mq``, ``quorum+hyde`` (asked for by name: they call the model for every question):
   quorum with every retriever also searching three rewrites of the question, or a hypothetical
-  answer (``retrieval.expansions``, written by ``qrag_qdrant.retrieval.expansion``). Their latency
-  includes the model's time; each is compared with ``quorum`` on the same questions
-  (``paired_comparison``).
+  answer (``retrieval.expansions``, written by the module ``retrieval.expansion``). Their latency
+  includes the model's time; each is compared with ``quorum`` (``paired_comparison``).
 
 Latency of every system includes the question's embedding. ``rrf-all`` and ``quorum``
 share one search of all collections, so a sweep over fusion and clustering settings
