@@ -324,12 +324,8 @@ def conversation_eval(
 
         def pipeline(variant: str) -> Coordinator:
             """The variant's pipeline on the same store, embedding model and language model."""
-            retrieval = rag.settings.retrieval.model_copy(
-                update={
-                    "conversation": rag.settings.retrieval.conversation.model_copy(
-                        update={"mode": "rewrite" if variant == "rewrite" else "last"}
-                    )
-                }
+            retrieval = rag.settings.retrieval.updated(
+                {"conversation.mode": "rewrite" if variant == "rewrite" else "last"}
             )
             coordinator = rag.pipeline(rag.settings.model_copy(update={"retrieval": retrieval}))
             stack.callback(coordinator.close)

@@ -99,8 +99,6 @@ class CollectionSpec(BaseModel):
         return self.size - self.overlap
 
 
-#: Dense and BM25 on 50- and 100-word chunkings: two collections. A 200-word chunking cost a third
-#: collection and took answer recall down (docs/design.md, "Two chunkings").
 def section(annotation: Any) -> type[BaseModel] | None:
     """The model a field's annotation is, when it is a section of keys."""
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
@@ -137,6 +135,8 @@ class SectionedEnvSource(EnvSettingsSource):
         return loaded
 
 
+#: Dense and BM25 on 50- and 100-word chunkings: two collections. A 200-word chunking cost a third
+#: collection and took answer recall down (docs/design.md, "Two chunkings").
 DEFAULT_RETRIEVERS = (
     RetrieverSpec(kind="dense", size=50, overlap=25),
     RetrieverSpec(kind="dense", size=100, overlap=50),

@@ -108,7 +108,7 @@ def check_claim(
 def check_answer(answer: Answer, passages: Sequence[Passage], judge: Judge | None, options: GenerationSettings) -> None:
     """Fill ``answer.short_answer``, its claims and warnings; turn a decline or a refused answer
     into an abstention. ``answer.answer_probability``, when the generation step could tell it,
-    must reach ``options.min_answer_probability``."""
+    must reach ``options.min_answer_probability`` (``answer_doubt``)."""
     text = (answer.answer or "").strip()
     if declined(text):
         answer.abstained, answer.abstain_reason = True, "model_declined"
