@@ -26,6 +26,7 @@ from .store.filters import DocumentFilter
 if TYPE_CHECKING:  # ingest's modules load when an ingest runs: a query starts sooner
     from .ingest.documents import Documents
     from .ingest.progress import IngestProgress, IngestReport
+    from .ingest.sources import Sources
 
 
 class CollectionInfo(BaseModel):
@@ -116,6 +117,7 @@ class QuorumRAG:
         ``path`` point to outside it (without it they are skipped and reported). ``as_groups``: the
         groups the caller reads as (None: every document); a document it may not read is neither
         written over nor pruned."""
+        from .ingest.corpus import Reading
         from .ingest.ingestor import Ingestor
         from .ingest.metadata import read_sidecar
 
@@ -125,9 +127,8 @@ class QuorumRAG:
             ingestor = Ingestor(
                 self.settings, self.store, self.embedder, ingested_by, checked, known, Access.of(as_groups)
             )
-            return ingestor.run(
-                Path(path), prune=prune, rebuild=rebuild, progress=progress, exclude=exclude, follow_links=follow_links
-            )
+            reading = Reading(exclude=exclude, follow_links=follow_links)
+            return ingestor.run(Path(path), prune=prune, rebuild=rebuild, progress=progress, reading=reading)
         finally:
             self._index_changed()
 
@@ -137,6 +138,12 @@ class QuorumRAG:
         from .ingest.documents import Documents
 
         return Documents(self.settings, self.store, on_change=self._index_changed, access=Access.of(readers))
+
+    def sources(self) -> Sources:
+        """The folders and repositories the namespace follows: add, list, sync, remove."""
+        from .ingest.sources import Sources
+
+        return Sources(self.settings, self.store, self.embedder, on_change=self._index_changed)
 
     def _index_changed(self) -> None:
         if self._coordinator is not None:

@@ -19,7 +19,7 @@ from qrag_qdrant.cli.logs import configure_logging, start_up_line
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.errors import StoreInUseError
 from qrag_qdrant.generation.scheduler import GenerationScheduler, QueuedCompleter
-from qrag_qdrant.ingest.corpus import LINK_NOT_FOLLOWED, LINKED_FOLDER_NOT_FOLLOWED, open_corpus
+from qrag_qdrant.ingest.corpus import LINK_NOT_FOLLOWED, LINKED_FOLDER_NOT_FOLLOWED, Reading, open_corpus
 from qrag_qdrant.results import Answer
 from qrag_qdrant.service.audit import note_answer
 from qrag_qdrant.store.files import SERVE_RECORD, serving
@@ -55,7 +55,7 @@ def test_an_ingest_root_never_reads_through_a_link_out_of_it(linked_root):
         ("keys.txt", LINK_NOT_FOLLOWED),
         ("elsewhere", LINKED_FOLDER_NOT_FOLLOWED),
     }
-    followed = open_corpus(linked_root, follow_links=True)
+    followed = open_corpus(linked_root, Reading(follow_links=True))
     assert sorted(followed.source_of(path) for path in followed.files) == [
         "again.txt",
         "elsewhere/more.txt",

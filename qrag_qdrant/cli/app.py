@@ -59,6 +59,7 @@ from .render import (
     print_json,
     print_table,
 )
+from .sources import sources_app
 from .threads import one_blas_thread
 
 #: the global options, which a user may also type after the command (``qrag-qdrant query -v ...``)
@@ -107,6 +108,7 @@ app.add_typer(gate_app, name="gate")
 app.add_typer(key_app, name="key")
 app.add_typer(feedback_app, name="feedback")
 app.add_typer(documents_app, name="documents")
+app.add_typer(sources_app, name="sources")
 app.command("eval")(evaluate)
 app.command("chat")(chat)
 app.command("audit")(audit)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import time
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +67,55 @@ class SkippedFile:
     reason: str
 
 
+#: a file changed this close to when its hash was taken may change again within its clock's tick
+#: unseen by its modification time: its hash is not remembered (git's "racy" files)
+RACY_SECONDS = 2.0
+#: the modification time remembered of a racy file: no file has it, so it is read again
+RACY = -1
+
+
+class FileDigests:
+    """Content hashes remembered by each file's size and modification time, so a folder synced
+    again reads only the files that changed (a git checkout rewrites only those). A file edited
+    to the same size within its clock's tick is hashed again, never taken as unchanged: a hash
+    taken within ``RACY_SECONDS`` of the file's change is not remembered."""
+
+    def __init__(self, known: dict[str, tuple[int, int, str]] | None = None):
+        #: source -> (size, modification time in ns, sha256), as remembered
+        self.known = dict(known or {})
+        #: what this run found, to remember for the next (a racy file's time as ``RACY``, which no
+        #: file's matches)
+        self.found: dict[str, tuple[int, int, str]] = {}
+        #: the files whose bytes this run read
+        self.read = 0
+
+    def digest(self, source: str, path: Path) -> str:
+        status = path.stat()
+        known = self.known.get(source)
+        if known is not None and known[:2] == (status.st_size, status.st_mtime_ns):
+            self.found[source] = known
+            return known[2]
+        digest = content_hash(path)
+        self.read += 1
+        racy = time.time_ns() - status.st_mtime_ns <= RACY_SECONDS * 1e9
+        self.found[source] = (status.st_size, RACY if racy else status.st_mtime_ns, digest)
+        return digest
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a folder is read into documents. ``exclude``: sources to leave out (an eval's held-out
+    documents; an earlier run's points of them are removed). ``follow_links``: read what links
+    inside the folder point to outside it. ``prefix``: what every document's source starts with
+    (a synced source's name and "/"), so what a prune removes is only what this folder gave.
+    ``digests``: the hashes a sync remembers, so an unchanged file is not read again."""
+
+    exclude: Collection[str] = ()
+    follow_links: bool = False
+    prefix: str = ""
+    digests: FileDigests | None = field(default=None, compare=False)
+
+
 @dataclass
 class Corpus:
     """The files under one root. Documents are extracted lazily, one at a time."""
@@ -76,6 +126,9 @@ class Corpus:
     registered: dict[str, Loader] = field(default_factory=LOADERS.registered)
     #: whether a file may be a link to outside ``root`` (else it is checked again as it is read)
     follow_links: bool = False
+    #: what every document's source starts with (``Reading.prefix``)
+    prefix: str = ""
+    digests: FileDigests | None = None
 
     def refuse(self, sources: Collection[str], reason: str) -> None:
         """Leave out the files of ``sources``, each skipped with ``reason``."""
@@ -86,7 +139,7 @@ class Corpus:
         self.skipped += [SkippedFile(self.source_of(path), reason) for path in refused]
 
     def source_of(self, path: Path) -> str:
-        return path.relative_to(self.root).as_posix()
+        return self.prefix + path.relative_to(self.root).as_posix()
 
     def documents(
         self,
@@ -110,7 +163,7 @@ class Corpus:
                 loader = loader_for(path, self.registered)
                 if loader is None:
                     raise LoaderError(f"{UNSUPPORTED_FORMAT} ({path.suffix or 'no suffix'})")
-                digest = content_hash(path)
+                digest = content_hash(path) if self.digests is None else self.digests.digest(source, path)
                 document = extract(source, path, loader, digest) if needs_text(source, digest) else None
             except LoaderError as exc:
                 self._skip(SkippedFile(source, str(exc)), on_skip)
@@ -220,19 +273,33 @@ def walk(root: Path, follow_links: bool) -> tuple[list[Path], list[SkippedFile]]
     return sorted(files), sorted(skipped, key=lambda s: s.source)
 
 
-def open_corpus(path: Path, exclude: Collection[str] = (), follow_links: bool = False) -> Corpus:
+def open_corpus(path: Path, reading: Reading = Reading()) -> Corpus:
     """A folder (searched recursively) or a single file; an empty folder is an error.
-    ``exclude`` names sources (paths relative to the folder) to leave out. Links inside the folder
-    are followed only with ``follow_links``: without it, what a link points to outside the
-    folder is skipped and reported, never read (a service ingests with it off)."""
+    ``reading.exclude`` names sources to leave out. Links inside the folder are followed only with
+    ``reading.follow_links``: without it, what a link points to outside the folder is skipped and
+    reported, never read (a service ingests with it off)."""
     path = Path(path)
     if not path.exists():
         raise CorpusError(f"path does not exist: {path}")
     if path.is_file():
-        return Corpus(root=path.parent.resolve(), files=[path.resolve()], follow_links=True)
+        return Corpus(
+            root=path.parent.resolve(),
+            files=[path.resolve()],
+            follow_links=True,
+            prefix=reading.prefix,
+            digests=reading.digests,
+        )
     root = path.resolve()
-    found, skipped = walk(root, follow_links)
-    files = [file for file in found if file.relative_to(root).as_posix() not in exclude]
+    found, skipped = walk(root, reading.follow_links)
+    files = [file for file in found if reading.prefix + file.relative_to(root).as_posix() not in reading.exclude]
     if not files and not skipped:
         raise CorpusError(f"no files under {path}")
-    return Corpus(root=root, files=files, skipped=skipped, follow_links=follow_links)
+    skipped = [SkippedFile(reading.prefix + s.source, s.reason) for s in skipped]
+    return Corpus(
+        root=root,
+        files=files,
+        skipped=skipped,
+        follow_links=reading.follow_links,
+        prefix=reading.prefix,
+        digests=reading.digests,
+    )

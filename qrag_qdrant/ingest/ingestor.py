@@ -23,7 +23,7 @@ import itertools
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -37,7 +37,7 @@ from ..store.points import Sparse, point_id
 from ..text.locations import marks_covering
 from ..text.term_stats import TermLedger, TermStats
 from .chunking import Chunk, iter_chunks
-from .corpus import Document, open_corpus
+from .corpus import Document, Reading, open_corpus
 from .labels import NOT_PERMITTED, DocumentLabels
 from .metadata import DocumentMetadata
 from .progress import IngestProgress, IngestReport, NoProgress
@@ -94,16 +94,16 @@ class Ingestor:
         prune: bool = False,
         rebuild: bool = False,
         progress: IngestProgress | None = None,
-        exclude: Collection[str] = (),
-        follow_links: bool = False,
+        reading: Reading = Reading(),
     ) -> IngestReport:
-        """``follow_links``: read what links inside ``path`` point to outside it (``corpus.walk``)."""
+        """``reading``: which files of ``path`` are read and how their documents are named
+        (``corpus.Reading``); a prune removes only documents named with its prefix."""
         progress = progress or NoProgress()
         started = time.perf_counter()
         self.version = time.time_ns()  # newer runs' versions of a file win over older ones
         if rebuild and not self.labels.access.reads_all:
             raise RequestError("a rebuild replaces every document: it needs a caller that reads every document")
-        corpus = open_corpus(path, exclude, follow_links)
+        corpus = open_corpus(path, reading)
         report = IngestReport(root=str(path), rebuilt=rebuild)
         stored = {spec.name: self._stored_hashes(spec, rebuild) for spec in self.settings.collections}
         self.labels.read_stored(self.store, self.settings)
@@ -144,7 +144,7 @@ class Ingestor:
                 future.result()
         report.skipped = corpus.skipped
         for writer in writers:
-            self._finish(writer, sources, report, prune, exclude, rebuild)
+            self._finish(writer, sources, report, prune, reading, rebuild)
         if rebuild:
             report.dropped += self._switch({writer.spec.name: writer.target for writer in writers})
         report.collections = {
@@ -237,7 +237,7 @@ class Ingestor:
         sources: dict[str, str],
         report: IngestReport,
         prune: bool,
-        exclude: Collection[str],
+        reading: Reading,
         rebuild: bool,
     ) -> None:
         """After the run's documents are written: new labels of unchanged documents, the pruned
@@ -245,11 +245,12 @@ class Ingestor:
         its term counts saved."""
         if self._relabel(writer, sources):
             self._writing(writer)
+        exclude = set(reading.exclude)
         if (prune or exclude) and not rebuild:
-            indexed = self.store.sources(writer.target)
+            indexed = {source for source in self.store.sources(writer.target) if source.startswith(reading.prefix)}
             # an excluded source an earlier run indexed leaves too: an eval's held-out document
             # still in the namespace would answer the questions meant to be out of its corpus
-            gone = (indexed - sources.keys() if prune else set()) | (indexed & set(exclude))
+            gone = (indexed - sources.keys() if prune else set()) | (indexed & exclude)
             gone -= self.labels.unreadable  # what the caller may not read is not its to remove
             if gone:
                 self._writing(writer)
