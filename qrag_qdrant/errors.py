@@ -51,6 +51,10 @@ class QuestionError(QragError):
     """The question cannot be asked as given."""
 
 
+class SourceError(QragError):
+    """A source of documents cannot be added or read: gone, unreachable or not allowed."""
+
+
 class DocumentNotFound(QragError):
     """No collection of the namespace holds the document named."""
 

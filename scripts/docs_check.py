@@ -262,6 +262,7 @@ READER_NAMES = {
     "KEY": 'KEY = "a team key"',
     "TEAM_KEY": 'TEAM_KEY = "a team key"',
     "my_server_chat": "def my_server_chat(messages: list[dict[str, str]]) -> collections.abc.Iterator[str]: yield ''",
+    "mirror_bucket": "def mirror_bucket(bucket: str, folder: pathlib.Path) -> None: ...",
 }
 MYPY_LINE = re.compile(r"^example_(\d+)\.py:(\d+): error: (.*)$")
 
@@ -283,7 +284,7 @@ def check_python(texts: dict[str, str]) -> list[Problem]:
     preambles = []
     for number, (_, _, body) in enumerate(examples):
         declared = [line for name, line in READER_NAMES.items() if re.search(rf"\b{name}\b", body)]
-        preamble = ["import collections.abc", *declared] if declared else []
+        preamble = ["import collections.abc", "import pathlib", *declared] if declared else []
         preambles.append(len(preamble))
         (folder / f"example_{number}.py").write_text("\n".join([*preamble, body]))
     if not examples:

@@ -11,6 +11,7 @@ from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, Pos
 
 from .names import NAMESPACE_PATTERN
 from .sections import Section
+from .sources import DeclaredSource
 from .values import parse_rate
 
 #: what a caller may do in its namespace: read (query), read-write (also ingest uploaded files and
@@ -149,6 +150,17 @@ class ServiceSettings(Section):
         description='folders on the server an admin key may ingest from, per namespace ("*": every namespace): '
         '[service.ingest_roots] team-a = ["/srv/docs/team-a"]; a path is resolved (links, "..") before it is '
         "checked; none: uploads are the only way in",
+    )
+    sources: list[DeclaredSource] = Field(
+        default_factory=list,
+        description='sources the service syncs, each for a namespace: [[service.sources]] namespace = "team-a" '
+        'name = "handbook" kind = "git" location = "https://git.example.org/handbook.git" every = 600; a folder, '
+        "or a repository on the server's disk, must be inside the namespace's ingest_roots, a URL must start with "
+        "one of source_urls",
+    )
+    source_urls: list[str] = Field(
+        default_factory=list,
+        description='the URLs a source may be fetched from, by prefix ("https://git.example.org/"); none: no URL',
     )
     max_body_bytes: PositiveInt = Field(1 << 20, description="a larger request body is refused with 413")
     max_upload_bytes: PositiveInt = Field(256 << 20, description="the same for the files of one POST /v1/ingest")

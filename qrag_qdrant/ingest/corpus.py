@@ -86,8 +86,9 @@ class FileDigests:
         #: what this run found, to remember for the next (a racy file's time as ``RACY``, which no
         #: file's matches)
         self.found: dict[str, tuple[int, int, str]] = {}
-        #: the files whose bytes this run read
+        #: the files whose bytes this run read, and how many bytes
         self.read = 0
+        self.bytes_read = 0
 
     def digest(self, source: str, path: Path) -> str:
         status = path.stat()
@@ -97,6 +98,7 @@ class FileDigests:
             return known[2]
         digest = content_hash(path)
         self.read += 1
+        self.bytes_read += status.st_size
         racy = time.time_ns() - status.st_mtime_ns <= RACY_SECONDS * 1e9
         self.found[source] = (status.st_size, RACY if racy else status.st_mtime_ns, digest)
         return digest

@@ -44,6 +44,8 @@ from .routes.ingest import ingests
 from .routes.openai import openai
 from .routes.page import page_router
 from .routes.query import queries
+from .routes.sources import sources
+from .sources import SourceSchedule
 from .state import ServiceState
 from .uploads import UploadArea
 from .usage import QuotaExceeded, UsageLedger
@@ -155,8 +157,11 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
         state.namespaces = app.state.namespaces = Namespaces(
             settings, model, state.answered, state.scheduler, state.retrieved
         )
+        state.sources = SourceSchedule(settings, state.jobs, state.namespaces.sync, state.usage, state.metrics)
+        state.sources.start()  # the declared sources recorded, the due ones queued
         async with mcp.router.lifespan_context(mcp) if mcp is not None else nullcontext():
             yield
+        state.sources.close()  # no sync is queued after this
         state.jobs.close(settings.service.drain_seconds)  # jobs in flight finish (or stop) before the store closes
         state.namespaces.close()
         state.namespaces = None
@@ -191,7 +196,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
     )
     app.add_middleware(AuditTrail, audit=lambda: state.audit, counted=state.responded)  # outermost: sees every refusal
     install_handlers(app)
-    for router in (health, queries, ingests, documents, openai, page_router(WEB, oidc)):
+    for router in (health, queries, ingests, documents, sources, openai, page_router(WEB, oidc)):
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=str(WEB)), name="static")
     if (swagger := swagger_files()) is not None:

@@ -25,6 +25,7 @@ from ..errors import (
     QragError,
     QuestionError,
     RequestError,
+    SourceError,
     StoreError,
     StoreInUseError,
     redacted,
@@ -44,6 +45,7 @@ ERROR_CODES: tuple[tuple[type[QragError], int, str], ...] = (
     (StoreInUseError, 409, "store_in_use"),
     (StoreError, 503, "store_unavailable"),
     (GenerationError, 502, "generation_failed"),
+    (SourceError, 502, "source_failed"),
     (ConfigError, 500, "config"),
     (QragError, 500, "error"),
 )

@@ -36,6 +36,8 @@ JobState = Literal["queued", "running", "done", "failed"]
 #: runs an ingest of ``path`` into ``namespace`` with the ingest's options (prune, rebuild, ingested_by),
 #: reporting progress to the job
 IngestRun = Callable[[str, Path, "JobProgress", dict[str, Any]], IngestReport]
+#: a job's work, given its progress: the report its record shows
+JobWork = Callable[["JobProgress"], dict[str, Any]]
 #: an exception as the service's error ``(code, message)``
 ErrorOf = Callable[[BaseException], tuple[str, str]]
 INTERRUPTED = {
@@ -168,7 +170,8 @@ class IngestJobs:
         self._stop = threading.Event()
         self._jobs: dict[str, IngestJob] = {}
         self._queues: dict[str, ThreadPoolExecutor] = {}
-        self._pending: dict[str, tuple[Future[None], Path, Callable[[Path], None] | None]] = {}
+        #: job id -> its future and what hands its uploads back
+        self._pending: dict[str, tuple[Future[None], Callable[[], None] | None]] = {}
 
     def restore(self) -> int:
         """Load the jobs earlier runs recorded; the ones they left unfinished become interrupted."""
@@ -208,17 +211,32 @@ class IngestJobs:
         """Queue an ingest of ``path``; ``release``: the path is an upload folder of this job's, handed
         back (removed) when the job ends, whatever happened. Without ``release`` the path is a folder
         on the server, which only an admin's view of the job shows."""
-        self.prune()
         job = IngestJob(
             uuid.uuid4().hex, namespace, source, server_path=None if release else str(path), submitted_by=submitted_by
         )
+
+        def ingest(progress: JobProgress) -> dict[str, Any]:
+            report = dataclasses.asdict(self._run(namespace, path, progress, options or {}))
+            if release is not None:  # the upload folder is the server's business, and gone
+                report["root"] = "(uploaded files)"
+            return report
+
+        return self._queue(job, ingest, (lambda: release(path)) if release is not None else None)
+
+    def submit_work(self, namespace: str, source: str, work: JobWork, submitted_by: str | None = None) -> IngestJob:
+        """Queue ``work`` (a source's sync) in the namespace's queue, as an ingest is: its report is
+        what it returns."""
+        return self._queue(IngestJob(uuid.uuid4().hex, namespace, source, submitted_by=submitted_by), work, None)
+
+    def _queue(self, job: IngestJob, work: JobWork, cleanup: Callable[[], None] | None) -> IngestJob:
+        self.prune()
         self._records.write(job)
         with self._lock:
             self._jobs[job.id] = job
             queue = self._queues.setdefault(
-                namespace, ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"qrag-ingest-{namespace}")
+                job.namespace, ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"qrag-ingest-{job.namespace}")
             )
-            self._pending[job.id] = (queue.submit(self._execute, job, path, release, options or {}), path, release)
+            self._pending[job.id] = (queue.submit(self._execute, job, work, cleanup), cleanup)
         return job
 
     def get(self, job_id: str, namespace: str, key_id: str | None = None) -> IngestJob | None:
@@ -230,16 +248,11 @@ class IngestJobs:
             return None
         return job if key_id is None or job.submitted_by == key_id else None
 
-    def _execute(
-        self, job: IngestJob, path: Path, release: Callable[[Path], None] | None, options: dict[str, Any]
-    ) -> None:
+    def _execute(self, job: IngestJob, work: JobWork, cleanup: Callable[[], None] | None) -> None:
         job.state, job.started = "running", now()
         self._records.write(job)
         try:
-            report = self._run(job.namespace, path, JobProgress(job, self._stop), options)
-            job.report = dataclasses.asdict(report)
-            if release is not None:  # the upload folder is the server's business, and gone
-                job.report["root"] = "(uploaded files)"
+            job.report = work(JobProgress(job, self._stop))
             self._finish(job, "done")
         except JobInterrupted:
             self._finish(job, "failed", dict(INTERRUPTED))
@@ -250,8 +263,8 @@ class IngestJobs:
         finally:
             with self._lock:
                 self._pending.pop(job.id, None)
-            if release is not None:
-                release(path)
+            if cleanup is not None:
+                cleanup()
 
     def _finish(self, job: IngestJob, state: JobState, error: dict[str, str] | None = None) -> None:
         job.state, job.error, job.finished = state, error, now()
@@ -262,13 +275,13 @@ class IngestJobs:
         not started and a running one stops at its next step, each recorded as interrupted."""
         with self._lock:
             pending = dict(self._pending)
-        wait([future for future, _, _ in pending.values()], timeout=drain_seconds)
+        wait([future for future, _ in pending.values()], timeout=drain_seconds)
         self._stop.set()
-        for job_id, (future, path, release) in pending.items():
+        for job_id, (future, cleanup) in pending.items():
             if future.cancel():  # never started
                 self._finish(self._jobs[job_id], "failed", dict(INTERRUPTED))
-                if release is not None:
-                    release(path)
+                if cleanup is not None:
+                    cleanup()
         with self._lock:
             queues, self._queues = list(self._queues.values()), {}
         for queue in queues:

@@ -16,6 +16,7 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     PlatformCollector,
     ProcessCollector,
@@ -25,6 +26,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from ..generation.scheduler import QueueStats
+from ..ingest.sources import SyncResult
 from ..results import Answer
 from .cache import CacheCounters
 from .usage import COUNTS, UsageLedger
@@ -49,6 +51,7 @@ class ServiceMetrics:
         usage: UsageLedger | None = None,
     ):
         self.registry = CollectorRegistry()
+        self.per_namespace = usage is not None
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         self.retrieval = Histogram(
@@ -93,6 +96,28 @@ class ServiceMetrics:
             ["status", "code"],
             registry=self.registry,
         )
+        self.sync_documents = Counter(
+            "qrag_source_sync_documents",
+            "documents the sources' syncs added, changed and removed",
+            ["change"],
+            registry=self.registry,
+        )
+        self.syncs = Counter(
+            "qrag_source_syncs",
+            "sources' syncs, by how they ended (ok, or the error's code)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.sync_seconds = Histogram(
+            "qrag_source_sync_seconds", "a source's sync, start to end", buckets=MODEL_BUCKETS, registry=self.registry
+        )
+        #: per namespace and source, only where the figures may name namespaces (metrics_per_namespace)
+        self.last_sync = Gauge(
+            "qrag_source_last_success_timestamp_seconds",
+            "when each source's last sync that did not fail started (unix time; metrics_per_namespace)",
+            ["namespace", "source"],
+            registry=self.registry,
+        )
         self.registry.register(QueueCollector(queue))
         self.registry.register(CacheCollector(cache))
         if usage is not None:
@@ -115,6 +140,16 @@ class ServiceMetrics:
         if answer.usage is not None:
             self.tokens.labels(**labels, kind="prompt").inc(answer.usage.prompt_tokens)
             self.tokens.labels(**labels, kind="completion").inc(answer.usage.completion_tokens)
+
+    def observe_sync(self, namespace: str, name: str, result: SyncResult, code: str | None = None) -> None:
+        """A source's sync; ``code``: the error's, where it failed."""
+        self.syncs.labels(outcome=code or "ok").inc()
+        self.sync_seconds.observe(result.seconds)
+        if code is None:
+            for change in ("added", "changed", "removed"):
+                self.sync_documents.labels(change=change).inc(getattr(result, change))
+            if self.per_namespace:
+                self.last_sync.labels(namespace=namespace, source=name).set(result.started_at.timestamp())
 
     def count_response(self, status: int, code: str | None) -> None:
         if status >= 400:

@@ -18,6 +18,7 @@ from ..errors import QragError
 from ..generation.scheduler import GenerationScheduler
 from ..ingest.documents import DocumentPage
 from ..ingest.progress import IngestProgress, IngestReport
+from ..ingest.sources import SyncResult
 from ..results import Answer, Evidence
 from ..retrieval.conversation import Asked
 from ..store.filters import DocumentFilter
@@ -115,6 +116,10 @@ class Namespaces:
             readers=readers,
             as_groups=as_groups,
         )
+
+    def sync(self, namespace: str, name: str, progress: IngestProgress) -> SyncResult:
+        """A source's sync, outside the retrieval lock as an ingest is."""
+        return self.rag(namespace).sources().sync(name, progress)
 
     def collections(self, namespace: str, readers: Sequence[str] | None = None) -> list[CollectionInfo]:
         """The namespace's collections, their points counted as ``readers`` read them."""

@@ -23,6 +23,7 @@ from .jobs import IngestJobs
 from .metrics import ServiceMetrics
 from .namespaces import Namespaces
 from .schemas import QueryRequest
+from .sources import SourceSchedule
 from .uploads import UploadArea
 from .usage import QuotaExceeded, UsageLedger
 
@@ -48,6 +49,8 @@ class ServiceState:
     usage: UsageLedger | None = None
     #: what /metrics shows (service.metrics); None: off
     metrics: ServiceMetrics | None = None
+    #: the sources' syncs; set when the app starts
+    sources: SourceSchedule | None = None
 
     def note(self, request: Request, **fields: Any) -> None:
         """Details for the request's audit line (``audit.AuditTrail`` writes it when it ends)."""
@@ -121,6 +124,10 @@ class ServiceState:
             self.usage.add(principal.namespace, principal.key_id, tokens)
         if not answer.reached_model:
             self.usage.add(principal.namespace, principal.key_id, {"answers": -1})
+
+    def schedule(self) -> SourceSchedule:
+        assert self.sources is not None, "the service has not started"
+        return self.sources
 
     def spaces(self) -> Namespaces:
         assert self.namespaces is not None, "the service has not started"

@@ -1,7 +1,8 @@
 """Sources a namespace follows: folders and git repositories synced into it (``sync.py``)."""
 
 from ...config.sources import SourceSpec
-from .base import SOURCES, Snapshot, SourceError, SourceKind
+from ...errors import SourceError
+from .base import SOURCES, Snapshot, SourceKind
 from .register import RecordedSource, SyncResult
 from .sync import Sources
 

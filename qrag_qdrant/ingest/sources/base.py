@@ -17,13 +17,9 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ...config.sources import SourceSpec
-from ...errors import QragError
+from ...errors import SourceError
 from ...plugins import Registry
 from ..metadata import DocumentMetadata
-
-
-class SourceError(QragError):
-    """A source cannot be added or read: its location is gone, unreachable or not allowed."""
 
 
 @dataclass

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...config.sources import SourceSpec
-from .base import NoOptions, Snapshot, SourceError, options_of
+from ...errors import SourceError
+from .base import NoOptions, Snapshot, options_of
 
 
 class FolderSource:

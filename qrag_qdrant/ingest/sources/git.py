@@ -14,8 +14,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...config.sources import SourceSpec
+from ...errors import SourceError
 from ..metadata import DocumentMetadata, published_time
-from .base import Snapshot, SourceError, options_of
+from .base import Snapshot, options_of
 
 #: the longest a git command may take (a clone of a large repository over a slow link)
 GIT_SECONDS = 600

@@ -34,6 +34,9 @@ class SyncResult(BaseModel):
     unchanged: int = 0
     #: the files whose bytes were read (the others' sizes and times were as the last sync saw them)
     files_read: int = 0
+    bytes_read: int = 0
+    #: chunks embedded: the new and changed documents', in every collection
+    embedded_chunks: int = 0
     #: path -> why it was not used
     skipped: dict[str, str] = Field(default_factory=dict)
     #: why the sync failed; None: it did not
@@ -45,6 +48,11 @@ class RecordedSource(BaseModel):
     last: SyncResult | None = None
     #: the last sync that did not fail
     last_success: SyncResult | None = None
+
+
+def namespaces_with_sources(store_folder: Path) -> list[str]:
+    """The namespaces that record sources in ``store_folder``."""
+    return sorted(path.stem for path in (Path(store_folder) / SOURCES_FOLDER).glob("*.json"))
 
 
 class SourceRegister:
@@ -86,6 +94,14 @@ class SourceRegister:
         if spec.name in recorded:
             raise ConfigError(f"namespace {self.namespace!r} has a source {spec.name!r} already")
         self.write({**recorded, spec.name: RecordedSource(spec=spec)})
+
+    def declare(self, spec: SourceSpec) -> None:
+        """Record ``spec`` as a config declares it: added, or put in place of the recorded one,
+        whose syncs' results it keeps."""
+        recorded = self.read()
+        kept = recorded.get(spec.name)
+        recorded[spec.name] = kept.model_copy(update={"spec": spec}) if kept else RecordedSource(spec=spec)
+        self.write(recorded)
 
     def forget(self, name: str) -> None:
         recorded = self.read()

@@ -99,7 +99,7 @@ class Sources:
             report = ingestor.run(snapshot.root, prune=True, progress=progress, reading=reading)
         except CorpusError:  # no file in it can be read: it holds no document now
             result.removed = self._remove_documents(spec.prefix)
-            result.files_read = digests.read
+            result.files_read, result.bytes_read = digests.read, digests.bytes_read
             write_digests(workdir / DIGESTS_FILE, {})
             return result
         skipped = {s.source: s.reason for s in report.skipped}
@@ -109,7 +109,8 @@ class Sources:
         result.changed = sum(1 for s, known in found.items() if s in previous and previous[s][2] != known[2])
         result.removed = report.pruned_sources
         result.unchanged = report.unchanged
-        result.files_read = digests.read
+        result.files_read, result.bytes_read = digests.read, digests.bytes_read
+        result.embedded_chunks = report.embedded_chunks
         result.skipped = skipped
         write_digests(workdir / DIGESTS_FILE, found)
         return result

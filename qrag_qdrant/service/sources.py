@@ -1,0 +1,171 @@
+"""The service's sources: each synced as a job in its namespace's queue, on its schedule
+(``every`` seconds after its last sync began) or when an admin key asks.
+
+The schedule is one thread that wakes when the next source is due (at least once a minute, to
+see sources added while it slept) and queues the due ones' syncs; a sync runs like an ingest
+job, in the namespace's own queue, so other namespaces' jobs and every team's queries go on.
+Before a sync reads anything, its location is checked against what the operator allows: a
+folder, or a repository on the server's disk, inside the namespace's ``service.ingest_roots``; a
+URL starting with one of ``service.source_urls``. A refusal is recorded as the sync's failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ..config.service import ServiceSettings
+from ..config.settings import Settings
+from ..config.sources import SourceSpec
+from ..errors import SourceError
+from ..ingest.sources.register import SourceRegister, SyncResult, namespaces_with_sources
+from .errors import error_of
+from .jobs import IngestJob, IngestJobs, JobProgress
+from .metrics import ServiceMetrics
+from .usage import UsageLedger
+
+log = logging.getLogger(__name__)
+
+#: the longest the schedule sleeps: a source added meanwhile waits no longer than this
+LONGEST_SLEEP = 60.0
+#: a location that is a URL (``scheme://``) or git's short form for SSH (``user@host:path``)
+URL_LIKE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.IGNORECASE)
+
+
+def refusal(service: ServiceSettings, namespace: str, spec: SourceSpec) -> str | None:
+    """Why the service may not read ``spec``'s location for ``namespace``; None when it may."""
+    if URL_LIKE.match(spec.location):
+        if any(spec.location.startswith(allowed) for allowed in service.source_urls):
+            return None
+        return f"source {spec.name!r}: its URL does not start with one of service.source_urls"
+    path = Path(spec.location)
+    if path.is_absolute() and service.ingest_root_of(namespace, path) is not None:
+        return None
+    return f"source {spec.name!r}: its folder is not inside this namespace's service.ingest_roots"
+
+
+class SourceSchedule:
+    """Every namespace's sources in the service's store folder, synced when due."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        jobs: IngestJobs,
+        sync: Callable[[str, str, JobProgress], SyncResult],
+        usage: UsageLedger | None = None,
+        metrics: ServiceMetrics | None = None,
+    ):
+        """``sync``: syncs a namespace's source (``Namespaces.sync``); ``usage`` counts the bytes read
+        and chunks embedded to the namespace; ``metrics`` observe each sync."""
+        self.settings, self.jobs, self._sync, self.usage, self.metrics = settings, jobs, sync, usage, metrics
+        self.folder = Path(settings.store)
+        #: (namespace, source) -> the id of its last sync job
+        self._jobs: dict[tuple[str, str], str] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def declare(self) -> None:
+        """The sources ``service.sources`` declares, recorded in their namespaces (replacing what
+        was recorded of the same name, its syncs' results kept)."""
+        for declared in self.settings.service.sources:
+            SourceRegister(self.folder, declared.namespace).declare(declared.spec())
+
+    def register(self, namespace: str) -> SourceRegister:
+        return SourceRegister(self.folder, namespace)
+
+    def sync(self, namespace: str, name: str, submitted_by: str | None = None) -> IngestJob:
+        """Queue a sync of the source, or return the one queued or running already."""
+        spec = self.register(namespace).get(name).spec
+        with self._lock:
+            job_id = self._jobs.get((namespace, name))
+            running = self.jobs.get(job_id, namespace) if job_id else None
+            if running is not None and running.state in ("queued", "running"):
+                return running
+            job = self.jobs.submit_work(
+                namespace,
+                f"sync of source {name!r}",
+                lambda progress: self._run(namespace, spec, progress),
+                submitted_by,
+            )
+            self._jobs[(namespace, name)] = job.id
+        return job
+
+    def _run(self, namespace: str, spec: SourceSpec, progress: JobProgress) -> dict[str, Any]:
+        """One sync, refused where the operator does not allow its location; counted in the
+        namespace's usage and the service's metrics."""
+        if (refused := refusal(self.settings.service, namespace, spec)) is not None:
+            failed = SyncResult(started_at=datetime.now(UTC), error=refused)
+            self.register(namespace).note(spec.name, failed)
+            self._observe(namespace, spec.name, failed, "source_failed")
+            raise SourceError(refused)
+        try:
+            result = self._sync(namespace, spec.name, progress)
+        except Exception as exc:
+            recorded = self.register(namespace).read().get(spec.name)
+            if recorded is not None and recorded.last is not None:
+                self._observe(namespace, spec.name, recorded.last, error_of(exc)[1])
+            raise
+        self._observe(namespace, spec.name, result)
+        if self.usage is not None:
+            counts = {"ingest_bytes": result.bytes_read, "ingest_chunks": result.embedded_chunks}
+            self.usage.add(namespace, f"source:{spec.name}", counts)
+        return result.model_dump(mode="json")
+
+    def _observe(self, namespace: str, name: str, result: SyncResult, code: str | None = None) -> None:
+        if self.metrics is not None:
+            self.metrics.observe_sync(namespace, name, result, code)
+
+    def due(self, at: datetime) -> tuple[list[tuple[str, str]], float]:
+        """The sources due at ``at``, and the seconds until the next one is (``LONGEST_SLEEP`` at most)."""
+        due: list[tuple[str, str]] = []
+        wait = LONGEST_SLEEP
+        for namespace in namespaces_with_sources(self.folder):
+            for name, recorded in self.register(namespace).read().items():
+                every = recorded.spec.every
+                if every is None:
+                    continue
+                last = recorded.last.started_at if recorded.last is not None else None
+                until = (last + timedelta(seconds=every) - at).total_seconds() if last is not None else 0.0
+                if until <= 0:
+                    due.append((namespace, name))
+                else:
+                    wait = min(wait, until)
+        return due, wait
+
+    def tick(self, at: datetime | None = None) -> tuple[list[IngestJob], float]:
+        """Queue every due source's sync (one already queued or running is not queued again); the
+        jobs, and the seconds until the next source is due."""
+        due, wait = self.due(at or datetime.now(UTC))
+        jobs = []
+        for namespace, name in due:
+            try:
+                jobs.append(self.sync(namespace, name))
+            except Exception:  # a register that cannot be read: the others still sync
+                log.warning("source %s of namespace %s: its sync was not queued", name, namespace, exc_info=True)
+        return jobs, wait
+
+    def start(self) -> None:
+        self.declare()
+        self._thread = threading.Thread(target=self._loop, name="qrag-sources", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        wait = 0.0
+        while not self._stop.wait(wait):
+            try:
+                _, wait = self.tick()
+            except Exception:
+                log.warning("the sources' schedule failed; it tries again shortly", exc_info=True)
+                wait = LONGEST_SLEEP
+            wait = max(wait, 1.0)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
