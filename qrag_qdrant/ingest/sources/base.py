@@ -26,11 +26,13 @@ from ..metadata import DocumentMetadata
 class Snapshot:
     """A source's current files, in the local folder ``root``. ``revision``: what version of the
     source it is (a commit), if the source has versions; ``metadata``: path under ``root`` -> what
-    the source knows of that document (a file's last commit and its author)."""
+    the source knows of that document (a file's last commit and its author, a page's URL);
+    ``failures``: what could not be fetched this time (a page's URL) -> why, the rest synced."""
 
     root: Path
     revision: str | None = None
     metadata: dict[str, DocumentMetadata] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
 
 
 class SourceKind(Protocol):

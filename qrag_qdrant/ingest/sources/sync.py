@@ -111,7 +111,7 @@ class Sources:
         result.unchanged = report.unchanged
         result.files_read, result.bytes_read = digests.read, digests.bytes_read
         result.embedded_chunks = report.embedded_chunks
-        result.skipped = skipped
+        result.skipped = {**skipped, **snapshot.failures}
         write_digests(workdir / DIGESTS_FILE, found)
         return result
 
