@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -259,6 +260,12 @@ def test_the_processes_the_cli_starts_run_blas_on_one_thread(monkeypatch):
     calls = []
     monkeypatch.setattr(cli, "one_blas_thread", lambda: calls.append("limited"))
     monkeypatch.setattr(sys, "argv", ["qrag-qdrant", "--help"])
+    # main() makes a broken pipe end the process quietly, as a command should; the test process
+    # keeps Python's own handling, so a test server's write to a closed socket raises instead
+    monkeypatch.setattr(cli.signal, "signal", lambda *args: None)
+    umask = os.umask(0o022)
+    os.umask(umask)
     with pytest.raises(SystemExit):
         cli.main()
+    os.umask(umask)
     assert calls == ["limited"]

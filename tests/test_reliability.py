@@ -21,6 +21,7 @@ from qdrant_client import QdrantClient
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import QdrantSettings, load_settings
 from qrag_qdrant.errors import StoreError
+from qrag_qdrant.ingest.sources import SourceSpec
 from qrag_qdrant.store.edge import EdgeStore
 from qrag_qdrant.store.server import ServerStore
 
@@ -93,6 +94,33 @@ def test_sigkill_at_random_points_then_rerun_equals_a_clean_ingest(tmp_path, big
     )
     assert finished.returncode == 0, finished.stderr
     assert snapshot(store) == clean  # same points, same count, no duplicates, no orphans
+
+
+@pytest.mark.slow
+def test_a_sync_killed_at_random_points_then_run_again_equals_one_clean_sync(tmp_path, big_corpus, embedder):
+    """A source's sync is an ingest with a scoped prune: killed mid-way, the next one finishes it,
+    with the documents an uninterrupted sync gives, and no duplicate, orphan or lost record."""
+    with QuorumRAG(load_settings(store=tmp_path / "clean"), embedder=embedder) as rag:
+        rag.sources().add(SourceSpec(name="big", kind="folder", location=str(big_corpus)))
+        rag.sources().sync("big")
+    store = tmp_path / "killed"
+    added = run("sources", "add", "big", "folder", str(big_corpus), "--no-sync", "--store", str(store))
+    assert added.exit_code == 0, added.stderr
+    rng = random.Random(7)
+    for _ in range(3):
+        process = subprocess.Popen(
+            [*CLI, "sources", "sync", "--store", str(store)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        wait_for_batches(process, rng.randint(1, 3))
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    finished = subprocess.run(
+        [*CLI, "sources", "sync", "--store", str(store), "--json"], capture_output=True, text=True
+    )
+    assert finished.returncode == 0, finished.stderr
+    assert json.loads(finished.stdout)["big"]["error"] is None
+    assert snapshot(store) == snapshot(tmp_path / "clean")
+    assert all(source.startswith("big/") for points in snapshot(store).values() for source, _, _ in points)
 
 
 @pytest.mark.slow

@@ -101,3 +101,25 @@ def test_a_source_is_due_every_seconds_after_its_last_sync_began(tmp_path):
     assert due == [("team-a", "never-synced")] and wait == 30.0
     due, _ = schedule.due(began + timedelta(hours=1))
     assert set(due) == {("team-a", "never-synced"), ("team-a", "hourly")}
+
+
+def test_a_watched_folder_is_synced_when_it_changes(teams, tmp_path):
+    pytest.importorskip("watchfiles", reason="the sources extra brings watchfiles")
+    start, auth = teams
+    root = tmp_path / "roots" / "team-a"
+    folder = root / "notes"
+    folder.mkdir(parents=True)
+    (folder / "owls.txt").write_text(OWLS)  # before the service starts: synced once the folder is watched
+    declared = {"namespace": "team-a", "name": "notes", "kind": "folder", "location": str(folder), "watch": True}
+    with start(service={"ingest_roots": {"team-a": [str(root)]}, "sources": [declared]}) as client:
+        schedule = client.app.state.service.sources
+        assert schedule.watch_ready.wait(30), "the folder was not watched"
+
+        def documents() -> set[str]:
+            return {d["source"] for d in client.get("/v1/documents", headers=auth["a"]).json()["documents"]}
+
+        wait_until(lambda: "notes/owls.txt" in documents(), "the file written before the start synced")
+        (folder / "bats.txt").write_text("Bats find insects in the dark by echolocation, calling and listening.")
+        wait_until(lambda: "notes/bats.txt" in documents(), "a new file synced")
+        (folder / "owls.txt").unlink()
+        wait_until(lambda: "notes/owls.txt" not in documents(), "a deleted file removed")

@@ -206,3 +206,30 @@ def test_the_cli_adds_syncs_lists_and_removes_a_source(tmp_path):
     assert_clean_error(run("sources", "add", "x", "folder", str(folder), "--set", "branch"), 1, "KEY=VALUE")
     removed = run("sources", "remove", "faq")
     assert removed.exit_code == 0 and "2 documents" in removed.stdout
+
+
+def test_sources_watch_syncs_a_folder_as_it_changes_until_interrupted(tmp_path):
+    pytest.importorskip("watchfiles", reason="the sources extra brings watchfiles")
+    import signal
+    import sys
+
+    folder = tmp_path / "inbox"
+    write(folder, {"first.txt": "The first note of the inbox."})
+    store = str(tmp_path / "store")
+    assert run("sources", "add", "inbox", "folder", str(folder), "--store", store).exit_code == 0
+    watching = subprocess.Popen(
+        [sys.executable, "-m", "qrag_qdrant", "sources", "watch", "--store", store],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        lines = iter(watching.stdout.readline, "")
+        assert any(line.startswith("Watching 1 folder") for line in lines)
+        assert "0 added" in next(lines)  # what changed before the watch: nothing
+        write(folder, {"second.txt": "The second note of the inbox."})
+        assert any("Synced 'inbox'" in line and "1 added" in line for line in lines)
+    finally:
+        watching.send_signal(signal.SIGINT)
+        rest, _ = watching.communicate(timeout=60)
+    assert watching.returncode == 0 and rest.rstrip().endswith("Stopped watching")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from pydantic import ValidationError
 
-from ..errors import ConfigError
+from ..errors import ConfigError, QragError
 from ..store.access import groups_of
 from .options import ConfigOption, JsonOption, NamespaceOption, ReadersOption, StoreOption, open_rag
 from .render import friendly_errors, ingest_progress, out, plural, print_json, print_table
@@ -46,6 +46,9 @@ def add_source(
     every: Annotated[
         float | None, typer.Option("--every", min=1, help="seconds between the service's syncs (default: on demand)")
     ] = None,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="the service syncs it as soon as its folder changes (a folder source)")
+    ] = False,
     readers: ReadersOption = None,
     sync: Annotated[bool, typer.Option("--sync/--no-sync", help="sync it at once")] = True,
     config: ConfigOption = None,
@@ -64,6 +67,7 @@ def add_source(
             options=option_pairs(settings or []),
             readers=None if readers is None else tuple(groups_of(readers)),
             every=every,
+            watch=watch,
         )
     except ValidationError as exc:
         raise ConfigError(one_line(exc)) from None
@@ -110,14 +114,16 @@ def list_sources(
         print_json({"sources": [r.model_dump(mode="json") for r in recorded]})
         return
     table = Table(title=f"{plural(len(recorded), 'source')} in namespace {namespace!r}")
-    for column in ("name", "kind", "location", "last sync", "revision", "+ / ~ / -", "error"):
+    for column in ("name", "kind", "location", "synced", "last sync", "revision", "+ / ~ / -", "error"):
         table.add_column(column)
     for source in recorded:
-        last = source.last
+        last, spec = source.last, source.spec
         table.add_row(
-            source.spec.name,
-            source.spec.kind,
-            source.spec.location,
+            spec.name,
+            spec.kind,
+            spec.location,
+            ", ".join([*(["on change"] if spec.watch else []), *([f"every {spec.every:g} s"] if spec.every else [])])
+            or "on demand",
             last.started_at.strftime("%Y-%m-%d %H:%M:%S") if last else "never",
             (last.revision or "-")[:12] if last else "-",
             f"{last.added} / {last.changed} / {last.removed}" if last else "-",
@@ -150,6 +156,49 @@ def sync_sources(
         return
     for name, result in results.items():
         print_result(name, result)
+
+
+@sources_app.command("watch")
+@friendly_errors
+def watch_sources(
+    names: Annotated[
+        list[str] | None, typer.Argument(help="the folder sources to watch (default: all of them)")
+    ] = None,
+    config: ConfigOption = None,
+    store: StoreOption = None,
+    namespace: NamespaceOption = None,
+) -> None:
+    """Sync folder sources now, then again whenever their folders change, until Ctrl-C."""
+    import threading
+
+    from ..ingest.sources.base import SOURCES, watched_folder
+    from ..ingest.sources.watch import changed_sources
+
+    with open_rag(config, store, namespace) as rag:
+        sources = rag.sources()
+        recorded = {r.spec.name: r.spec for r in sources.list()}
+        chosen = names or [name for name, spec in recorded.items() if spec.kind == "folder"]
+        if not chosen:
+            raise ConfigError(f"namespace {rag.settings.namespace!r} follows no folder (sources add NAME folder PATH)")
+        folders = {}
+        for name in chosen:
+            spec = sources.register.get(name).spec
+            if (folder := watched_folder(SOURCES.get(spec.kind)(spec))) is None:
+                raise ConfigError(f"source {name!r} ({spec.kind}) cannot be watched: sync it with sources sync")
+            folders[name] = folder
+        try:
+            for changed in changed_sources(folders, threading.Event()):
+                if not changed:  # watched from now on: what changed before syncs first
+                    changed = set(folders)
+                    out.print(f"Watching {plural(len(folders), 'folder')} (Ctrl-C stops)", markup=False)
+                for name in sorted(changed):
+                    try:
+                        print_result(name, sources.sync(name))
+                    except QragError as exc:  # one failed sync: the watch goes on
+                        out.print(f"error: {name}: {exc}", markup=False)
+        except KeyboardInterrupt:  # during a sync: what it wrote is whole, the next sync finishes it
+            pass
+        out.print("Stopped watching", markup=False)
 
 
 @sources_app.command("remove")

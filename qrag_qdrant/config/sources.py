@@ -28,6 +28,7 @@ class SourceSpec(BaseModel):
         None, description="the groups that may read its documents; None: everyone in the namespace"
     )
     every: float | None = Field(None, gt=0, description="seconds between the service's syncs; None: on demand")
+    watch: bool = Field(False, description="sync as soon as its folder changes (a folder source)")
 
     @field_validator("name")
     @classmethod

@@ -1,5 +1,6 @@
 """The service's sources: each synced as a job in its namespace's queue, on its schedule
-(``every`` seconds after its last sync began) or when an admin key asks.
+(``every`` seconds after its last sync began), when its folder changes (``watch``) or when an
+admin key asks.
 
 The schedule is one thread that wakes when the next source is due (at least once a minute, to
 see sources added while it slept) and queues the due ones' syncs; a sync runs like an ingest
@@ -23,7 +24,9 @@ from ..config.service import ServiceSettings
 from ..config.settings import Settings
 from ..config.sources import SourceSpec
 from ..errors import SourceError
+from ..ingest.sources.base import SOURCES, watched_folder
 from ..ingest.sources.register import SourceRegister, SyncResult, namespaces_with_sources
+from ..ingest.sources.watch import changed_sources
 from .errors import error_of
 from .jobs import IngestJob, IngestJobs, JobProgress
 from .metrics import ServiceMetrics
@@ -68,7 +71,12 @@ class SourceSchedule:
         self._jobs: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        #: set to make the watch start again over the sources watched now (or stop, with ``_stop``)
+        self._watch_stop = threading.Event()
+        self._watching: dict[str, tuple[Path, bool]] = {}
+        #: set once the watched folders are watched: a change from then on starts a sync
+        self.watch_ready = threading.Event()
+        self._threads: list[threading.Thread] = []
 
     def declare(self) -> None:
         """The sources ``service.sources`` declares, recorded in their namespaces (replacing what
@@ -79,14 +87,16 @@ class SourceSchedule:
     def register(self, namespace: str) -> SourceRegister:
         return SourceRegister(self.folder, namespace)
 
-    def sync(self, namespace: str, name: str, submitted_by: str | None = None) -> IngestJob:
-        """Queue a sync of the source, or return the one queued or running already."""
+    def sync(self, namespace: str, name: str, submitted_by: str | None = None, after_running: bool = True) -> IngestJob:
+        """Queue a sync of the source; one queued already is returned as it is. With a sync running,
+        another is queued behind it (a change it may have missed), unless ``after_running`` is
+        False (the schedule's own: the running one is that sync)."""
         spec = self.register(namespace).get(name).spec
         with self._lock:
             job_id = self._jobs.get((namespace, name))
-            running = self.jobs.get(job_id, namespace) if job_id else None
-            if running is not None and running.state in ("queued", "running"):
-                return running
+            last = self.jobs.get(job_id, namespace) if job_id else None
+            if last is not None and (last.state == "queued" or (last.state == "running" and not after_running)):
+                return last
             job = self.jobs.submit_work(
                 namespace,
                 f"sync of source {name!r}",
@@ -145,27 +155,73 @@ class SourceSchedule:
         jobs = []
         for namespace, name in due:
             try:
-                jobs.append(self.sync(namespace, name))
+                jobs.append(self.sync(namespace, name, after_running=False))
             except Exception:  # a register that cannot be read: the others still sync
                 log.warning("source %s of namespace %s: its sync was not queued", name, namespace, exc_info=True)
         return jobs, wait
 
+    def watched(self) -> dict[str, tuple[Path, bool]]:
+        """ "<namespace>/<source>" -> (the folder, whether to poll it) of every source with ``watch``
+        whose kind can be watched and whose folder the service may read."""
+        found = {}
+        for namespace in namespaces_with_sources(self.folder):
+            for name, recorded in self.register(namespace).read().items():
+                spec = recorded.spec
+                if not spec.watch or refusal(self.settings.service, namespace, spec) is not None:
+                    continue
+                try:
+                    folder = watched_folder(SOURCES.get(spec.kind)(spec))
+                except Exception:  # a kind not installed, options it refuses: its syncs say why
+                    continue
+                if folder is not None:
+                    found[f"{namespace}/{name}"] = folder
+        return found
+
     def start(self) -> None:
         self.declare()
-        self._thread = threading.Thread(target=self._loop, name="qrag-sources", daemon=True)
-        self._thread.start()
+        self._watching = self.watched()
+        for target in (self._loop, self._watch):
+            thread = threading.Thread(target=target, name=f"qrag-sources{target.__name__}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
 
     def _loop(self) -> None:
         wait = 0.0
         while not self._stop.wait(wait):
             try:
                 _, wait = self.tick()
+                if (watching := self.watched()) != self._watching:  # added, removed or changed: watch anew
+                    self._watching = watching
+                    self._watch_stop.set()
             except Exception:
                 log.warning("the sources' schedule failed; it tries again shortly", exc_info=True)
                 wait = LONGEST_SLEEP
             wait = max(wait, 1.0)
 
+    def _watch(self) -> None:
+        """Sync each watched source whose folder changed, watching anew when the set changes."""
+        while not self._stop.is_set():
+            with self._lock:
+                self._watch_stop = stop = threading.Event()
+            if self._stop.is_set():
+                break
+            self.watch_ready.clear()
+            watching = self._watching
+            try:
+                for keys in changed_sources(watching, stop):
+                    if not keys:  # watched from now on: what changed before (the service was down) syncs now
+                        keys = set(watching)
+                        self.watch_ready.set()
+                    for key in keys:
+                        namespace, name = key.split("/", 1)
+                        self.sync(namespace, name)
+            except Exception:
+                log.warning("watching the sources' folders failed; it starts again", exc_info=True)
+                self._stop.wait(LONGEST_SLEEP)
+
     def close(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        with self._lock:
+            self._watch_stop.set()
+        for thread in self._threads:
+            thread.join()

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ...config.sources import SourceSpec
 from ...errors import SourceError
@@ -46,6 +46,13 @@ class SourceKind(Protocol):
         ...
 
 
+def watched_folder(kind: SourceKind) -> tuple[Path, bool] | None:
+    """The folder a kind of source can be watched by (its ``watched()``: the folder, and whether
+    to poll it), or None for a kind that cannot be (a repository, a site: synced on a schedule)."""
+    watched = getattr(kind, "watched", None)
+    return watched() if callable(watched) else None
+
+
 SOURCES: Registry[type[SourceKind]] = Registry("qrag_qdrant.sources", "source kind", setting="sources kind")
 
 
@@ -56,7 +63,3 @@ def options_of(spec: SourceSpec, model: type[BaseModel]) -> Any:
     except ValidationError as exc:
         said = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'options'}: {e['msg']}" for e in exc.errors())
         raise SourceError(f"source {spec.name!r} ({spec.kind}): {said}") from None
-
-
-class NoOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")

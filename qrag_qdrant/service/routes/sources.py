@@ -46,7 +46,8 @@ def list_sources(state: State, principal: LookupCaller) -> dict[str, Any]:
 
 @sources.post("/sources/{name}/sync", status_code=202)
 def sync_source(name: str, request: Request, state: State, principal: IngestCaller) -> JSONResponse:
-    """Sync the source now (an admin key); a sync queued or running already is returned as it is.
+    """Sync the source now (an admin key); a sync queued already is returned as it is, and one
+    running gets another queued behind it.
     Poll ``GET /v1/jobs/{id}`` for its progress and what it did."""
     if not principal.can_read_server_paths:
         raise ServiceError(403, "forbidden", "syncing a source needs an admin key")
