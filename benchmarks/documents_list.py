@@ -23,8 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from qrag_qdrant.config.sections import EmbeddingSettings
 from qrag_qdrant.config.settings import load_settings
-from qrag_qdrant.embedding import SparseVec, model_dim
+from qrag_qdrant.embedding import SparseVec, embedding_dim
 from qrag_qdrant.ingest.documents import Documents
 from qrag_qdrant.store import ChunkPoint, CollectionManifest
 from qrag_qdrant.store.base import TERM_STATS
@@ -38,7 +39,7 @@ REPEATS = 5
 
 def build(store: EdgeStore, settings, documents: int) -> None:
     model = settings.embedding.model
-    dim = model_dim(model)
+    dim = embedding_dim(EmbeddingSettings(model=model))
     rng = np.random.default_rng(0)
     version = time.time_ns()
     for spec in settings.collections:

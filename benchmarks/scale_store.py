@@ -32,8 +32,9 @@ from pathlib import Path
 import numpy as np
 
 from qrag_qdrant.config.names import collection_name
+from qrag_qdrant.config.sections import EmbeddingSettings
 from qrag_qdrant.config.settings import CollectionSpec, load_settings
-from qrag_qdrant.embedding import model_dim
+from qrag_qdrant.embedding import embedding_dim
 from qrag_qdrant.store import ChunkPoint, CollectionManifest
 from qrag_qdrant.store.base import TERM_STATS
 from qrag_qdrant.store.edge import EdgeStore
@@ -121,7 +122,9 @@ def main() -> None:
         for seed, spec in enumerate(settings.collections):
             real = sum(1 for _ in source_points(sources, spec))
             size = args.size or real
-            manifest = CollectionManifest.expected(namespace, spec, model, model_dim(model))
+            manifest = CollectionManifest.expected(
+                namespace, spec, model, embedding_dim(EmbeddingSettings(model=model))
+            )
             store.open_collection(
                 spec.name, manifest.model_copy(update={"pooling": source_pooling(sources, spec)}), create=True
             )

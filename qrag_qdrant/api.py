@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from .config.settings import Settings, load_settings
-from .embedding import DenseEmbedder
+from .embedding import Embedder, open_embedder
 from .errors import StoreError
 from .generation import GenerationBackend, loading_note, open_backend
 from .generation.answer import answer_from
@@ -53,7 +53,7 @@ class QuorumRAG:
         self,
         settings: Settings,
         store: Store | None = None,
-        embedder: DenseEmbedder | None = None,
+        embedder: Embedder | None = None,
         generator: GenerationBackend | None = None,
         on_answer: Callable[[Answer], None] | None = None,
         scheduler: GenerationScheduler | None = None,
@@ -73,9 +73,9 @@ class QuorumRAG:
     def from_config(cls, config_file: Path | None = None, **overrides: Any) -> QuorumRAG:
         return cls(load_settings(config_file, **overrides))
 
-    def embedder(self) -> DenseEmbedder:
+    def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = DenseEmbedder(self.settings.embedding)
+            self._embedder = open_embedder(self.settings.embedding)
         return self._embedder
 
     @property

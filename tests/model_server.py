@@ -36,7 +36,8 @@ class ModelServer:
 
 
 @contextmanager
-def model_server(context: int = 4096) -> Iterator[ModelServer]:
+def model_server(context: int = 4096, embeddings: bool = False) -> Iterator[ModelServer]:
+    """``embeddings``: serve ``/v1/embeddings`` (each text's token vectors mean-pooled) instead of chat."""
     import xllamacpp
 
     name = packaged_model()
@@ -51,20 +52,27 @@ def model_server(context: int = 4096) -> Iterator[ModelServer]:
     params.verbosity = 0
     params.port = free_port()
     params.api_keys = [SERVER_KEY]
+    if embeddings:
+        params.embedding = True
+        params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+        params.n_batch = params.n_ubatch = context  # a text is embedded in one batch
     server = xllamacpp.Server(params)
     yield ModelServer(f"http://127.0.0.1:{params.port}/v1", server)
 
 
 @dataclass
 class RefusingProxy:
-    """Forwards to ``upstream``; the first ``refusals`` chat requests get ``status`` instead."""
+    """Forwards to ``upstream``; the first ``refusals`` requests to ``refused_path`` (chat, by
+    default) get ``status`` instead."""
 
     url: str
     seen: list[int] = field(default_factory=list)
 
 
 @contextmanager
-def refusing_proxy(upstream: str, refusals: int, status: int = 429) -> Iterator[RefusingProxy]:
+def refusing_proxy(
+    upstream: str, refusals: int, status: int = 429, refused_path: str = "/chat/completions"
+) -> Iterator[RefusingProxy]:
     target = upstream.removeprefix("http://").split("/", 1)[0]
     proxy = RefusingProxy("")
     lock = threading.Lock()
@@ -76,9 +84,7 @@ def refusing_proxy(upstream: str, refusals: int, status: int = 429) -> Iterator[
         def _forward(self, method: str) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             with lock:
-                refuse = (
-                    self.path.endswith("/chat/completions") and len([s for s in proxy.seen if s == status]) < refusals
-                )
+                refuse = self.path.endswith(refused_path) and len([s for s in proxy.seen if s == status]) < refusals
                 proxy.seen.append(status if refuse else 200)
             if refuse:
                 message = b'{"error": {"message": "busy, retry", "type": "rate_limit"}}'

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from fastembed import TextEmbedding
 
-from qrag_qdrant.embedding import OFFLINE_MODEL, OFFLINE_MODEL_DIM, MeanPooledOnnx, model_dim
+from qrag_qdrant.config.sections import EmbeddingSettings
+from qrag_qdrant.embedding import OFFLINE_MODEL, OFFLINE_MODEL_DIM, MeanPooledOnnx, embedding_dim
 from qrag_qdrant.embedding.files import offline_model_dir
 
 QUESTIONS = [
@@ -44,7 +45,7 @@ def test_the_optimised_graph_is_kept_and_a_damaged_one_made_again(tmp_path, monk
 
 def test_the_packaged_models_dimension_is_fastembeds():
     listed = {m["model"].lower(): m["dim"] for m in TextEmbedding.list_supported_models()}
-    assert listed[OFFLINE_MODEL.lower()] == OFFLINE_MODEL_DIM == model_dim(OFFLINE_MODEL)
+    assert listed[OFFLINE_MODEL.lower()] == OFFLINE_MODEL_DIM == embedding_dim(EmbeddingSettings(model=OFFLINE_MODEL))
 
 
 @pytest.mark.slow

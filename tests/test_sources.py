@@ -233,3 +233,18 @@ def test_sources_watch_syncs_a_folder_as_it_changes_until_interrupted(tmp_path):
         watching.send_signal(signal.SIGINT)
         rest, _ = watching.communicate(timeout=60)
     assert watching.returncode == 0 and rest.rstrip().endswith("Stopped watching")
+
+
+def test_a_racy_hash_is_settled_once_its_file_is_old_enough_and_still_the_same(tmp_path, monkeypatch):
+    same, edited = tmp_path / "same.txt", tmp_path / "edited.txt"
+    same.write_text("one")
+    edited.write_text("two")
+    digests = FileDigests()
+    digests.digest("same.txt", same)
+    digests.digest("edited.txt", edited)
+    assert digests.settle() == 0  # both still racy
+    edited.write_text("TWO")  # the same size, changed after its hash was taken
+    aged(tmp_path)  # as if the sync had taken a minute
+    assert digests.settle() == 1
+    assert digests.found["same.txt"][1] != RACY and digests.found["edited.txt"][1] == RACY
+    assert FileDigests(digests.found).digest("edited.txt", edited) != digests.found["edited.txt"][2]

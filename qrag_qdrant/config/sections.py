@@ -30,8 +30,35 @@ class Section(BaseModel):
 Pooling = Literal["auto", "chunk", "late", "anchored"]
 
 
+class EmbeddingServerSettings(Section):
+    """An embedding server the ``openai`` or ``ollama`` embedder asks (``embedding.embedder``)."""
+
+    url: str = Field(
+        "", description="the server: an OpenAI-compatible API's base URL (http://host:8080/v1), or Ollama's"
+    )
+    api_key_env: str | None = Field(
+        None, description="the environment variable holding the server's API key (never the key itself)"
+    )
+    batch_size: PositiveInt = Field(64, description="texts sent per request")
+    concurrency: PositiveInt = Field(2, description="requests in flight at once while ingesting")
+    timeout: PositiveFloat = Field(60.0, description="seconds a request may take")
+    retries: NonNegativeInt = Field(4, description="a failed request is tried again this often, with backoff")
+    backoff: PositiveFloat = Field(0.5, description="the first wait before a retry, doubled each time, with jitter")
+
+
 class EmbeddingSettings(Section):
+    embedder: str = Field(
+        "fastembed",
+        description="what embeds: fastembed (in-process, the default), openai (an OpenAI-compatible "
+        "/v1/embeddings server), ollama, or a plug-in's name (the qrag_qdrant.embedders entry points)",
+    )
     model: str = Field("sentence-transformers/all-MiniLM-L6-v2", description="the embedding model's name")
+    dim: PositiveInt | None = Field(
+        None, description="the vectors' size; needed for a served model, known of fastembed's own"
+    )
+    server: EmbeddingServerSettings = Field(
+        default_factory=EmbeddingServerSettings, description="the server a served embedder asks"
+    )
     path: Path | None = Field(None, description="local model directory; default: the packaged offline weights")
     batch_size: PositiveInt = Field(64, description="chunks embedded per model call while ingesting")
     threads: PositiveInt | None = Field(None, description="onnxruntime threads; None: as many as cores")
@@ -54,6 +81,12 @@ class EmbeddingSettings(Section):
         description="late pooling: tokens between window starts "
         "(windows hold 254; the overlap gives tokens context on both sides)",
     )
+
+    @property
+    def fingerprint(self) -> str:
+        """The model as a collection records it: its name, for fastembed's (as every namespace
+        built before embedders were plug-ins recorded it), else ``<embedder>:<name>``."""
+        return self.model if self.embedder == "fastembed" else f"{self.embedder}:{self.model}"
 
     @property
     def pooled_as(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 from typing import Literal, cast
@@ -209,6 +210,11 @@ class ServiceSettings(Section):
         1000, description="finished ingest jobs whose records are kept, the newest (a running job is always kept)"
     )
     jobs_kept_days: PositiveFloat = Field(7.0, description="finished ingest jobs older than this are forgotten")
+    job_threads: PositiveInt | None = Field(
+        None,
+        description="onnxruntime threads the service's ingest and sync jobs embed documents with; None: one fewer "
+        "than the cores (at least 1), so a job leaves a core to every team's questions",
+    )
     preload_model: bool = Field(
         False,
         description="load the answer model when the service starts (serve --preload), not on the first answer: "
@@ -276,6 +282,11 @@ class ServiceSettings(Section):
             if rate is not None:
                 parse_rate(rate)
         return self
+
+    def document_threads(self) -> int:
+        """``job_threads``, or one fewer than the cores this process may run on (at least 1)."""
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return self.job_threads or max(1, cores - 1)
 
     def ingest_root_of(self, namespace: str, path: Path) -> Path | None:
         """The configured root that holds ``path`` for ``namespace`` (both resolved: links and ".."

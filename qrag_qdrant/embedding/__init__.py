@@ -1,21 +1,25 @@
-"""Dense (fastembed) and sparse (Qdrant's BM25) embedders, each with ``embed`` for documents and
+"""Dense and sparse (Qdrant's BM25) embedders, each with ``embed`` for documents and
 ``query_embed`` for questions, as fastembed separates them.
 
-- ``dense``: the ``DenseEmbedder`` facade, and the one place that reads fastembed's internals;
+- ``base``: the ``Embedder`` interface and its registry (``embedding.embedder``);
+- ``dense``: ``DenseEmbedder``, fastembed in process, and the one place that reads fastembed's internals;
+- ``served``: embedders that ask a server (OpenAI-compatible, Ollama);
 - ``pooling``: late and anchored pooling's windows and token vectors;
 - ``files``: which model files are loaded (the packaged offline model, or a user's folder);
 - ``session``: the packaged question model on onnxruntime directly;
 - ``bm25``: BM25 vectors and the registry of sources that compute them.
 """
 
+from .base import EMBEDDERS, Embedder, embedding_dim, open_embedder
 from .bm25 import BM25_SOURCES, Bm25Document, Bm25Embedder, Bm25Settings, ServerBm25, SparseEmbedder, SparseVec
 from .dense import DenseEmbedder
-from .files import OFFLINE_MODEL, OFFLINE_MODEL_DIM, model_dim
+from .files import OFFLINE_MODEL, OFFLINE_MODEL_DIM
 from .pooling import WINDOW_TOKENS
 from .session import MeanPooledOnnx
 
 __all__ = [
     "BM25_SOURCES",
+    "EMBEDDERS",
     "OFFLINE_MODEL",
     "OFFLINE_MODEL_DIM",
     "WINDOW_TOKENS",
@@ -23,9 +27,11 @@ __all__ = [
     "Bm25Embedder",
     "Bm25Settings",
     "DenseEmbedder",
+    "Embedder",
     "MeanPooledOnnx",
     "ServerBm25",
     "SparseEmbedder",
     "SparseVec",
-    "model_dim",
+    "embedding_dim",
+    "open_embedder",
 ]

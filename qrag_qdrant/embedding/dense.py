@@ -13,7 +13,8 @@ from ..config.sections import EmbeddingSettings
 from ..errors import EmbeddingError
 from ..plugins import install_hint
 from . import pooling
-from .files import OFFLINE_MODEL, check_model_dir, model_dim, offline_model_dir
+from .base import embedding_dim
+from .files import OFFLINE_MODEL, check_model_dir, offline_model_dir
 from .pooling import cover, stride_windows, token_ranges, token_vectors
 from .session import MeanPooledOnnx
 
@@ -28,7 +29,7 @@ class DenseEmbedder:
 
     def __init__(self, settings: EmbeddingSettings):
         self.model_name = settings.model
-        self.dim = model_dim(settings.model)
+        self.dim = embedding_dim(settings)
         self.batch_size = settings.batch_size
         self._settings = settings
         self._tokenizer: Any = None

@@ -26,22 +26,6 @@ OFFLINE_WEIGHTS_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201da
 VERIFIED_STAMP = ".verified"
 
 
-def model_dim(model: str) -> int:
-    """The dimension fastembed's registry gives a model, without loading it (the packaged
-    model's is known, so a query need not import fastembed)."""
-    if model.lower() == OFFLINE_MODEL.lower():
-        return OFFLINE_MODEL_DIM
-    from fastembed import TextEmbedding
-
-    for description in TextEmbedding.list_supported_models():
-        if description["model"].lower() == model.lower():
-            return int(description["dim"])
-    raise EmbeddingError(
-        f"unknown embedding model {model!r}: fastembed does not support it "
-        "(see fastembed's TextEmbedding.list_supported_models())"
-    )
-
-
 def check_model_dir(model_dir: Path) -> None:
     missing = [name for name in MODEL_FILES if not (model_dir / name).is_file()]
     if missing:

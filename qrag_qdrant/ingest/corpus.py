@@ -86,6 +86,8 @@ class FileDigests:
         #: what this run found, to remember for the next (a racy file's time as ``RACY``, which no
         #: file's matches)
         self.found: dict[str, tuple[int, int, str]] = {}
+        #: source -> path of the files whose hash was taken within the racy window (``settle``)
+        self.racy: dict[str, Path] = {}
         #: the files whose bytes this run read, and how many bytes
         self.read = 0
         self.bytes_read = 0
@@ -101,7 +103,28 @@ class FileDigests:
         self.bytes_read += status.st_size
         racy = time.time_ns() - status.st_mtime_ns <= RACY_SECONDS * 1e9
         self.found[source] = (status.st_size, RACY if racy else status.st_mtime_ns, digest)
+        if racy:
+            self.racy[source] = path
         return digest
+
+    def settle(self) -> int:
+        """Hash the racy files again once their time is no longer racy (a long sync, a clone
+        written just before it): the ones whose bytes are still what was ingested are remembered,
+        so the next sync need not read them. How many were."""
+        settled = 0
+        for source, path in list(self.racy.items()):
+            try:
+                status = path.stat()
+            except OSError:
+                continue
+            size, _, digest = self.found[source]
+            if status.st_size != size or time.time_ns() - status.st_mtime_ns <= RACY_SECONDS * 1e9:
+                continue
+            if content_hash(path) == digest:
+                self.found[source] = (size, status.st_mtime_ns, digest)
+                settled += 1
+            del self.racy[source]
+        return settled
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from ..config.settings import CollectionSpec, Settings
-from ..embedding import DenseEmbedder, model_dim
+from ..embedding import Embedder, embedding_dim
 from ..errors import ConfigError, CorpusError, RequestError
 from ..store import ChunkPayload, ChunkPoint, CollectionManifest, Store, Where
 from ..store.access import ALL, Access
@@ -60,7 +60,7 @@ class Ingestor:
         self,
         settings: Settings,
         store: Store,
-        embedder: Callable[[], DenseEmbedder],
+        embedder: Callable[[], Embedder],
         ingested_by: str | None = None,
         readers: Sequence[str] | None = None,
         metadata: dict[str, DocumentMetadata] | None = None,
@@ -78,12 +78,12 @@ class Ingestor:
         self.labels = DocumentLabels(given, metadata or {}, access)
         self.store = store
         self._embedder_factory = embedder
-        self._embedder: DenseEmbedder | None = None
+        self._embedder: Embedder | None = None
         self.version = 0
         self.ingested_by = ingested_by
 
     @property
-    def embedder(self) -> DenseEmbedder:
+    def embedder(self) -> Embedder:
         if self._embedder is None:
             self._embedder = self._embedder_factory()
         return self._embedder
@@ -281,10 +281,14 @@ class Ingestor:
         return self.store.document_hashes(spec.name)
 
     def _open(self, spec: CollectionSpec, rebuild: bool, stored_hashes: dict[str, set[str]]) -> CollectionWriter:
-        model = self.settings.embedding.model
-        pooling = self.settings.embedding.pooled_as
+        embedding = self.settings.embedding
+        pooling = embedding.pooled_as
         manifest = CollectionManifest.expected(
-            self.settings.namespace, spec, model, model_dim(model), self.settings.qdrant.bm25_source
+            self.settings.namespace,
+            spec,
+            embedding.fingerprint,
+            embedding_dim(embedding),
+            self.settings.qdrant.bm25_source,
         ).model_copy(update={"pooling": pooling})
         if rebuild:
             target = self.store.next_version(spec.name)

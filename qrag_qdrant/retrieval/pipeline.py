@@ -17,7 +17,7 @@ from functools import partial
 
 from ..config.retrieval import RetrievalSettings
 from ..config.settings import Settings
-from ..embedding import DenseEmbedder
+from ..embedding import Embedder
 from ..errors import NothingIngestedError
 from ..results import Evidence, EvidenceCluster, timed
 from ..store import Store
@@ -52,7 +52,7 @@ class Coordinator:
         self,
         settings: Settings,
         store: Store,
-        embedder: Callable[[], DenseEmbedder],
+        embedder: Callable[[], Embedder],
         completer: Callable[[], object] | None = None,
     ):
         """``completer``: opens the model that writes the question's expansions (retrieval.expansions);

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..embedding import DenseEmbedder
+from ..embedding import Embedder
 from ..results import Clarification, Evidence
 from ..text.sentences import sentences
 from ..text.terms import general_rarity, terms, word_terms
@@ -99,7 +99,7 @@ def other_reading(
     return None
 
 
-def word_similarity(embedder: DenseEmbedder, first: str, second: str) -> float:
+def word_similarity(embedder: Embedder, first: str, second: str) -> float:
     """The cosine of two words' (or short phrases') question vectors."""
     a, b = embedder.query_embed(first), embedder.query_embed(second)
     return float(np.dot(a, b) / ((np.linalg.norm(a) * np.linalg.norm(b)) or 1.0))

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from ..config.settings import CollectionSpec, RetrieverSpec, Settings
-from ..embedding import Bm25Embedder, DenseEmbedder
+from ..embedding import Bm25Embedder, Embedder
 from ..results import timed
 from ..store import Hit, Store, VectorQuery, Where, open_collections
 from ..store.access import ALL, Access
@@ -50,7 +50,7 @@ class Searcher:
     """Every retriever's ranked list for a question: the namespace's collections (checked once),
     the question's vectors, and the searches, collection by collection."""
 
-    def __init__(self, settings: Settings, store: Store, embedder: Callable[[], DenseEmbedder]):
+    def __init__(self, settings: Settings, store: Store, embedder: Callable[[], Embedder]):
         self.settings = settings
         self.store = store
         self._embedder_factory = embedder

@@ -22,7 +22,7 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config.settings import Settings
-from ..embedding import DenseEmbedder
+from ..embedding import Embedder, open_embedder
 from ..generation import loading_note, open_backend
 from ..generation.scheduler import GenerationScheduler
 from ..ingest.progress import IngestProgress, IngestReport
@@ -138,7 +138,7 @@ def service_state(settings: Settings) -> ServiceState:
     return state
 
 
-def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseEmbedder | None = None) -> FastAPI:
+def create_app(settings: Settings, keys: KeyFile | None = None, embedder: Embedder | None = None) -> FastAPI:
     keys = keys if keys is not None else KeyFile.load(settings.service.keys)
     state = service_state(settings)
     service, uploads = settings.service, state.uploads
@@ -148,7 +148,8 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: DenseE
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         uploads.sweep()  # what a crashed or killed run left: no job of this run owns it
         state.jobs.restore()  # earlier runs' jobs, the unfinished ones marked interrupted
-        model = embedder or DenseEmbedder(settings.embedding)
+        # documents embed on one core fewer than the machine has: a job leaves one to the questions
+        model = embedder or open_embedder(settings.embedding.model_copy(update={"threads": service.document_threads()}))
         model.embed(["warm up"])  # load the models for documents and questions now, so /readyz means it
         model.query_embed("warm up")
         if service.preload_model and (note := loading_note(settings)):

@@ -13,7 +13,7 @@ from starlette.exceptions import HTTPException
 
 from ..api import CollectionInfo, QuorumRAG
 from ..config.settings import Settings
-from ..embedding import DenseEmbedder
+from ..embedding import Embedder
 from ..errors import QragError
 from ..generation.scheduler import GenerationScheduler
 from ..ingest.documents import DocumentPage
@@ -34,7 +34,7 @@ class Namespaces:
     def __init__(
         self,
         settings: Settings,
-        embedder: DenseEmbedder,
+        embedder: Embedder,
         on_answer: Callable[[Answer], None] | None = None,
         scheduler: GenerationScheduler | None = None,
         on_retrieved: Callable[[float], None] | None = None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..config.settings import CollectionSpec, Settings
-from ..embedding import Bm25Embedder, model_dim
+from ..embedding import Bm25Embedder, embedding_dim
 from ..errors import NothingIngestedError
 from ..plugins import Registry
 from .base import CollectionManifest, Store
@@ -50,10 +50,10 @@ def open_collections(
     model and a BM25 setup, each with the BM25 source its manifest recorded, and the points of
     each. The check needs only the model's name and dimension, so a namespace built with another
     model is refused before any model is loaded."""
-    model, namespace = settings.embedding.model, settings.namespace
+    model, dim, namespace = settings.embedding.fingerprint, embedding_dim(settings.embedding), settings.namespace
     collections, missing, points = [], [], {}
     for spec in settings.collections:
-        expected = CollectionManifest.expected(namespace, spec, model, model_dim(model))
+        expected = CollectionManifest.expected(namespace, spec, model, dim)
         stored = store.open_collection(spec.name, expected, create=False)
         if stored is None:
             missing.append(spec.name)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ...config.settings import Settings
 from ...config.sources import SourceSpec
-from ...embedding import DenseEmbedder
+from ...embedding import Embedder
 from ...errors import CorpusError
 from ...store import Store
 from ..corpus import FileDigests, Reading
@@ -38,7 +38,7 @@ class Sources:
         self,
         settings: Settings,
         store: Store,
-        embedder: Callable[[], DenseEmbedder],
+        embedder: Callable[[], Embedder],
         on_change: Callable[[], None] | None = None,
     ):
         """``on_change``: told after a sync or a removal changed the index."""
@@ -102,6 +102,7 @@ class Sources:
             result.files_read, result.bytes_read = digests.read, digests.bytes_read
             write_digests(workdir / DIGESTS_FILE, {})
             return result
+        digests.settle()
         skipped = {s.source: s.reason for s in report.skipped}
         found = {source: known for source, known in digests.found.items() if source not in skipped}
         result.revision = snapshot.revision
