@@ -9,7 +9,9 @@ does not name, an option it does not list, or a message without a role and conte
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -107,6 +109,33 @@ class OllamaStandIn:
         return [self.rewrites.get(question, question)]
 
 
+#: /api/embed's request fields, as Ollama's API reference lists them
+EMBED_FIELDS = {"model", "input", "truncate", "options", "keep_alive", "dimensions"}
+#: the stand-in's embeddings' size
+EMBED_DIM = 64
+
+
+def bag_of_words(text: str) -> list[float]:
+    vector = [0.0] * EMBED_DIM
+    for word in re.findall(r"[a-z]+", text.lower()):
+        vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % EMBED_DIM] += 1.0
+    return vector
+
+
+def embed_reply(body: dict[str, Any], model: str) -> tuple[int, dict[str, Any]]:
+    """/api/embed as Ollama's API reference gives it: ``input`` a text or a list of texts, one
+    vector each in ``embeddings``; here each a hashed bag of its words, so texts that share words
+    are near."""
+    if unknown := set(body) - EMBED_FIELDS:
+        return 400, {"error": f"unknown fields: {sorted(unknown)}"}
+    if body.get("model") != model:
+        return 404, {"error": f"model '{body.get('model')}' not found"}
+    texts = [body["input"]] if isinstance(body.get("input"), str) else body.get("input")
+    if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
+        return 400, {"error": "input: a string or a list of strings"}
+    return 200, {"model": model, "embeddings": [bag_of_words(text) for text in texts]}
+
+
 @contextmanager
 def ollama_standin(
     model: str = "mistral",
@@ -143,8 +172,9 @@ def ollama_standin(
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             state.requests.append({"path": self.path, **body})
-            if self.path != "/api/chat":
-                return self._json(404, {"error": "not found"})
+            if self.path != "/api/chat":  # /api/embed, or nothing the stand-in serves
+                embed = self.path == "/api/embed"
+                return self._json(*(embed_reply(body, state.model) if embed else (404, {"error": "not found"})))
             if problem := malformed(body):
                 return self._json(400, {"error": problem})
             if body["model"] != state.model:
