@@ -106,6 +106,7 @@ class QuorumRAG:
         metadata: str | Path | None = None,
         follow_links: bool = False,
         as_groups: Iterable[str] | None = None,
+        strict: bool = False,
     ) -> IngestReport:
         """``exclude``: sources (paths relative to ``path``) to leave out of the index, e.g. an eval's
         held-out documents; an earlier run's points of them are removed. ``ingested_by``: who
@@ -116,7 +117,8 @@ class QuorumRAG:
         date, URL and readers (``ingest/metadata.py``). ``follow_links``: read what links inside
         ``path`` point to outside it (without it they are skipped and reported). ``as_groups``: the
         groups the caller reads as (None: every document); a document it may not read is neither
-        written over nor pruned."""
+        written over nor pruned. ``strict``: a ``metadata`` line naming no file of ``path`` is an
+        error, before anything is written (else the report lists them)."""
         from .ingest.corpus import Reading
         from .ingest.ingestor import Ingestor
         from .ingest.metadata import read_sidecar
@@ -127,7 +129,7 @@ class QuorumRAG:
             ingestor = Ingestor(
                 self.settings, self.store, self.embedder, ingested_by, checked, known, Access.of(as_groups)
             )
-            reading = Reading(exclude=exclude, follow_links=follow_links)
+            reading = Reading(exclude=exclude, follow_links=follow_links, strict=strict)
             return ingestor.run(Path(path), prune=prune, rebuild=rebuild, progress=progress, reading=reading)
         finally:
             self._index_changed()

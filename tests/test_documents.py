@@ -113,7 +113,19 @@ def test_a_new_version_under_the_same_name_replaces_the_old(open_rag, corpus):
 
 def test_the_documents_commands(corpus, tmp_path):
     store = str(tmp_path / "store")
-    assert run("ingest", str(corpus), "--store", store).exit_code == 0
+    sidecar = tmp_path / "metadata.jsonl"
+    sidecar.write_text(
+        '{"doc": "games/chess.txt", "title": "Chess openings", "source": "Board Games Weekly", '
+        '"published_at": "2023-10-14T08:00:00+00:00"}\n{"doc": "games/checkers.txt", "title": "Not there"}\n'
+    )
+    strict = run("ingest", str(corpus), "--store", store, "--metadata", str(sidecar), "--strict")
+    assert_clean_error(strict, 1, "the metadata names 1 document that", "games/checkers.txt")
+    assert json.loads(run("documents", "list", "--store", store, "--json").stdout)["total"] == 0  # nothing written
+    ingested = run("ingest", str(corpus), "--store", store, "--metadata", str(sidecar))
+    assert (
+        ingested.exit_code == 0
+        and "The metadata names 1 document the folder lacks: games/checkers.txt" in ingested.stdout
+    )
     listed = run("documents", "list", "--store", store, "--json")
     assert listed.exit_code == 0, listed.stderr
     page = json.loads(listed.stdout)
@@ -122,6 +134,9 @@ def test_the_documents_commands(corpus, tmp_path):
     assert "1-2 of 5 documents" in table.stdout and "more: --offset 2" in table.stdout
     shown = run("documents", "show", "games/chess.txt", "--store", store)
     assert shown.exit_code == 0 and shown.stdout.startswith("games/chess.txt: ") and "chunks (0: 0-" in shown.stdout
+    assert "title: Chess openings; publisher: Board Games Weekly; published: 2023-10-14" in shown.stdout
+    wide = run("documents", "list", "--store", store, env={"COLUMNS": "400"})
+    assert "Chess openings" in wide.stdout and "Board Games Weekly" in wide.stdout and "2023-10-14" in wide.stdout
     assert_clean_error(run("documents", "remove", "nope.txt", "--store", store), 1, "no document 'nope.txt'")
     removed = run("documents", "remove", "games/chess.txt", "--store", store, "--json")
     assert removed.exit_code == 0 and set(json.loads(removed.stdout)["removed"]) == {

@@ -71,6 +71,8 @@ def news(tmp_path, embedder):
     [
         ({"publisher": "TechCrunch"}, {"tech/artemis-delay.txt", "tech/artemis-budget.txt"}),
         ({"publisher": ["The Verge"], "author": "Ada Lee"}, {"world/artemis-crew.txt"}),
+        ({"publisher": "techcrunch"}, {"tech/artemis-delay.txt", "tech/artemis-budget.txt"}),  # as users type it
+        ({"publisher": "THE VERGE", "author": "ada lee"}, {"world/artemis-crew.txt"}),
         ({"after": "2023-10-01"}, {"tech/artemis-delay.txt", "world/artemis-suits.txt"}),
         ({"after": "2023-05-01", "before": "2023-10-18T00:00:00Z"}, {"tech/artemis-budget.txt"}),
         ({"path": "world/"}, {"world/artemis-crew.txt", "world/artemis-suits.txt"}),

@@ -182,6 +182,9 @@ def ingest(
             'one object per document naming it by "doc" (its path under PATH)',
         ),
     ] = None,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="fail, writing nothing, when --metadata names a file PATH lacks")
+    ] = False,
     config: ConfigOption = None,
     store: StoreOption = None,
     namespace: NamespaceOption = None,
@@ -200,6 +203,7 @@ def ingest(
                 readers=groups,
                 metadata=metadata,
                 follow_links=follow_links,
+                strict=strict,
             )
     if as_json:
         print_json(dataclasses.asdict(report))

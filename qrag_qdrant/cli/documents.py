@@ -35,7 +35,8 @@ def list_documents(
     namespace: NamespaceOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List the documents: source, size, chunks per collection, when and by whom ingested, hash."""
+    """List the documents: source, title, publisher, date, size, chunks per collection, when and by whom
+    ingested, readers, hash."""
     from rich.table import Table
 
     with open_rag(config, store, namespace) as rag:
@@ -46,11 +47,25 @@ def list_documents(
         return
     shown = f"{offset + 1}-{offset + len(page.documents)} of " if page.documents else ""
     table = Table(title=f"{shown}{plural(page.total, 'document')} in namespace {namespace!r}")
-    for column in ("source", "characters", "chunks", "ingested", "by", "readers", "sha256"):
+    for column in (
+        "source",
+        "title",
+        "publisher",
+        "published",
+        "characters",
+        "chunks",
+        "ingested",
+        "by",
+        "readers",
+        "sha256",
+    ):
         table.add_column(column, justify="right" if column == "characters" else "left")
     for document in page.documents:
         table.add_row(
             document.source,
+            document.title or "-",
+            document.publisher or "-",
+            (document.published or "-")[:10],
             str(document.size),
             " / ".join(str(n) for n in document.chunks.values()),
             when(document),
@@ -84,6 +99,13 @@ def show_document(
         f"{when(document)} by {document.ingested_by or '-'}; read by {', '.join(document.readers) or 'everyone'}",
         markup=False,
     )
+    known = [
+        f"{name}: {value}"
+        for name in ("title", "publisher", "author", "published", "url")
+        if (value := getattr(document, name))
+    ]
+    if known:
+        out.print("  " + "; ".join(known), markup=False)
     for collection, chunks in document.locations.items():
         spans = ", ".join(f"{c.chunk}: {c.start}-{c.end}" for c in chunks)
         out.print(f"  {collection}: {plural(len(chunks), 'chunk')} ({spans})", markup=False)

@@ -197,6 +197,12 @@ def print_ingest_report(report: IngestReport, pruned: bool) -> None:
         out.print(f"  {name} -> {report.collections.get(name, name)}: {count} chunks")
     if report.dropped:
         out.print(f"Dropped {plural(len(report.dropped), 'collection')}: {', '.join(report.dropped)}", markup=False)
+    if report.unmatched_metadata:
+        named = ", ".join(report.unmatched_metadata[:5]) + (" ..." if len(report.unmatched_metadata) > 5 else "")
+        out.print(
+            f"The metadata names {plural(len(report.unmatched_metadata), 'document')} the folder lacks: {named}",
+            markup=False,
+        )
     if report.skipped:
         out.print(f"Skipped {plural(len(report.skipped), 'file')}:")
         formats = Counter(s.reason for s in report.skipped if s.reason.startswith(UNSUPPORTED_FORMAT))

@@ -133,11 +133,13 @@ class Reading:
     documents; an earlier run's points of them are removed). ``follow_links``: read what links
     inside the folder point to outside it. ``prefix``: what every document's source starts with
     (a synced source's name and "/"), so what a prune removes is only what this folder gave.
-    ``digests``: the hashes a sync remembers, so an unchanged file is not read again."""
+    ``digests``: the hashes a sync remembers, so an unchanged file is not read again.
+    ``strict``: a metadata line naming no file of the folder is an error, before anything is written."""
 
     exclude: Collection[str] = ()
     follow_links: bool = False
     prefix: str = ""
+    strict: bool = False
     digests: FileDigests | None = field(default=None, compare=False)
 
 
@@ -162,6 +164,10 @@ class Corpus:
         refused = [path for path in self.files if self.source_of(path) in sources]
         self.files = [path for path in self.files if path not in refused]
         self.skipped += [SkippedFile(self.source_of(path), reason) for path in refused]
+
+    def sources(self) -> set[str]:
+        """Every file's source, the skipped ones' included."""
+        return {self.source_of(path) for path in self.files} | {skipped.source for skipped in self.skipped}
 
     def source_of(self, path: Path) -> str:
         return self.prefix + path.relative_to(self.root).as_posix()

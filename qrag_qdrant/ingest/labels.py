@@ -44,6 +44,10 @@ class DocumentLabels:
             source for source, labels in self.stored.items() if not access.may_read(labels.get(READERS) or ())
         )
 
+    def unmatched(self, sources: set[str]) -> list[str]:
+        """The sidecar's documents that are not among ``sources`` (the folder's files)."""
+        return sorted(set(self.sidecar) - sources)
+
     def readers(self, source: str, own: DocumentMetadata | None = None) -> tuple[str, ...]:
         """The readers a point of ``source`` written now carries (``own``: what the file says)."""
         if self.given is not None:

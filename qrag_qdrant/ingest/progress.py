@@ -37,6 +37,8 @@ class IngestReport:
     chunks: dict[str, int] = field(default_factory=dict)
     pruned_sources: int = 0
     skipped: list[SkippedFile] = field(default_factory=list)
+    #: the metadata sidecar's documents that the folder lacks (a typo in a path, a file moved)
+    unmatched_metadata: list[str] = field(default_factory=list)
     #: alias -> the collection it serves after this run
     collections: dict[str, str] = field(default_factory=dict)
     rebuilt: bool = False

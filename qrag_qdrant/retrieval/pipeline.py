@@ -162,6 +162,7 @@ class Coordinator:
         a follow-up (the stand-alone question is searched, then read as the user asked it).
         ``scope``: the documents the caller may read, narrowed by its filter; every search carries
         it. A filter no document the caller may read passes raises NoDocumentPasses."""
+        scope = self.views.as_stored(scope)
         query = self.query(question, scope)
         if scope.documents is not None:
             self.require_passing(scope)

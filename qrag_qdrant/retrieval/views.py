@@ -6,12 +6,13 @@ Counted once per set of groups until the index changes (``forget``)."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 from ..config.settings import Settings
 from ..store import Store, Where
 from ..store.access import Access
 from ..text.term_stats import TermStats
-from .search import Searcher
+from .search import Scope, Searcher
 
 
 class NamespaceViews:
@@ -23,8 +24,8 @@ class NamespaceViews:
         #: what a caller who may not read every document counts: its points per collection and the
         #: finest chunking's term counts, less the documents it may not read (by ``Access.key``)
         self._views: dict[tuple[str, ...], tuple[dict[str, int], TermStats]] = {}
-        #: the publishers of the documents a caller may read (by ``Access.key``; None: everyone's)
-        self._publishers: dict[tuple[str, ...] | None, frozenset[str]] = {}
+        #: (field, ``Access.key`` or None for everyone's) -> the values of a metadata field
+        self._values: dict[tuple[str, tuple[str, ...] | None], frozenset[str]] = {}
         self._views_lock = threading.Lock()
 
     def forget(self) -> None:
@@ -32,7 +33,7 @@ class NamespaceViews:
         self._term_stats = None
         with self._views_lock:
             self._views.clear()
-            self._publishers.clear()
+            self._values.clear()
 
     @property
     def finest(self) -> str:
@@ -77,13 +78,31 @@ class NamespaceViews:
         """The publishers of the documents a caller reading as ``access`` may read: the names a
         question can search by (``parts.plan_question``); a publisher of documents it may not
         read is an outlet the namespace does not hold, to it. Read once until the index changes."""
-        key = None if access.groups is None else access.key
+        return self.values_for(access, "publisher")
+
+    def values_for(self, access: Access, field: str) -> frozenset[str]:
+        """The values of a metadata ``field`` (publisher, author) of the documents ``access`` may read."""
+        key = (field, None if access.groups is None else access.key)
         with self._views_lock:
-            known = self._publishers.get(key)
+            known = self._values.get(key)
         if known is None:
             where = Where(first_chunks=True, readers=access.groups)
-            payloads = self.store.scroll_payloads(self.finest, ["publisher"], where)
-            known = frozenset(name for p in payloads if (name := p.get("publisher")))
+            payloads = self.store.scroll_payloads(self.finest, [field], where)
+            known = frozenset(value for p in payloads if (value := p.get(field)))
             with self._views_lock:
-                self._publishers[key] = known
+                self._values[key] = known
         return known
+
+    def as_stored(self, scope: Scope) -> Scope:
+        """``scope`` with its filter's publishers and authors as the documents spell them: a
+        filter for "techcrunch" finds TechCrunch's documents, as a user expects of a name."""
+        documents = scope.documents
+        if documents is None:
+            return scope
+        update: dict[str, tuple[str, ...]] = {}
+        for field in ("publisher", "author"):
+            if asked := getattr(documents, field):
+                folded = {value.casefold() for value in asked}
+                stored = {value for value in self.values_for(scope.access, field) if value.casefold() in folded}
+                update[field] = tuple(sorted(set(asked) | stored))
+        return replace(scope, documents=documents.model_copy(update=update)) if update else scope
