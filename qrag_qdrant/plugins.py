@@ -62,6 +62,15 @@ class Registry(Generic[Item]):
         found = {point.name: self.load(point.load()) for point in self.points()}
         return {**found, **self.local}
 
+    def origins(self) -> dict[str, str]:
+        """Every name and where it comes from ("qrag-qdrant 0.4.0", a plug-in package and its
+        version, or "registered in this process"), without loading any of them."""
+        found = {}
+        for point in self.points():
+            dist = getattr(point, "dist", None)
+            found[point.name] = f"{dist.name} {dist.version}" if dist is not None else point.value
+        return {**found, **dict.fromkeys(self.local, "registered in this process")}
+
     def names(self) -> list[str]:
         return sorted({point.name for point in self.points()} | set(self.local))
 

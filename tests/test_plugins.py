@@ -3,14 +3,17 @@ registered in-process used by name, an unknown name one line naming the known on
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from qrag_qdrant import QuorumRAG, plugins
 from qrag_qdrant.config.settings import load_settings
-from qrag_qdrant.embedding import BM25_SOURCES, SparseEmbedder
+from qrag_qdrant.embedding import BM25_SOURCES, EMBEDDERS, SparseEmbedder
 from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.generation import BACKENDS
 from qrag_qdrant.ingest.loaders import LOADERS, LoaderError, require
+from qrag_qdrant.ingest.sources import SOURCES
 from qrag_qdrant.retrieval.expansion import EXPANSIONS
 from qrag_qdrant.store import STORES, open_store
 from qrag_qdrant.store.edge import EdgeStore
@@ -23,6 +26,8 @@ BUILT_INS = [
     (BACKENDS, {"embedded", "ollama"}),
     (LOADERS, {"text", "pdf", "html", "docx"}),
     (EXPANSIONS, {"multi_query", "hyde"}),
+    (EMBEDDERS, {"fastembed", "openai", "ollama"}),
+    (SOURCES, {"folder", "git", "web"}),
 ]
 
 
@@ -86,3 +91,17 @@ def test_require_names_the_extra_that_installs_a_missing_library():
     with pytest.raises(LoaderError, match=r"^needs the pdf extra: pip install 'qrag-qdrant\[pdf\]'$"):
         require("no_such_module_here", "pdf")
     assert plugins.require("json", "eval", "the report").dumps([1]) == "[1]"
+
+
+def test_plugins_lists_each_extension_point_and_where_each_name_comes_from(monkeypatch):
+    monkeypatch.setattr(SOURCES, "local", {"bucket": object})
+    listed = run("plugins", "--json")
+    assert listed.exit_code == 0, listed.stderr
+    found = json.loads(listed.stdout)
+    assert found["qrag_qdrant.sources"]["bucket"] == "registered in this process"
+    assert found["qrag_qdrant.embedders"]["fastembed"].startswith("qrag-qdrant ")
+    text = run("plugins").stdout
+    assert (
+        "embedders (qrag_qdrant.embedders): fastembed (qrag-qdrant" in text
+        and "bucket (registered in this process)" in text
+    )

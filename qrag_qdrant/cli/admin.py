@@ -274,3 +274,23 @@ def feedback_export(
     rows = gate_rows(feedback)
     out.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     err.print(f"Wrote {plural(len(rows), 'row')} ({sum(r['label'] for r in rows)} up) to {out}", markup=False)
+
+
+def plugins(as_json: JsonOption = False) -> None:
+    """List what each extension point has installed (stores, generation backends, embedders,
+    loaders, expansions, BM25 sources, kinds of source) and which package each comes from."""
+    from ..embedding import BM25_SOURCES, EMBEDDERS
+    from ..generation import BACKENDS
+    from ..ingest.loaders import LOADERS
+    from ..ingest.sources import SOURCES
+    from ..retrieval.expansion import EXPANSIONS
+    from ..store import STORES
+
+    registries = (STORES, BACKENDS, EMBEDDERS, LOADERS, EXPANSIONS, BM25_SOURCES, SOURCES)
+    found = {registry.group: registry.origins() for registry in registries}
+    if as_json:
+        print_json(found)
+        return
+    for registry in registries:
+        named = ", ".join(f"{name} ({origin})" for name, origin in sorted(found[registry.group].items()))
+        out.print(f"{registry.kind}s ({registry.group}): {named or 'none'}", markup=False)

@@ -25,7 +25,7 @@ from ..errors import ConfigError
 from ..results import Answer
 from ..store.access import groups_of
 from ..version import __version__
-from .admin import feedback_app, gate_app
+from .admin import feedback_app, gate_app, plugins
 from .chat import chat
 from .documents import documents_app
 from .eval import evaluate
@@ -114,6 +114,7 @@ app.command("chat")(chat)
 app.command("audit")(audit)
 app.command("usage")(usage)
 app.command("serve")(serve)
+app.command("plugins")(friendly_errors(plugins))
 
 
 #: Qdrant's advice: about this many collections per cluster at most.
