@@ -126,6 +126,16 @@ def make_edit(kind: str, number: int, sentence: str, repo: Path, site: Site) -> 
     return None
 
 
+def ready(client: httpx.Client, served: subprocess.Popen[str], log: Path) -> bool:
+    """Whether the service answers /readyz; a service that ended is the run's end, with its last words."""
+    try:
+        return client.get("/readyz").status_code == 200
+    except httpx.HTTPError:  # not listening yet
+        if served.poll() is not None:
+            sys.exit(f"serve ended: {log.read_text()[-2000:]}")
+        return False
+
+
 def free_port() -> int:
     import socket
 
@@ -181,9 +191,8 @@ def main() -> None:
         .stdout.strip()
         .splitlines()[-1]
     )
-    served = subprocess.Popen(
-        [CLI, "serve", "--config", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
-    )
+    log = (work / "serve.log").open("w")  # a file: a pipe nobody reads would fill and stop the service
+    served = subprocess.Popen([CLI, "serve", "--config", str(config)], stdout=log, stderr=log, text=True, env=env)
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {key}"}, timeout=60)
     counts = {"queries": 0, "answered": 0, "failed": 0}
 
@@ -212,8 +221,8 @@ def main() -> None:
 
     results: list[dict] = []
     try:
-        until(lambda: client.get("/readyz").status_code == 200, "the service ready")
-        until(lambda: len(documents()) == 15, "the first syncs")
+        until(lambda: ready(client, served, work / "serve.log"), "the service ready")
+        until(lambda: len(documents()) == 16, "the first syncs: 10 files, 5 pages and the index")
         ends = time.monotonic() + args.minutes * 60
         number, kinds = 0, ["repo new", "site new", "repo edit", "repo delete", "site delete"]
         while time.monotonic() < ends:
@@ -236,6 +245,7 @@ def main() -> None:
     finally:
         served.terminate()
         served.wait(timeout=120)
+        log.close()
         web.shutdown()
         shutil.rmtree(work, ignore_errors=True)
     shown = [r["seconds"] for r in results if r["seconds"] is not None]

@@ -99,8 +99,12 @@ def test_a_source_is_due_every_seconds_after_its_last_sync_began(tmp_path):
     schedule = SourceSchedule(settings, jobs=None, sync=None)  # type: ignore[arg-type]  # due() reads the records only
     due, wait = schedule.due(began + timedelta(minutes=59, seconds=30))
     assert due == [("team-a", "never-synced")] and wait == 30.0
-    due, _ = schedule.due(began + timedelta(hours=1))
+    due, wait = schedule.due(began + timedelta(hours=1))
     assert set(due) == {("team-a", "never-synced"), ("team-a", "hourly")}
+    assert wait == 60.0  # LONGEST_SLEEP; a due source's next sync is an hour away
+    register.add(SourceSpec(name="often", kind="folder", location="/x", every=15))
+    due, wait = schedule.due(began + timedelta(hours=1))
+    assert ("team-a", "often") in due and wait == 15.0  # queued now: due again in 15 s, not at the next minute
 
 
 def test_a_watched_folder_is_synced_when_it_changes(teams, tmp_path):

@@ -142,10 +142,9 @@ class SourceSchedule:
                     continue
                 last = recorded.last.started_at if recorded.last is not None else None
                 until = (last + timedelta(seconds=every) - at).total_seconds() if last is not None else 0.0
-                if until <= 0:
+                if until <= 0:  # synced now: due again ``every`` seconds from now
                     due.append((namespace, name))
-                else:
-                    wait = min(wait, until)
+                wait = min(wait, until if until > 0 else every)
         return due, wait
 
     def tick(self, at: datetime | None = None) -> tuple[list[IngestJob], float]:
