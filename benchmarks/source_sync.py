@@ -22,7 +22,6 @@ Phases (``--phases``, all by default), each on a store of its own in a temporary
 from __future__ import annotations
 
 import argparse
-import hashlib
 import html
 import json
 import os
@@ -30,14 +29,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from query_latency import percentile  # this folder's
+from etag_site import serve_pages  # this folder's
+from query_latency import percentile
 
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
@@ -126,7 +125,7 @@ def git_phase(args: argparse.Namespace, work: Path) -> dict:
 
 
 @contextmanager
-def article_site(data: Path, count: int) -> Iterator[tuple[str, dict[str, int]]]:
+def article_site(data: Path, count: int) -> Iterator[tuple[str, Counter[str]]]:
     """MultiHop-RAG's articles as HTML pages with ETags, linked from /site/, on a loopback port."""
     articles = sorted((data / "multihop-rag" / "corpus").glob("*.txt"))[:count]
     pages = {
@@ -138,31 +137,7 @@ def article_site(data: Path, count: int) -> Iterator[tuple[str, dict[str, int]]]
         for path in articles
     }
     pages["/site/"] = ("<html><body>" + "".join(f'<a href="{p}">{p}</a>' for p in pages) + "</body></html>").encode()
-    answered: dict[str, int] = {"200": 0, "304": 0}
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None: ...
-
-        def do_GET(self) -> None:
-            body = pages.get(self.path)
-            if body is None:
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
-            fresh = self.headers.get("If-None-Match") == etag
-            answered["304" if fresh else "200"] += 1
-            self.send_response(304 if fresh else 200)
-            self.send_header("ETag", etag)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", "0" if fresh else str(len(body)))
-            self.end_headers()
-            if not fresh:
-                self.wfile.write(body)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server, answered = serve_pages(pages)
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/site/", answered
     finally:
@@ -177,9 +152,9 @@ def web_phase(args: argparse.Namespace, work: Path) -> dict:
     ):
         options = {"delay": 0, "max_pages": args.pages + 1}
         rag.sources().add(SourceSpec(name="news", kind="web", location=url, options=options))
-        runs = {"first": synced(rag, "news") | dict(answered)}
-        answered.update({"200": 0, "304": 0})
-        runs["unchanged"] = synced(rag, "news") | dict(answered)
+        runs = {"first": synced(rag, "news") | {"200": answered["200"], "304": answered["304"]}}
+        answered.clear()
+        runs["unchanged"] = synced(rag, "news") | {"200": answered["200"], "304": answered["304"]}
     return with_ratios(runs)
 
 

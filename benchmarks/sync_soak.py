@@ -14,7 +14,6 @@ answered or not. Needs the service extra, git, and the sources extra.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import random
@@ -24,11 +23,11 @@ import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
-from query_latency import percentile  # this folder's
+from etag_site import serve_pages  # this folder's
+from query_latency import percentile
 
 CLI = str(Path(sys.executable).parent / "qrag-qdrant")
 WORDS = ["amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "harbor", "indigo", "juniper", "kestrel"]
@@ -71,33 +70,6 @@ class Site:
         with self.lock:
             self.pages.pop(path, None)
             self.index()
-
-
-def serve_site(site: Site) -> tuple[ThreadingHTTPServer, int]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None: ...
-
-        def do_GET(self) -> None:
-            with site.lock:
-                body = site.pages.get(self.path)
-            if body is None:
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
-            fresh = self.headers.get("If-None-Match") == etag
-            self.send_response(304 if fresh else 200)
-            self.send_header("ETag", etag)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", "0" if fresh else str(len(body)))
-            self.end_headers()
-            if not fresh:
-                self.wfile.write(body)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, server.server_address[1]
 
 
 def make_edit(kind: str, number: int, sentence: str, repo: Path, site: Site) -> str | None:
@@ -166,7 +138,8 @@ def main() -> None:
     site = Site()
     for number in range(5):
         site.put(f"/site/page-{number}.html", f"Page {number} of the team's site.")
-    web, web_port = serve_site(site)
+    web, _ = serve_pages(site.pages, site.lock)
+    web_port = web.server_address[1]
     store = work / "store"
     port = free_port()
     config = work / "config.toml"

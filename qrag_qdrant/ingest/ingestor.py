@@ -105,11 +105,7 @@ class Ingestor:
             raise RequestError("a rebuild replaces every document: it needs a caller that reads every document")
         corpus = open_corpus(path, reading)
         report = IngestReport(root=str(path), rebuilt=rebuild)
-        report.unmatched_metadata = self.labels.unmatched(corpus.sources())
-        if reading.strict and report.unmatched_metadata:
-            named = ", ".join(report.unmatched_metadata[:3]) + (" ..." if len(report.unmatched_metadata) > 3 else "")
-            count = len(report.unmatched_metadata)
-            raise CorpusError(f"the metadata names {count} document{'s' * (count != 1)} that {path} lacks: {named}")
+        report.unmatched_metadata = self.labels.unmatched(corpus.sources(), path if reading.strict else None)
         stored = {spec.name: self._stored_hashes(spec, rebuild) for spec in self.settings.collections}
         self.labels.read_stored(self.store, self.settings)
         corpus.refuse(self.labels.unreadable, NOT_PERMITTED)

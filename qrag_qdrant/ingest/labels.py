@@ -11,9 +11,11 @@ gets new readers or metadata from the ingest or the sidecar in place, without em
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..config.settings import Settings
+from ..errors import CorpusError
 from ..store import Store
 from ..store.access import ALL, Access
 from ..store.points import METADATA_FIELDS, READERS
@@ -44,9 +46,17 @@ class DocumentLabels:
             source for source, labels in self.stored.items() if not access.may_read(labels.get(READERS) or ())
         )
 
-    def unmatched(self, sources: set[str]) -> list[str]:
-        """The sidecar's documents that are not among ``sources`` (the folder's files)."""
-        return sorted(set(self.sidecar) - sources)
+    def unmatched(self, sources: set[str], strict_in: Path | None = None) -> list[str]:
+        """The sidecar's documents that are not among ``sources`` (the folder's files); with
+        ``strict_in`` (the folder), any is a CorpusError naming them, before anything is written."""
+        unmatched = sorted(set(self.sidecar) - sources)
+        if strict_in is not None and unmatched:
+            named = ", ".join(unmatched[:3]) + (" ..." if len(unmatched) > 3 else "")
+            count = len(unmatched)
+            raise CorpusError(
+                f"the metadata names {count} document{'s' * (count != 1)} that {strict_in} lacks: {named}"
+            )
+        return unmatched
 
     def readers(self, source: str, own: DocumentMetadata | None = None) -> tuple[str, ...]:
         """The readers a point of ``source`` written now carries (``own``: what the file says)."""
