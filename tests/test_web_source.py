@@ -123,7 +123,8 @@ def test_a_site_is_crawled_within_its_prefix_obeying_robots_and_synced_again_wit
 
 
 def test_a_slow_a_looping_and_a_huge_page_fail_alone_and_keep_their_last_copy(rag, site):
-    site.page("/docs/", html("Home", "Start here.", "slow.html", "loop.html", "huge.html", "fine.html"))
+    site.page("/docs/", html("Home", "Start here.", "slow.html", "loop.html", "huge.html", "fine.html", "away.html"))
+    site.page("/docs/away.html", b"", status=302, Location="http://169.254.169.254/latest/meta-data/")
     site.page("/docs/fine.html", html("Fine", "This page always works."))
     site.page("/docs/slow.html", html("Slow", "A page that was quick once."))
     site.page("/docs/huge.html", html("Huge", "A page that was small once."))
@@ -137,7 +138,8 @@ def test_a_slow_a_looping_and_a_huge_page_fail_alone_and_keep_their_last_copy(ra
     site.page("/docs/loop.html", b"", status=302, Location="/docs/loop.html")
     site.page("/docs/huge.html", b"<html>" + b"x" * 100_000 + b"</html>")
     second = sources.sync("s")
-    assert set(second.skipped) == {f"{site.url}/docs/{page}" for page in ("slow.html", "loop.html", "huge.html")}
+    assert set(second.skipped) == {f"{site.url}/docs/{p}" for p in ("slow.html", "loop.html", "huge.html", "away.html")}
+    assert second.skipped[f"{site.url}/docs/away.html"] == "redirected to another site (http://169.254.169.254)"
     assert "within 2 s" in second.skipped[f"{site.url}/docs/slow.html"]
     assert "redirects" in second.skipped[f"{site.url}/docs/loop.html"]
     assert "over 4096 bytes" in second.skipped[f"{site.url}/docs/huge.html"]

@@ -74,6 +74,8 @@ class WebSource:
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise SourceError(f"source {spec.name!r}: {spec.location!r} is not an http or https URL")
         self.start = spec.location
+        #: the scheme and host (and port) every request goes to
+        self.site = (parts.scheme, parts.netloc)
         self.within = self.options.within or spec.location[: spec.location.rindex("/") + 1]
         if self.options.sitemap is None:
             self.options.sitemap = parts.path.endswith(".xml")
@@ -89,6 +91,7 @@ class WebSource:
             follow_redirects=True,
             max_redirects=5,
             headers={"User-Agent": self.options.user_agent},
+            event_hooks={"request": [self.on_site]},
         ) as client:
             crawl.client = client
             robots = crawl.robots(protego.Protego)
@@ -102,6 +105,13 @@ class WebSource:
         write_state(workdir / STATE_FILE, crawl.kept)
         metadata = {entry["file"]: DocumentMetadata(url=url) for url, entry in crawl.kept.items()}
         return Snapshot(pages, metadata=metadata, failures=crawl.failures)
+
+    def on_site(self, request: httpx.Request) -> None:
+        """Every request, a redirect's included, goes to the start's own site: a page that
+        redirects elsewhere (another host, an address inside the network) fails before any
+        request leaves for it."""
+        if (request.url.scheme, request.url.netloc.decode()) != self.site:
+            raise PageFailed(f"redirected to another site ({request.url.scheme}://{request.url.host})")
 
     def sitemap_pages(self, crawl: Crawl) -> list[str]:
         """The pages a sitemap (or a sitemap index's sitemaps) lists, ``max_pages`` at most."""
