@@ -28,18 +28,11 @@ from pathlib import Path
 import httpx
 from etag_site import serve_pages  # this folder's
 from query_latency import percentile
+from service_latency import free_port
+from source_sync import git
 
 CLI = str(Path(sys.executable).parent / "qrag-qdrant")
 WORDS = ["amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "harbor", "indigo", "juniper", "kestrel"]
-
-
-def git(folder: Path, *arguments: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=Soak", "-c", "user.email=soak@example.org", *arguments],
-        cwd=folder,
-        check=True,
-        capture_output=True,
-    )
 
 
 def fact(number: int, rng: random.Random) -> tuple[str, str, str]:
@@ -106,14 +99,6 @@ def ready(client: httpx.Client, served: subprocess.Popen[str], log: Path) -> boo
         if served.poll() is not None:
             sys.exit(f"serve ended: {log.read_text()[-2000:]}")
         return False
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def main() -> None:

@@ -74,6 +74,12 @@ RACY_SECONDS = 2.0
 RACY = -1
 
 
+def changed_lately(status: os.stat_result) -> bool:
+    """Whether a file changed within ``RACY_SECONDS`` of now: a hash taken now may miss a change
+    still to come within its clock's tick."""
+    return time.time_ns() - status.st_mtime_ns <= RACY_SECONDS * 1e9
+
+
 class FileDigests:
     """Content hashes remembered by each file's size and modification time, so a folder synced
     again reads only the files that changed (a git checkout rewrites only those). A file edited
@@ -101,7 +107,7 @@ class FileDigests:
         digest = content_hash(path)
         self.read += 1
         self.bytes_read += status.st_size
-        racy = time.time_ns() - status.st_mtime_ns <= RACY_SECONDS * 1e9
+        racy = changed_lately(status)
         self.found[source] = (status.st_size, RACY if racy else status.st_mtime_ns, digest)
         if racy:
             self.racy[source] = path
@@ -118,7 +124,7 @@ class FileDigests:
             except OSError:
                 continue
             size, _, digest = self.found[source]
-            if status.st_size != size or time.time_ns() - status.st_mtime_ns <= RACY_SECONDS * 1e9:
+            if status.st_size != size or changed_lately(status):
                 continue
             if content_hash(path) == digest:
                 self.found[source] = (size, status.st_mtime_ns, digest)

@@ -210,6 +210,15 @@ class Documents:
             raise DocumentNotFound(f"no document {source[:200]!r} in namespace {self.settings.namespace!r}")
         return RemovalReport(source=source, removed=removed, seconds=round(time.perf_counter() - started, 3))
 
+    def remove_under(self, prefix: str) -> int:
+        """Every document whose source starts with ``prefix`` (a synced source's), every version,
+        complete or not, removed from every collection. How many documents went."""
+        names = self._collections()
+        gone = sorted({source for name in names for source in self.store.sources(name) if source.startswith(prefix)})
+        for source in gone:
+            self.remove(source)
+        return len(gone)
+
     def _remove_from(self, name: str, source: str) -> int:
         """One collection's points of ``source`` deleted, as an ingest deletes: its term counts
         dropped first and saved again with the change. How many points went."""

@@ -1,14 +1,12 @@
 """Where a namespace's sources are recorded, with what each one's last sync did: one JSON file
 per namespace in the store's folder (``<store>/.sources/<namespace>.json``), beside the folder
 each source keeps for itself (a repository's clone, the hashes of its files). Every write goes
-to a new file first and replaces the old one, so a crash leaves the old record or the new."""
+through ``store.files.write_atomically``, so a crash leaves the old record or the new."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from datetime import datetime
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from ...config.sources import SourceSpec
 from ...errors import ConfigError
+from ...store.files import write_atomically
 
 #: the folder of every namespace's sources, in the store's folder
 SOURCES_FOLDER = ".sources"
@@ -81,9 +80,7 @@ class SourceRegister:
     def write(self, recorded: dict[str, RecordedSource]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         text = json.dumps({name: r.model_dump(mode="json") for name, r in sorted(recorded.items())}, indent=1)
-        with tempfile.NamedTemporaryFile("w", dir=self.folder, suffix=".tmp", delete=False, encoding="utf-8") as out:
-            out.write(text)
-        os.replace(out.name, self.file)
+        write_atomically(self.file, text)
 
     def workdir(self, name: str) -> Path:
         """The folder a source keeps for itself between syncs."""

@@ -20,6 +20,7 @@ from ...config.sources import SourceSpec
 from ...embedding import Embedder
 from ...errors import CorpusError
 from ...store import Store
+from ...store.files import write_atomically
 from ..corpus import FileDigests, Reading
 from ..documents import Documents
 from ..ingestor import Ingestor
@@ -117,13 +118,7 @@ class Sources:
         return result
 
     def _remove_documents(self, prefix: str) -> int:
-        documents = Documents(self.settings, self.store, on_change=self._on_change)
-        built = [spec.name for spec in self.settings.collections if self.store.manifest(spec.name) is not None]
-        held = set().union(*(self.store.sources(name) for name in built))
-        gone = sorted(source for source in held if source.startswith(prefix))
-        for source in gone:
-            documents.remove(source)
-        return len(gone)
+        return Documents(self.settings, self.store, on_change=self._on_change).remove_under(prefix)
 
 
 def read_digests(path: Path) -> dict[str, tuple[int, int, str]]:
@@ -137,6 +132,4 @@ def read_digests(path: Path) -> dict[str, tuple[int, int, str]]:
 
 def write_digests(path: Path, found: dict[str, tuple[int, int, str]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    written = path.with_suffix(".tmp")
-    written.write_text(json.dumps(found))
-    written.replace(path)
+    write_atomically(path, json.dumps(found))

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...config.sources import SourceSpec
 from ...errors import SourceError
 from ...plugins import require
+from ...store.files import write_atomically
 from ..metadata import DocumentMetadata
 from .base import Snapshot, options_of
 
@@ -171,13 +172,17 @@ class Crawl:
             except PageFailed as exc:
                 self.failures[url] = str(exc)
                 if (previous := self.known.get(url)) is not None and (self.pages / previous["file"]).is_file():
-                    self.kept[url] = previous  # its last good copy stays, and the pages it links to
-                    path = self.pages / previous["file"]
-                    queue += links(url, path.read_bytes()) if path.suffix == ".html" else []
+                    queue += self.keep(url, previous)  # its last good copy stays, and the pages it links to
         if not self._reached:
             raise SourceError(
                 f"the site {self.source.start} could not be reached: {next(iter(self.failures.values()), '')}"
             )
+
+    def keep(self, url: str, previous: dict[str, Any]) -> list[str]:
+        """Keep the page's file as the last sync left it; the links it holds."""
+        self.kept[url] = previous
+        path = self.pages / previous["file"]
+        return links(url, path.read_bytes()) if path.suffix == ".html" else []
 
     def page(self, url: str) -> list[str]:
         """Fetch one page into its file; the links it holds."""
@@ -190,9 +195,7 @@ class Crawl:
                 headers["If-Modified-Since"] = previous["modified"]
         response, body = self.request(url, self.options.max_page_bytes, headers)
         if response.status_code == 304 and previous is not None:
-            self.kept[url] = previous
-            path = self.pages / previous["file"]
-            return links(url, path.read_bytes()) if path.suffix == ".html" else []
+            return self.keep(url, previous)
         if response.status_code in (404, 410):
             return []  # gone: its file goes
         if response.status_code >= 400:
@@ -298,6 +301,4 @@ def read_state(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def write_state(path: Path, kept: dict[str, dict[str, Any]]) -> None:
-    written = path.with_suffix(".tmp")
-    written.write_text(json.dumps(kept))
-    written.replace(path)
+    write_atomically(path, json.dumps(kept))
