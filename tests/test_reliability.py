@@ -265,6 +265,23 @@ def test_unreadable_files_are_skipped_and_listed(corpus, monkeypatch):
     assert report["documents"] == len(DOCUMENTS) - 1
 
 
+def test_a_file_unreadable_for_now_keeps_the_version_an_earlier_ingest_gave(corpus, monkeypatch):
+    assert run("ingest", str(corpus)).exit_code == 0
+    real_open = Path.open
+
+    def open_file(path: Path, *args, **kwargs):
+        if path.name == "lighthouses.txt":
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", open_file)
+    report = json.loads(run("ingest", str(corpus), "--json").stdout)
+    assert report["skipped"] == [{"source": "lighthouses.txt", "reason": "unreadable: Permission denied"}]
+    assert report["pruned_sources"] == 0
+    listed = json.loads(run("documents", "list", "--json").stdout)
+    assert "lighthouses.txt" in {document["source"] for document in listed["documents"]}
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
 def test_unreadable_files_for_real(corpus):
     (corpus / "lighthouses.txt").chmod(0)

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import stat
+import sys
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import ClassVar
@@ -458,6 +460,32 @@ def test_on_shutdown_jobs_past_the_drain_stop_and_read_interrupted(tmp_path):
     assert sorted(released) == [tmp_path / "a", tmp_path / "b"]  # upload folders handed back either way
     on_disk = {j.id: j.state for j in JobRecords(tmp_path / ".jobs").read_all()}
     assert on_disk == {first.id: "failed", second.id: "failed"}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a nice value per thread is Linux's")
+def test_a_jobs_threads_run_below_the_questions_cpu_priority_and_the_service_does_not(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from qrag_qdrant.config.service import ServiceSettings
+    from qrag_qdrant.service.jobs import IngestJobs, JobRecords
+
+    def niceness() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    def work(progress):
+        with ThreadPoolExecutor(1) as writer:  # as the ingest's writer thread is started
+            return {"job": niceness(), "writer": writer.submit(niceness).result()}
+
+    questions = niceness()
+    default = ServiceSettings().job_niceness
+    jobs = IngestJobs(
+        lambda *a: None, lambda exc: ("error", str(exc)), JobRecords(tmp_path / ".jobs"), niceness=default
+    )
+    job = jobs.submit_work("team-a", "source:notes", work)
+    jobs.close(drain_seconds=60)
+    assert job.state == "done" and default > 0
+    assert job.report == {"job": min(19, questions + default), "writer": min(19, questions + default)}
+    assert niceness() == questions  # the threads answering questions keep theirs
 
 
 @pytest.mark.slow

@@ -64,6 +64,34 @@ def test_a_declared_source_is_synced_at_start_and_again_when_an_admin_asks(teams
         assert metric_value(metrics, "qrag_source_sync_documents_total", change="changed") == 1
 
 
+def test_the_sources_routes_give_a_hostile_client_nothing(teams, tmp_path):
+    from .test_service_hardening import call_asgi, endless
+
+    start, auth = teams
+    folder = tmp_path / "roots" / "team-a" / "wildlife"
+    folder.mkdir(parents=True)
+    (folder / "owls.txt").write_text(OWLS)
+    declared = {"namespace": "team-a", "name": "wildlife", "kind": "folder", "location": str(folder), "every": 3600}
+    service = {"ingest_roots": {"team-a": [str(tmp_path / "roots" / "team-a")]}, "sources": [declared]}
+    with start(service=service) as client:
+        synced(client, auth["a-admin"], "wildlife")
+        for headers in ({}, {"Authorization": "Bearer qrag_not-a-key"}):
+            assert client.get("/v1/sources", headers=headers).status_code == 401
+            assert client.post("/v1/sources/wildlife/sync", headers=headers).status_code == 401
+        status, _, pulled = call_asgi(client.app, "/v1/sources/wildlife/sync", {}, endless())
+        assert status == 401 and pulled == 0  # refused before a byte of the body is read
+        admin = {k.lower(): v for k, v in auth["a-admin"].items()}
+        status, _, pulled = call_asgi(client.app, "/v1/sources/wildlife/sync", admin, endless())
+        assert status == 413 and pulled <= 200_000 // (64 * 1024) + 1  # cut off at service.max_body_bytes
+        assert client.post("/v1/sources/wildlife/sync", headers=auth["b"]).status_code == 403  # a read key
+        for name in ("x" * 5000, "..%2F..%2Fetc%2Fpasswd", "wildlife%00", "%2E%2E"):
+            refused = client.post(f"/v1/sources/{name}/sync", headers=auth["a-admin"])
+            assert refused.status_code in (404, 405) and len(refused.text) < 400
+            assert str(tmp_path) not in refused.text
+        listed = client.get("/v1/sources?name=../../etc&limit=99999999", headers=auth["a"])
+        assert listed.status_code == 200 and str(tmp_path) not in listed.text
+
+
 def test_a_source_outside_the_ingest_roots_is_refused_and_its_refusal_recorded(teams, tmp_path):
     start, auth = teams
     outside = tmp_path / "elsewhere"

@@ -99,6 +99,32 @@ def test_an_unchanged_folder_synced_again_reads_no_file_and_a_file_written_just_
     assert sources.sync("notes").files_read == 1  # its hash was taken within the racy window
 
 
+def test_a_file_written_while_it_is_read_keeps_its_last_version_and_is_read_again_next_sync(rag, tmp_path, monkeypatch):
+    folder = tmp_path / "rota"
+    write(folder, {"rota.txt": "Alice is on call this week.", "desk.txt": "The desk opens at 9:00."})
+    sources = rag.sources()
+    sources.add(SourceSpec(name="rota", kind="folder", location=str(folder)))
+    sources.sync("rota")
+    kept = held(rag)["rota/rota.txt"]
+    read_text = corpus_module.extract
+
+    def written_meanwhile(source, path, loader, digest):  # the editor saves between the hash and the text
+        if source == "rota/rota.txt":
+            path.write_text("Bob is on call this week, and Carol the next.")
+        return read_text(source, path, loader, digest)
+
+    (folder / "rota.txt").write_text("Dan is on call this week.")
+    (folder / "desk.txt").write_text("The desk opens at 10:00.")
+    monkeypatch.setattr(corpus_module, "extract", written_meanwhile)
+    during = sources.sync("rota")
+    assert during.skipped == {"rota/rota.txt": corpus_module.CHANGED_WHILE_READ} and during.error is None
+    assert during.changed == 1 and held(rag)["rota/rota.txt"] == kept  # the rest synced, the last version kept
+    monkeypatch.setattr(corpus_module, "extract", read_text)
+    after = sources.sync("rota")
+    assert after.changed == 1 and not after.skipped
+    assert "Carol" in rag.retrieve("Who is on call?").clusters[0].passages[0].text
+
+
 def test_a_hash_taken_within_the_racy_window_is_not_trusted(tmp_path):
     path = tmp_path / "a.txt"
     path.write_text("one")
@@ -113,13 +139,14 @@ def test_a_hash_taken_within_the_racy_window_is_not_trusted(tmp_path):
     assert again.digest("a.txt", path) == digest and again.read == 0
 
 
-def git(folder: Path, *arguments: str) -> None:
-    subprocess.run(
+def git(folder: Path, *arguments: str) -> str:
+    return subprocess.run(
         ["git", "-c", "user.name=Ada Lovelace", "-c", "user.email=ada@example.org", *arguments],
         cwd=folder,
         check=True,
         capture_output=True,
-    )
+        text=True,
+    ).stdout
 
 
 @needs_git
@@ -153,6 +180,8 @@ def test_a_git_sync_reads_only_the_files_a_commit_changed_and_records_their_comm
     assert second.revision != first.revision
     shown = rag.documents().get("releases/release-3.md")
     assert shown.author == "Grace Hopper" and shown.published is not None
+    assert shown.revision == git(repo, "log", "-1", "--format=%H", "--", "docs/release-3.md").strip()
+    assert shown.ingested_by == "source:releases" and shown.ingested_at is not None
     assert rag.documents().get("releases/release-5.md").author == "Ada Lovelace"
     assert "releases/release-4.md" not in held(rag)
 

@@ -107,7 +107,8 @@ def test_a_site_is_crawled_within_its_prefix_obeying_robots_and_synced_again_wit
     assert held(rag) == {"help/docs/index.html", "help/docs/guide.html", "help/docs/faq.txt"}
     assert first.added == 3 and not first.skipped
     assert site.hits[("/docs/private/secret.html", 200)] == 0 and site.hits[("/blog/x", 200)] == 0
-    assert rag.documents().get("help/docs/guide.html").url == f"{site.url}/docs/guide.html"
+    guide = rag.documents().get("help/docs/guide.html")
+    assert guide.url == f"{site.url}/docs/guide.html" and guide.revision is not None
 
     again = sources.sync("help")
     assert (again.files_read, again.unchanged, again.added, again.changed, again.removed) == (0, 3, 0, 0, 0)
@@ -118,6 +119,7 @@ def test_a_site_is_crawled_within_its_prefix_obeying_robots_and_synced_again_wit
     edited = sources.sync("help")
     assert (edited.changed, edited.removed, edited.files_read) == (1, 1, 1)
     assert held(rag) == {"help/docs/index.html", "help/docs/guide.html"}
+    assert rag.documents().get("help/docs/guide.html").revision not in (None, guide.revision)  # the new ETag
     evidence = rag.retrieve("How do I reset a password?")
     assert "calling the desk" in evidence.clusters[0].passages[0].text
 

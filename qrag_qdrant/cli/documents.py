@@ -101,7 +101,7 @@ def show_document(
     )
     known = [
         f"{name}: {value}"
-        for name in ("title", "publisher", "author", "published", "url")
+        for name in ("title", "publisher", "author", "published", "url", "revision")
         if (value := getattr(document, name))
     ]
     if known:

@@ -215,6 +215,14 @@ class ServiceSettings(Section):
         description="onnxruntime threads the service's ingest and sync jobs embed documents with; None: one fewer "
         "than the cores (at least 1), so a job leaves a core to every team's questions",
     )
+    job_niceness: int = Field(
+        19,
+        ge=0,
+        le=19,
+        description="how much lower than questions' the CPU priority of ingest and sync jobs is (a Linux nice "
+        "value, per thread): where a job and a team's questions want the same core, the questions win, and an "
+        "idle core is the job's; 0: jobs run at the questions' priority",
+    )
     preload_model: bool = Field(
         False,
         description="load the answer model when the service starts (serve --preload), not on the first answer: "

@@ -28,6 +28,9 @@ BLOCK_BYTES = 1 << 20
 SPOOL_IN_MEMORY = 4 << 20
 #: the reason given for a file no loader reads, followed by its suffix in parentheses
 UNSUPPORTED_FORMAT = "unsupported format"
+UNREADABLE = "unreadable"
+#: a file written to while it was read: its hash and its text may be of different versions
+CHANGED_WHILE_READ = "changed while it was read: kept as it was, read again at the next ingest"
 #: between blocks of loaders that give separate paragraphs or pages (text's blocks are one stream)
 BLOCK_SEPARATOR = "\n\n"
 
@@ -65,6 +68,12 @@ class Document:
 class SkippedFile:
     source: str
     reason: str
+
+    @property
+    def passing(self) -> bool:
+        """Whether the file may read fine next time (unreadable now, written while read): a prune
+        keeps the version the namespace holds rather than lose the document to a passing failure."""
+        return self.reason == CHANGED_WHILE_READ or self.reason.startswith(UNREADABLE)
 
 
 #: a file changed this close to when its hash was taken may change again within its clock's tick
@@ -200,13 +209,18 @@ class Corpus:
                 loader = loader_for(path, self.registered)
                 if loader is None:
                     raise LoaderError(f"{UNSUPPORTED_FORMAT} ({path.suffix or 'no suffix'})")
+                before = path.stat()
                 digest = content_hash(path) if self.digests is None else self.digests.digest(source, path)
                 document = extract(source, path, loader, digest) if needs_text(source, digest) else None
+                if document is not None and not same_file(before, path.stat()):
+                    document.close()
+                    self._skip(SkippedFile(source, CHANGED_WHILE_READ), on_skip)
+                    continue
             except LoaderError as exc:
                 self._skip(SkippedFile(source, str(exc)), on_skip)
                 continue
             except OSError as exc:
-                self._skip(SkippedFile(source, f"unreadable: {exc.strerror or exc}"), on_skip)
+                self._skip(SkippedFile(source, f"{UNREADABLE}: {exc.strerror or exc}"), on_skip)
                 continue
             on_read(source)
             yield document or Document(source, path, digest)
@@ -214,6 +228,10 @@ class Corpus:
     def _skip(self, skipped: SkippedFile, on_skip: Callable[[SkippedFile], None]) -> None:
         self.skipped.append(skipped)
         on_skip(skipped)
+
+
+def same_file(before: os.stat_result, after: os.stat_result) -> bool:
+    return (before.st_size, before.st_mtime_ns, before.st_ino) == (after.st_size, after.st_mtime_ns, after.st_ino)
 
 
 def content_hash(path: Path) -> str:

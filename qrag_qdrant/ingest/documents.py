@@ -54,6 +54,9 @@ class DocumentInfo(BaseModel):
     author: str | None = None
     published: str | None = Field(None, description="when it was published, ISO 8601 in UTC")
     url: str | None = None
+    revision: str | None = Field(
+        None, description="the version its source holds it at: a git commit, a web page's ETag or Last-Modified"
+    )
 
 
 class DocumentPage(BaseModel):

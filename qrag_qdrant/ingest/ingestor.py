@@ -241,9 +241,8 @@ class Ingestor:
         reading: Reading,
         rebuild: bool,
     ) -> None:
-        """After the run's documents are written: new labels of unchanged documents, the pruned
-        and excluded sources' points gone, the collection's bulk write finished and stamped, and
-        its term counts saved."""
+        """After the run's documents are written: new labels of unchanged documents, the pruned and
+        excluded sources' points gone, the bulk write finished and stamped, the term counts saved."""
         if self._relabel(writer, sources):
             self._writing(writer)
         exclude = set(reading.exclude)
@@ -252,7 +251,8 @@ class Ingestor:
             # an excluded source an earlier run indexed leaves too: an eval's held-out document
             # still in the namespace would answer the questions meant to be out of its corpus
             gone = (indexed - sources.keys() if prune else set()) | (indexed & exclude)
-            gone -= self.labels.unreadable  # what the caller may not read is not its to remove
+            # what the caller may not read is not its to remove, nor a file that fails for now its version
+            gone -= self.labels.unreadable | {skipped.source for skipped in report.skipped if skipped.passing}
             if gone:
                 self._writing(writer)
             self.store.delete_sources(writer.target, gone, writer.terms.removing)

@@ -1,6 +1,7 @@
-"""What is known of a document beyond its text: its title, publisher, author, publication date and
-URL, and who may read it. A loader reads what its format holds (Markdown front matter, HTML
-``<title>`` and ``<meta>``, PDF and Word document properties: ``Loader.metadata``), and a sidecar
+"""What is known of a document beyond its text: its title, publisher, author, publication date,
+URL, the version its source holds it at, and who may read it. A loader reads what its format
+holds (Markdown front matter, HTML ``<title>`` and ``<meta>``, PDF and Word document properties:
+``Loader.metadata``), a synced source what it knows (a git commit, a page's URL), and a sidecar
 file given at ingest (``ingest --metadata FILE.jsonl``) says it of any document; the sidecar wins.
 
 The sidecar holds one JSON object per line, naming its document by ``doc`` (or ``path``): the
@@ -34,6 +35,7 @@ NAMES = {
     "author": ("author",),
     "published": ("published_at", "published", "date"),
     "url": ("url",),
+    "revision": ("revision",),
 }
 
 
@@ -45,6 +47,8 @@ class DocumentMetadata:
     #: when it was published, ISO 8601 in UTC ("2023-11-27T08:45:59Z")
     published: str | None = None
     url: str | None = None
+    #: the version its source holds it at (a git commit, a page's ETag), for a synced source's document
+    revision: str | None = None
     #: the groups that may read it (``store/access.py``); None: not said here
     readers: tuple[str, ...] | None = None
 

@@ -120,6 +120,7 @@ def service_state(settings: Settings) -> ServiceState:
             JobRecords(Path(settings.store) / ".jobs"),
             settings.service.jobs_kept,
             settings.service.jobs_kept_days,
+            settings.service.job_niceness,
         ),
         feedback=FeedbackFile(settings.store),
         scheduler=GenerationScheduler(settings.service.queue_capacity, share=settings.service.queue_share),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import threading
 import uuid
 from collections.abc import Callable
@@ -156,16 +157,37 @@ class JobRecords:
         return jobs
 
 
+def lower_priority(niceness: int) -> None:
+    """Lower the calling thread's CPU priority by ``niceness`` (Linux keeps a nice value per
+    thread, and the threads it starts inherit it: the ingest's writer and onnxruntime's). Where a
+    job's thread shares the cores with a team's questions, the questions win; where the cores are
+    idle, the job takes them. Elsewhere nothing changes."""
+    if niceness and hasattr(os, "setpriority"):
+        try:
+            thread = threading.get_native_id()
+            os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + niceness))
+        except OSError as exc:
+            log.warning("ingest jobs run at the questions' CPU priority: %s", exc)
+
+
 class IngestJobs:
     """The service's ingest jobs, one queue per namespace. Finished jobs are forgotten, record and
     all, past ``kept`` of them or ``kept_days`` old: a service that runs for months holds a bounded
     number, however many jobs its teams start."""
 
     def __init__(
-        self, run: IngestRun, error_of: ErrorOf, records: JobRecords, kept: int = 1000, kept_days: float = 7.0
+        self,
+        run: IngestRun,
+        error_of: ErrorOf,
+        records: JobRecords,
+        kept: int = 1000,
+        kept_days: float = 7.0,
+        niceness: int = 0,
     ):
         self._run, self._error_of, self._records = run, error_of, records
         self.kept, self.kept_days = kept, kept_days
+        #: how far below the questions' the jobs' threads' CPU priority is (``lower_priority``)
+        self.niceness = niceness
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._jobs: dict[str, IngestJob] = {}
@@ -233,9 +255,14 @@ class IngestJobs:
         self._records.write(job)
         with self._lock:
             self._jobs[job.id] = job
-            queue = self._queues.setdefault(
-                job.namespace, ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"qrag-ingest-{job.namespace}")
-            )
+            queue = self._queues.get(job.namespace)
+            if queue is None:
+                queue = self._queues[job.namespace] = ThreadPoolExecutor(
+                    max_workers=1,
+                    thread_name_prefix=f"qrag-ingest-{job.namespace}",
+                    initializer=lower_priority,
+                    initargs=(self.niceness,),
+                )
             self._pending[job.id] = (queue.submit(self._execute, job, work, cleanup), cleanup)
         return job
 

@@ -57,6 +57,8 @@ class ChunkPayload:
     #: ISO 8601 in UTC
     published: str | None = None
     url: str | None = None
+    #: the version its source holds it at: a git commit, a web page's ETag or Last-Modified
+    revision: str | None = None
 
     @classmethod
     def of(cls, payload: dict[str, Any]) -> ChunkPayload:
@@ -80,7 +82,7 @@ PAYLOAD_FIELDS = tuple(field.name for field in dataclasses.fields(ChunkPayload))
 #: the payload field of a document's readers, indexed as a keyword in every collection
 READERS = "readers"
 #: the document's metadata fields (``ingest/metadata.py``), stored when known
-METADATA_FIELDS = ("title", "publisher", "author", "published", "url")
+METADATA_FIELDS = ("title", "publisher", "author", "published", "url", "revision")
 #: the payload fields every collection indexes, and how: what searches and scrolls filter on
 PAYLOAD_INDEXES = {
     "source": "keyword",

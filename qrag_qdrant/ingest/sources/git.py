@@ -94,15 +94,19 @@ def git(folder: Path, *arguments: str) -> str:
 
 
 def last_commits(clone: Path, root: Path) -> dict[str, DocumentMetadata]:
-    """Path under ``root`` -> its last commit's author and time, from one walk of the history."""
+    """Path under ``root`` -> its last commit, that commit's author and time, from one walk of the history."""
     under = root.relative_to(clone.resolve()).as_posix()
-    log = git(clone, "log", "--no-renames", f"--format={FIELD}%an{FIELD}%aI", "--name-only", "--", under or ".")
+    log = git(
+        clone, "log", "--no-renames", f"--format={FIELD}%H{FIELD}%an{FIELD}%aI", "--name-only", "--", under or "."
+    )
     found: dict[str, DocumentMetadata] = {}
-    author, when = "", ""
+    commit, author, when = "", "", ""
     prefix = "" if under in ("", ".") else under + "/"
     for line in log.splitlines():
         if line.startswith(FIELD):
-            _, author, when = line.split(FIELD)
+            _, commit, author, when = line.split(FIELD)
         elif line and line.startswith(prefix) and (path := line[len(prefix) :]) not in found:
-            found[path] = DocumentMetadata(author=author or None, published=published_time(when) if when else None)
+            found[path] = DocumentMetadata(
+                author=author or None, published=published_time(when) if when else None, revision=commit
+            )
     return found

@@ -106,6 +106,8 @@ class Sources:
         digests.settle()
         skipped = {s.source: s.reason for s in report.skipped}
         found = {source: known for source, known in digests.found.items() if source not in skipped}
+        # a file that failed for now keeps the version the namespace holds, and so its last hash
+        found |= {s.source: previous[s.source] for s in report.skipped if s.passing and s.source in previous}
         result.revision = snapshot.revision
         result.added = len(found.keys() - previous.keys())
         result.changed = sum(1 for s, known in found.items() if s in previous and previous[s][2] != known[2])

@@ -104,7 +104,10 @@ class WebSource:
             elif path.is_dir() and not any(path.iterdir()):
                 path.rmdir()
         write_state(workdir / STATE_FILE, crawl.kept)
-        metadata = {entry["file"]: DocumentMetadata(url=url) for url, entry in crawl.kept.items()}
+        metadata = {
+            entry["file"]: DocumentMetadata(url=url, revision=entry.get("etag") or entry.get("modified"))
+            for url, entry in crawl.kept.items()
+        }
         return Snapshot(pages, metadata=metadata, failures=crawl.failures)
 
     def on_site(self, request: httpx.Request) -> None:
