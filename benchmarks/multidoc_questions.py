@@ -243,6 +243,38 @@ QUESTIONS = [
         "Was the mobile app's offline mode released before the tablet layout?",
         [],
     ),
+    # a period names each document: the namespace's dates find it (``parts.periods``)
+    asked(
+        "period",
+        "Did the Steering Committee's minutes of the first quarter of 2023 and its minutes of the third "
+        "quarter of 2023 name the same chair?",
+        "Did the minutes of the first quarter of 2023 and the minutes of the third quarter of 2023 name "
+        "the same chair of the committee?",
+        ["minutes-2023-02.md", "minutes-2023-09.md"],
+    ),
+    asked(
+        "period",
+        "Did the Platform Team's release note published in March 2023 and its release note published in "
+        "November 2023 set the same upload limit?",
+        "Did the release note published in March 2023 and the release note published in November 2023 "
+        "set the same upload limit per file?",
+        ["release-2.1.md", "release-3.0.md"],
+    ),
+    asked(
+        "period",
+        "Did the People Team's handbook published in 2023 and its handbook published in 2024 give the same "
+        "parental leave?",
+        "Did the handbook published in 2023 and the handbook published in 2024 give the same paid parental leave?",
+        ["handbook-2023.md", "handbook-2024.md"],
+    ),
+    asked(
+        "period",
+        "Was the migration budget in the Steering Committee's minutes from February 2023 raised in its "
+        "minutes from the second quarter of 2023?",
+        "Was the migration budget approved in the minutes from February 2023 raised in the minutes from the "
+        "second quarter of 2023?",
+        ["minutes-2023-02.md", "minutes-2023-05.md"],
+    ),
 ]
 
 

@@ -6,7 +6,6 @@ question of one part; a single-fact question takes the one-question path, with n
 from __future__ import annotations
 
 import json
-from datetime import date
 
 import pytest
 
@@ -39,7 +38,7 @@ def test_each_report_of_a_time_order_question_keeps_its_date_and_the_attribution
         "on the heat shield erosion published on December 5, 2023, was there a change in the launch date?"
     )
     plan = plan_by_form(question)
-    assert [part.day for part in plan.parts] == [date(2023, 10, 7), date(2023, 12, 5)]
+    assert [part.when.label for part in plan.parts] == ["2023-10-07", "2023-12-05"]
     assert plan.parts[0].clause == "Between a report on the Artemis II crew training published on October 7, 2023"
     chain = (
         "Which company unveiled the spacesuit for the Artemis III landing, was praised for the suit's knee room, "
@@ -102,6 +101,24 @@ def test_each_unnamed_part_finds_its_own_article_and_the_whole_question_decides(
     assert by_part[1][0] == "tech/artemis-delay.txt" and by_part[2][0] == "world/artemis-suits.txt"
     assert (evidence.abstain_reason, evidence.confidence) == (whole.abstain_reason, whole.confidence)
     assert [n for part in evidence.parts for n in part.citations] == [p.citation for p in evidence.passages]
+
+
+@pytest.mark.slow
+def test_a_part_that_names_a_period_searches_the_documents_published_then_or_its_words_alone(news, embedder):  # noqa: F811
+    asked = (
+        "Did a report published {when} say NASA's Artemis programme costs billions of dollars, while another "
+        "report said the Artemis II crew flies around the Moon in the Orion capsule?"
+    )
+    with QuorumRAG(load_settings(store=news), embedder=embedder) as rag:
+        in_period = rag.retrieve(asked.format(when="in the third quarter of 2023"))
+        none_then = rag.retrieve(asked.format(when="in 2019"))
+    assert in_period.parts[0].label == "part 1, 2023-Q3"
+    assert in_period.parts[0].filter == "published from 2023-07-01T00:00:00Z, published before 2023-10-01T00:00:00Z"
+    assert {p.source for p in in_period.passages if p.part == 1} == {"tech/artemis-budget.txt"}  # of 2023-08-11
+    assert in_period.parts[1].filter is None
+    # no document the namespace holds was published in 2019: the part's words alone, in every document
+    assert none_then.parts[0].filter is None
+    assert next(p.source for p in none_then.passages if p.part == 1) == "tech/artemis-budget.txt"
 
 
 @pytest.mark.slow

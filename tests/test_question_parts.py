@@ -6,7 +6,7 @@ question that names no publisher takes the one-question path, with the same evid
 from __future__ import annotations
 
 import json
-from datetime import date
+from datetime import date, timedelta
 
 import pytest
 
@@ -57,10 +57,58 @@ def test_a_date_after_a_publisher_narrows_its_part_to_within_two_weeks_of_it():
         "Cnbc report published on 7 October 2023 about the verdict?",
         PUBLISHERS,
     )
-    days = [(part.publishers, part.day) for part in plan.parts]
-    assert days == [(("TechCrunch",), date(2023, 10, 2)), (("Cnbc | World Business News Leader",), date(2023, 10, 7))]
+    days = [(part.publishers, part.when.label) for part in plan.parts]
+    assert days == [(("TechCrunch",), "2023-10-02"), (("Cnbc | World Business News Leader",), "2023-10-07")]
     assert plan.parts[0].filter == DocumentFilter(publisher="TechCrunch", after="2023-09-18", before="2023-10-17")
     assert plan.parts[1].label == "Cnbc, 2023-10-07"
+
+
+@pytest.mark.parametrize(
+    ("said", "first", "last", "label"),
+    [
+        ("published in 2024", "2024-01-01", "2024-12-31", "2024"),
+        ("published during March 2023", "2023-03-01", "2023-03-31", "2023-03"),
+        ("from Q3 2023", "2023-07-01", "2023-09-30", "2023-Q3"),
+        ("of the fourth quarter of 2023", "2023-10-01", "2023-12-31", "2023-Q4"),
+        ("released in the second half of 2023", "2023-07-01", "2023-12-31", "2023-H2"),
+        ("published last quarter", "2026-07-01", "2026-09-30", "2026-Q3"),
+        ("from this year", "2026-01-01", "2026-12-31", "2026"),
+        ("dated last month", "2026-10-01", "2026-10-31", "2026-10"),
+    ],
+)
+def test_a_period_after_a_publisher_narrows_its_part_to_that_period(said, first, last, label):
+    plan = plan_question(
+        f"Did the TechCrunch report {said} count more layoffs than The Verge did on October 2, 2023?",
+        PUBLISHERS,
+        today=date(2026, 11, 29),
+    )
+    assert [part.when.label for part in plan.parts] == [label, "2023-10-02"]
+    end = date.fromisoformat(last) + timedelta(days=1)
+    assert plan.parts[0].filter == DocumentFilter(publisher="TechCrunch", after=first, before=end.isoformat())
+    assert plan.parts[0].label == f"TechCrunch, {label}"
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Did the 2023 TechCrunch review praise the phone more than The Verge?",  # a year that names a thing
+        "Did TechCrunch say Google spent $26.3 billion in 2021, while The Verge said it spent less?",  # the events'
+        "Did TechCrunch report higher revenue in the last quarter than The Verge?",
+    ],
+)
+def test_a_period_of_what_documents_tell_is_no_filter_on_when_they_were_published(question):
+    plan = plan_question(question, PUBLISHERS, today=date(2026, 11, 29))
+    assert [part.when for part in plan.parts] == [None, None]
+
+
+def test_a_publisher_named_once_with_two_periods_has_a_part_for_each():
+    plan = plan_question(
+        "Did the TechCrunch report from March 2023 and the one from the third quarter of 2023 agree?", PUBLISHERS
+    )
+    assert [(part.publishers, part.label) for part in plan.parts] == [
+        (("TechCrunch",), "TechCrunch, 2023-03"),
+        (("TechCrunch",), "TechCrunch, 2023-Q3"),
+    ]
 
 
 def test_a_name_shared_by_publishers_names_them_all_and_a_lowercase_word_names_none():

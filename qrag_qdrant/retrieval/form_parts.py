@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 
 from .model_parts import needs_model_split
-from .parts import DATE, MONTHS, WHOLE, WRITTEN, QuestionPart, QuestionPlan, day_of
+from .parts import DATE, MONTHS, WHOLE, WRITTEN, QuestionPart, QuestionPlan, periods
 
 #: where a question's clauses meet, for a question that refers to documents: a comma (and a word
 #: that joins), a conjunction of clauses, or "and" before a second subject or verb
@@ -101,9 +101,9 @@ def own_words(text: str) -> int:
 
 
 def part_of(text: str, number: int) -> QuestionPart:
-    """A part searched by ``text`` alone, on the day it names (if it names one)."""
-    day = next((found for match in DATE.finditer(text) if (found := day_of(match))), None)
-    return QuestionPart(None, day, text.strip(" ,;?"), named=f"part {number}", alone=True)
+    """A part searched by ``text`` alone, in the day or period it names (if it names one)."""
+    when = next((period for _, period in periods(text)), None)
+    return QuestionPart(None, when, text.strip(" ,;?"), named=f"part {number}", alone=True)
 
 
 def clauses_of(question: str) -> list[str]:

@@ -1,6 +1,6 @@
 """The parts of a question that needs several documents: one part per document it names by its
-publisher, and by its date where it gives one ("the TechCrunch report published on October 2,
-2023, and the Fortune piece of October 7").
+publisher, and by its date or period where it gives one ("the TechCrunch report published on
+October 2, 2023, and the Fortune piece of October 7"; "the notes of March 2024", "in Q3 2023").
 
 The rules read what the namespace knows: its publishers (the documents' metadata). A part is
 searched only in its publisher's documents (and within two weeks of its date), so that the strongest
@@ -69,6 +69,27 @@ NAMED_SOURCES = (
 )
 #: a question's own words, apart from the outlets it names, that make a clause worth its own search
 CLAUSE_WORDS = 5
+#: a period a question names a document by: "the minutes of March 2023", "the report from Q3 2023",
+#: "published in 2024", "the notes from the second half of 2023", "the update released last
+#: quarter". Only after a document's noun or a verb of publishing: a period of the events a
+#: document tells ("spent $26 billion in 2021", "its results in the last quarter") is no filter
+#: on when it was published, nor a year that names a thing ("the 2023 handbook")
+ORDINALS = ("first", "second", "third", "fourth")
+DOCUMENT = (
+    rf"(?:{WRITTEN}|minutes|notes|handbooks?|releases?|release notes?|editions?|versions?|issues?|"
+    r"newsletters?|memos?|polic(?:y|ies)|guides?|documents?|files?|pages?|updates?|announcements?|ones?)"
+)
+PUBLISHING = r"(?:published|released|issued|dated|posted|written|filed)"
+PERIOD = re.compile(
+    rf"\b(?i:{DOCUMENT}\s+(?:{PUBLISHING}\s+)?(?:of|from|for|in|during|dated)|{PUBLISHING}(?:\s+(?:in|during|from))?)"
+    r"\s+(?:the\s+)?(?i:"
+    rf"(?P<month>{'|'.join(MONTHS)})\s+(?P<month_year>(?:19|20)\d{{2}})"
+    r"|Q(?P<quarter>[1-4])\s+(?P<quarter_year>(?:19|20)\d{2})"
+    r"|(?P<ordinal>first|second|third|fourth)\s+quarter\s+of\s+(?P<ordinal_year>(?:19|20)\d{2})"
+    r"|(?P<half>first|second)\s+half\s+of\s+(?P<half_year>(?:19|20)\d{2})"
+    r"|(?P<year>(?:19|20)\d{2})"
+    r"|(?P<relative>last|this|past|previous)\s+(?P<unit>year|quarter|month))\b"
+)
 #: the days either side of a named date a part searches: a question's date is often a report's
 #: day in another zone, or the day of the event it reports, and a later report may be a gold
 #: article too (two weeks: on the tuning half every gold article reached the context for 0.679 of
@@ -77,14 +98,35 @@ DATE_SLACK = 14
 
 
 @dataclass(frozen=True)
+class Period:
+    """The days a part's documents were published in: a day the question names and
+    ``DATE_SLACK`` days either side, or a month, quarter, half or year; ``label`` as a reader
+    names it ("2023-10-02", "2024-Q1")."""
+
+    first: date
+    last: date
+    label: str
+
+    @classmethod
+    def around(cls, day: date) -> Period:
+        return cls(day - timedelta(days=DATE_SLACK), day + timedelta(days=DATE_SLACK), day.isoformat())
+
+    @classmethod
+    def months(cls, year: int, month: int, count: int, label: str) -> Period:
+        """``count`` months from ``month`` of ``year``, whole."""
+        after = month - 1 + count
+        return cls(date(year, month, 1), date(year + after // 12, after % 12 + 1, 1) - timedelta(days=1), label)
+
+
+@dataclass(frozen=True)
 class QuestionPart:
-    """One document a question needs: the publishers it may come from (None: any), the day it
-    was published (None: any), and the question's words about it (``clause``, None when they
+    """One document a question needs: the publishers it may come from (None: any), when it was
+    published (None: any), and the question's words about it (``clause``, None when they
     are the whole question's). ``missing``: why no document can answer it (a publisher the
     namespace does not hold). ``named``: how a reader names it (its outlet, or "part 2")."""
 
     publishers: tuple[str, ...] | None
-    day: date | None = None
+    when: Period | None = None
     clause: str | None = None
     named: str = ""
     missing: str | None = None
@@ -94,15 +136,15 @@ class QuestionPart:
     @property
     def label(self) -> str:
         """The part as a reader names it: "TechCrunch, 2023-10-02"."""
-        return ", ".join(part for part in (self.named, self.day.isoformat() if self.day else "") if part)
+        return ", ".join(part for part in (self.named, self.when.label if self.when else "") if part)
 
     @property
     def filter(self) -> DocumentFilter:
-        day = self.day
+        when = self.when
         return DocumentFilter(
             publisher=self.publishers,
-            after=(day - timedelta(days=DATE_SLACK)).isoformat() if day else None,
-            before=(day + timedelta(days=DATE_SLACK + 1)).isoformat() if day else None,
+            after=when.first.isoformat() if when else None,
+            before=(when.last + timedelta(days=1)).isoformat() if when else None,
         )
 
 
@@ -191,9 +233,42 @@ def unknown_sources(question: str, mentions: Sequence[Mention]) -> list[str]:
             continue
         if (question[end : end + 1] and question[end] in "'’") or name in unknown:  # a possessive or a title
             continue
-        if name.lower().removeprefix("the ") and name.split()[0].lower() not in MONTHS:  # "one from October 5"
-            unknown.append(name)
+        first = name.split()[0]
+        if name.lower().removeprefix("the ") and first.lower() not in MONTHS and not re.fullmatch(r"Q[1-4]", first):
+            unknown.append(name)  # not "one from October 5", "the report from Q3 2023"
     return unknown
+
+
+def periods(text: str, today: date | None = None) -> list[tuple[int, Period]]:
+    """Where ``text`` names a day or a period, and which, in order; "last quarter" is read
+    against ``today`` (the date now, unless given)."""
+    days = [(match.start(), Period.around(day)) for match in DATE.finditer(text) if (day := day_of(match))]
+    named = [(match.start(), period_of(match, today or date.today())) for match in PERIOD.finditer(text)]
+    return sorted(days + named, key=lambda found: found[0])
+
+
+def period_of(match: re.Match[str], today: date) -> Period:
+    if match["month"]:
+        year, month = int(match["month_year"]), MONTHS.index(match["month"].lower()) + 1
+        return Period.months(year, month, 1, f"{year}-{month:02d}")
+    if match["quarter"] or match["ordinal"]:
+        quarter = int(match["quarter"]) if match["quarter"] else ORDINALS.index(match["ordinal"].lower()) + 1
+        year = int(match["quarter_year"] or match["ordinal_year"])
+        return Period.months(year, 3 * quarter - 2, 3, f"{year}-Q{quarter}")
+    if match["half"]:
+        half, year = ORDINALS.index(match["half"].lower()) + 1, int(match["half_year"])
+        return Period.months(year, 6 * half - 5, 6, f"{year}-H{half}")
+    if match["year"]:
+        return Period.months(int(match["year"]), 1, 12, match["year"])
+    back = int(match["relative"].lower() != "this")
+    unit = match["unit"].lower()
+    if unit == "year":
+        return Period.months(today.year - back, 1, 12, str(today.year - back))
+    if unit == "quarter":
+        year, quarter = divmod(today.year * 4 + (today.month - 1) // 3 - back, 4)
+        return Period.months(year, 3 * quarter + 1, 3, f"{year}-Q{quarter + 1}")
+    year, month = divmod(today.year * 12 + today.month - 1 - back, 12)
+    return Period.months(year, month + 1, 1, f"{year}-{month + 1:02d}")
 
 
 def day_of(match: re.Match[str]) -> date | None:
@@ -227,25 +302,32 @@ def own_words(clause: str, mentions: Sequence[Mention]) -> int:
     return len(re.findall(r"[A-Za-z][\w'-]+", clause))
 
 
-def plan_question(question: str, publishers: Iterable[str]) -> QuestionPlan:
-    """The parts of ``question``: one per publisher mention (with the date written after it,
-    before the next mention), and a missing part per outlet the namespace does not hold, if it
-    holds any: in a namespace whose documents name no publisher, an outlet is only words. No
-    parts (the whole question) when it names none."""
+def plan_question(question: str, publishers: Iterable[str], today: date | None = None) -> QuestionPlan:
+    """The parts of ``question``: one per publisher mention, and one per day or period written
+    after it before the next mention (``periods``), and a missing part per outlet the namespace
+    does not hold, if it holds any: in a namespace whose documents name no publisher, an outlet
+    is only words. No parts (the whole question) when it names none."""
     known = frozenset(publishers)
     mentions = publisher_mentions(question, known)
     unknown = unknown_sources(question, mentions) if known else []
     if not mentions and not unknown:
         return WHOLE
-    days = [(m.start(), day_of(m)) for m in DATE.finditer(question)]
+    named_when = periods(question, today)
     parts: list[QuestionPart] = []
     for n, (mention, clause) in enumerate(zip(mentions, clauses(question, mentions), strict=True)):
         until = mentions[n + 1].start if n + 1 < len(mentions) else len(question)
-        day = next((d for at, d in days if mention.end <= at < until and d), None)
+        # "the committee's minutes of March and its minutes of May": a part for each
+        whens: list[Period | None] = list(
+            {period.label: period for at, period in named_when if mention.end <= at < until}.values()
+        )
         own = clause if clause and own_words(clause, mentions) >= CLAUSE_WORDS else None
-        part = QuestionPart(mention.publishers, day, own, mention.named)
-        repeated = any(other.publishers == part.publishers and (own is None or other == part) for other in parts)
-        if not repeated:  # a publisher named again, with no words of its own, adds no search
-            parts.append(part)
+        for when in whens or [None]:
+            part = QuestionPart(mention.publishers, when, own, mention.named)
+            repeated = any(
+                (other.publishers, other.when) == (part.publishers, when) and (own is None or other == part)
+                for other in parts
+            )
+            if not repeated:  # a publisher named again, with no words of its own, adds no search
+                parts.append(part)
     parts += [QuestionPart(None, named=name, missing=f"no document from {name}") for name in unknown]
     return QuestionPlan(tuple(parts))

@@ -278,7 +278,7 @@ class Coordinator:
         narrowed = part.filter.within(scope.documents)
         if part.alone:
             retrievers = len(self.settings.retrievers)
-            if part.day is not None and narrowed is not None:
+            if part.when is not None and narrowed is not None:
                 dated = Scope(scope.access, narrowed, scope.sources)
                 if self.passes(dated):
                     return search_alone(self.searcher, options, part, dated, retrievers, narrowed.describe())
