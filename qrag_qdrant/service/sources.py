@@ -25,7 +25,7 @@ from ..config.settings import Settings
 from ..config.sources import SourceSpec
 from ..errors import SourceError
 from ..ingest.sources.base import SOURCES, watched_folder
-from ..ingest.sources.register import SourceRegister, SyncResult, namespaces_with_sources
+from ..ingest.sources.register import RecordedSource, SourceRegister, SyncResult, namespaces_with_sources
 from ..ingest.sources.watch import changed_sources
 from .errors import error_of
 from .jobs import IngestJob, IngestJobs, JobProgress
@@ -131,26 +131,38 @@ class SourceSchedule:
         if self.metrics is not None:
             self.metrics.observe_sync(namespace, name, result, code)
 
-    def due(self, at: datetime) -> tuple[list[tuple[str, str]], float]:
-        """The sources due at ``at``, and the seconds until the next one is (``LONGEST_SLEEP`` at most)."""
+    def recorded(self) -> list[tuple[str, RecordedSource]]:
+        """Every namespace's sources as their registers hold them now: (namespace, source)."""
+        return [
+            (namespace, recorded)
+            for namespace in namespaces_with_sources(self.folder)
+            for recorded in self.register(namespace).read().values()
+        ]
+
+    def due(
+        self, at: datetime, sources: list[tuple[str, RecordedSource]] | None = None
+    ) -> tuple[list[tuple[str, str]], float]:
+        """The sources due at ``at`` (of ``sources``, else of the registers as they are), and the
+        seconds until the next one is (``LONGEST_SLEEP`` at most)."""
         due: list[tuple[str, str]] = []
         wait = LONGEST_SLEEP
-        for namespace in namespaces_with_sources(self.folder):
-            for name, recorded in self.register(namespace).read().items():
-                every = recorded.spec.every
-                if every is None:
-                    continue
-                last = recorded.last.started_at if recorded.last is not None else None
-                until = (last + timedelta(seconds=every) - at).total_seconds() if last is not None else 0.0
-                if until <= 0:  # synced now: due again ``every`` seconds from now
-                    due.append((namespace, name))
-                wait = min(wait, until if until > 0 else every)
+        for namespace, recorded in self.recorded() if sources is None else sources:
+            every = recorded.spec.every
+            if every is None:
+                continue
+            last = recorded.last.started_at if recorded.last is not None else None
+            until = (last + timedelta(seconds=every) - at).total_seconds() if last is not None else 0.0
+            if until <= 0:  # synced now: due again ``every`` seconds from now
+                due.append((namespace, recorded.spec.name))
+            wait = min(wait, until if until > 0 else every)
         return due, wait
 
-    def tick(self, at: datetime | None = None) -> tuple[list[IngestJob], float]:
+    def tick(
+        self, at: datetime | None = None, sources: list[tuple[str, RecordedSource]] | None = None
+    ) -> tuple[list[IngestJob], float]:
         """Queue every due source's sync (one already queued or running is not queued again); the
         jobs, and the seconds until the next source is due."""
-        due, wait = self.due(at or datetime.now(UTC))
+        due, wait = self.due(at or datetime.now(UTC), sources)
         jobs = []
         for namespace, name in due:
             try:
@@ -159,21 +171,20 @@ class SourceSchedule:
                 log.warning("source %s of namespace %s: its sync was not queued", name, namespace, exc_info=True)
         return jobs, wait
 
-    def watched(self) -> dict[str, tuple[Path, bool]]:
+    def watched(self, sources: list[tuple[str, RecordedSource]] | None = None) -> dict[str, tuple[Path, bool]]:
         """ "<namespace>/<source>" -> (the folder, whether to poll it) of every source with ``watch``
         whose kind can be watched and whose folder the service may read."""
         found = {}
-        for namespace in namespaces_with_sources(self.folder):
-            for name, recorded in self.register(namespace).read().items():
-                spec = recorded.spec
-                if not spec.watch or refusal(self.settings.service, namespace, spec) is not None:
-                    continue
-                try:
-                    folder = watched_folder(SOURCES.get(spec.kind)(spec))
-                except Exception:  # a kind not installed, options it refuses: its syncs say why
-                    continue
-                if folder is not None:
-                    found[f"{namespace}/{name}"] = folder
+        for namespace, recorded in self.recorded() if sources is None else sources:
+            spec = recorded.spec
+            if not spec.watch or refusal(self.settings.service, namespace, spec) is not None:
+                continue
+            try:
+                folder = watched_folder(SOURCES.get(spec.kind)(spec))
+            except Exception:  # a kind not installed, options it refuses: its syncs say why
+                continue
+            if folder is not None:
+                found[f"{namespace}/{spec.name}"] = folder
         return found
 
     def start(self) -> None:
@@ -188,8 +199,9 @@ class SourceSchedule:
         wait = 0.0
         while not self._stop.wait(wait):
             try:
-                _, wait = self.tick()
-                if (watching := self.watched()) != self._watching:  # added, removed or changed: watch anew
+                sources = self.recorded()  # each register read once a round
+                _, wait = self.tick(sources=sources)
+                if (watching := self.watched(sources)) != self._watching:  # added, removed or changed: watch anew
                     self._watching = watching
                     self._watch_stop.set()
             except Exception:
