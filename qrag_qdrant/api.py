@@ -75,7 +75,7 @@ class QuorumRAG:
 
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = open_embedder(self.settings.embedding)
+            self._embedder = open_embedder(self.settings.embedding, self.settings.embedders)
         return self._embedder
 
     @property

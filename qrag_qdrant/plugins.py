@@ -9,10 +9,12 @@ points of the package itself, so they are found exactly as a plug-in's are.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
 from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from .errors import ConfigError
 
@@ -34,8 +36,17 @@ def require(module: str, extra: str, needed_by: str = "", error: type[Exception]
 class Registry(Generic[Item]):
     """Named extensions of one kind: ``group``'s entry points, then in-process registrations."""
 
-    def __init__(self, group: str, kind: str, load: Callable[[Any], Item] | None = None, setting: str | None = None):
+    def __init__(
+        self,
+        group: str,
+        kind: str,
+        load: Callable[[Any], Item] | None = None,
+        setting: str | None = None,
+        section: str | None = None,
+    ):
         self.group = group
+        #: the config's table of the items' own settings ("embedders": ``[embedders.<name>]``)
+        self.section = section
         #: what one item is, for errors: "generation backend"
         self.kind = kind
         #: the config key that names an item, for errors: "generation.backend"
@@ -73,6 +84,33 @@ class Registry(Generic[Item]):
 
     def names(self) -> list[str]:
         return sorted({point.name for point in self.points()} | set(self.local))
+
+    def options(self, name: str, sections: Mapping[str, Mapping[str, Any]]) -> BaseModel | None:
+        """``name``'s own settings: its section of ``sections`` (``[embedders.<name>]``, by the
+        config key ``section``) read by the pydantic model the item declares as ``Options``; None
+        when it declares none. A section naming nothing registered, a section for an item that
+        takes no settings, or a value its model refuses is a one-line ConfigError."""
+        for named in sections:  # every section is checked, the one in use or not: a typo is no silence
+            if named not in self.names():
+                raise ConfigError(
+                    f"[{self.section}.{named}]: no {self.kind} {named!r}; known: {', '.join(self.names())}"
+                )
+            if named != name:
+                self._read_options(named, sections[named])
+        return self._read_options(name, sections.get(name) or {})
+
+    def _read_options(self, name: str, section: Mapping[str, Any]) -> BaseModel | None:
+        declared: type[BaseModel] | None = getattr(self.get(name), "Options", None)
+        if declared is None:
+            if section:
+                raise ConfigError(f"[{self.section}.{name}]: the {self.kind} {name!r} takes no settings")
+            return None
+        try:
+            return declared.model_validate(dict(section))
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"])
+            raise ConfigError(f"[{self.section}.{name}] {where}: {problem['msg']}".replace(" : ", ": ")) from None
 
     def get(self, name: str) -> Item:
         """One item, loading only its own entry point (a server store's client is never imported

@@ -3,15 +3,19 @@ registered in-process used by name, an unknown name one line naming the known on
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 
+import numpy as np
 import pytest
+from pydantic import BaseModel, Field
 
 from qrag_qdrant import QuorumRAG, plugins
 from qrag_qdrant.config.settings import load_settings
-from qrag_qdrant.embedding import BM25_SOURCES, EMBEDDERS, SparseEmbedder
+from qrag_qdrant.embedding import BM25_SOURCES, EMBEDDERS, SparseEmbedder, open_embedder
 from qrag_qdrant.errors import ConfigError
-from qrag_qdrant.generation import BACKENDS
+from qrag_qdrant.generation import BACKENDS, open_backend
 from qrag_qdrant.ingest.loaders import LOADERS, LoaderError, require
 from qrag_qdrant.ingest.sources import SOURCES
 from qrag_qdrant.retrieval.expansion import EXPANSIONS
@@ -105,3 +109,68 @@ def test_plugins_lists_each_extension_point_and_where_each_name_comes_from(monke
         "embedders (qrag_qdrant.embedders): fastembed (qrag-qdrant" in text
         and "bucket (registered in this process)" in text
     )
+
+
+class HashedWords:
+    """A plug-in embedder with settings of its own: each word hashed to one of ``dim`` places."""
+
+    class Options(BaseModel):
+        dim: int = Field(64, ge=8)
+        salt: str = ""
+
+    mean_pools = False
+
+    def __init__(self, settings, options: HashedWords.Options):
+        self.model_name, self.dim, self.salt = settings.model, options.dim, options.salt
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"[a-z]+", text.lower()):
+                vectors[row, int(hashlib.sha256((self.salt + word).encode()).hexdigest(), 16) % self.dim] += 1.0
+        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
+
+    def query_embed(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+    def embed_spans(self, text, spans, stride=192, windows=None):
+        raise NotImplementedError("chunks are embedded whole")
+
+
+def test_a_plug_ins_own_settings_section_reaches_it_and_a_bad_one_is_one_line(tmp_path, corpus, monkeypatch):
+    monkeypatch.setattr(EMBEDDERS, "local", {"hashed": HashedWords})
+    embedding = {"embedder": "hashed", "model": "words", "dim": 128}
+    settings = load_settings(
+        store=tmp_path / "store", embedding=embedding, embedders={"hashed": {"dim": 128, "salt": "s1"}}
+    )
+    with QuorumRAG(settings) as rag:
+        rag.ingest(corpus)
+        assert (rag.embedder().dim, rag.embedder().salt) == (128, "s1")
+        best = rag.retrieve("How do honeybees tell each other where flowers are?").clusters[0]
+        assert "bee" in best.passages[0].text.lower()
+    for sections, message in [
+        ({"hashed": {"dim": "many"}}, "[embedders.hashed] dim: Input should be a valid integer"),
+        ({"hashed": {"dim": 4}}, "[embedders.hashed] dim: Input should be greater than or equal to 8"),
+        ({"hashed": {}, "hashd": {"dim": 64}}, "[embedders.hashd]: no embedder 'hashd'; known: fastembed"),
+        ({"fastembed": {"threads": 2}}, "[embedders.fastembed]: the embedder 'fastembed' takes no settings"),
+    ]:
+        with pytest.raises(ConfigError) as refused:
+            open_embedder(load_settings(embedding=embedding).embedding, sections)
+        assert str(refused.value).startswith(message) and "\n" not in str(refused.value)
+
+
+def test_a_backends_own_settings_section_reaches_it(tmp_path, monkeypatch):
+    made = []
+
+    class Quiet:
+        class Options(BaseModel):
+            greeting: str
+
+        def __init__(self, settings, options):
+            made.append(options.greeting)
+
+    monkeypatch.setattr(BACKENDS, "local", {"quiet": Quiet})
+    open_backend(load_settings(generation={"backend": "quiet"}, backends={"quiet": {"greeting": "hello"}}))
+    assert made == ["hello"]
+    with pytest.raises(ConfigError, match=r"\[backends.quiet\] greeting: Field required"):
+        open_backend(load_settings(generation={"backend": "quiet"}))

@@ -171,6 +171,15 @@ class Settings(BaseSettings):
     generation: GenerationSettings = GenerationSettings()
     qdrant: QdrantSettings = QdrantSettings()
     service: ServiceSettings = ServiceSettings()
+    embedders: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="a plug-in embedder's own settings, [embedders.<name>], read by the model it declares "
+        "(docs/extending.md)",
+    )
+    backends: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="a plug-in generation backend's own settings, [backends.<name>], read by the model it declares",
+    )
 
     @classmethod
     def settings_customise_sources(

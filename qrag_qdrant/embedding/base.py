@@ -6,8 +6,8 @@ with (``EmbeddingSettings.fingerprint``), so vectors of two models are never mix
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -45,14 +45,17 @@ class Embedder(Protocol):
     ) -> np.ndarray: ...
 
 
-EMBEDDERS: Registry[Callable[[EmbeddingSettings], Embedder]] = Registry(
-    "qrag_qdrant.embedders", "embedder", setting="embedding.embedder"
+EMBEDDERS: Registry[Callable[..., Embedder]] = Registry(
+    "qrag_qdrant.embedders", "embedder", setting="embedding.embedder", section="embedders"
 )
 
 
-def open_embedder(settings: EmbeddingSettings) -> Embedder:
-    """The configured embedder (``embedding.embedder``), models loaded on first use."""
-    return EMBEDDERS.get(settings.embedder)(settings)
+def open_embedder(settings: EmbeddingSettings, sections: Mapping[str, Mapping[str, Any]] | None = None) -> Embedder:
+    """The configured embedder (``embedding.embedder``), models loaded on first use. One that
+    declares ``Options`` is made with its own settings too: ``[embedders.<name>]`` of ``sections``."""
+    factory = EMBEDDERS.get(settings.embedder)
+    options = EMBEDDERS.options(settings.embedder, sections or {})
+    return factory(settings) if options is None else factory(settings, options)
 
 
 def embedding_dim(settings: EmbeddingSettings) -> int:

@@ -34,9 +34,10 @@ __all__ = [
     "register_backend",
 ]
 
-BackendFactory = Callable[[Settings], GenerationBackend]
+#: called with the settings, and with its own (``[backends.<name>]``) where it declares ``Options``
+BackendFactory = Callable[..., GenerationBackend]
 BACKENDS: Registry[BackendFactory] = Registry(
-    "qrag_qdrant.generation", "generation backend", setting="generation.backend"
+    "qrag_qdrant.generation", "generation backend", setting="generation.backend", section="backends"
 )
 register_backend = BACKENDS.register
 
@@ -68,7 +69,9 @@ def backend_name(settings: Settings) -> str:
 
 
 def open_backend(settings: Settings) -> GenerationBackend:
-    return BACKENDS.get(backend_name(settings))(settings)
+    name = backend_name(settings)
+    options = BACKENDS.options(name, settings.backends)
+    return BACKENDS.get(name)(settings) if options is None else BACKENDS.get(name)(settings, options)
 
 
 def loading_note(settings: Settings) -> str | None:

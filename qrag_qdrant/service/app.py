@@ -150,7 +150,9 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: Embedd
         uploads.sweep()  # what a crashed or killed run left: no job of this run owns it
         state.jobs.restore()  # earlier runs' jobs, the unfinished ones marked interrupted
         # documents embed on one core fewer than the machine has: a job leaves one to the questions
-        model = embedder or open_embedder(settings.embedding.model_copy(update={"threads": service.document_threads()}))
+        model = embedder or open_embedder(
+            settings.embedding.model_copy(update={"threads": service.document_threads()}), settings.embedders
+        )
         model.embed(["warm up"])  # load the models for documents and questions now, so /readyz means it
         model.query_embed("warm up")
         if service.preload_model and (note := loading_note(settings)):
