@@ -251,15 +251,20 @@ def test_symlink_loops_do_not_hang(corpus):
     assert result.exit_code == 0 and json.loads(result.stdout)["documents"] == len(DOCUMENTS)
 
 
-def test_unreadable_files_are_skipped_and_listed(corpus, monkeypatch):
+def unreadable(monkeypatch, name: str) -> None:
+    """The file ``name`` refuses to be opened, as a file without read permission does."""
     real_open = Path.open
 
     def open_file(path: Path, *args, **kwargs):
-        if path.name == "lighthouses.txt":
+        if path.name == name:
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)
 
     monkeypatch.setattr(Path, "open", open_file)
+
+
+def test_unreadable_files_are_skipped_and_listed(corpus, monkeypatch):
+    unreadable(monkeypatch, "lighthouses.txt")
     report = json.loads(run("ingest", str(corpus), "--json").stdout)
     assert report["skipped"] == [{"source": "lighthouses.txt", "reason": "unreadable: Permission denied"}]
     assert report["documents"] == len(DOCUMENTS) - 1
@@ -267,14 +272,7 @@ def test_unreadable_files_are_skipped_and_listed(corpus, monkeypatch):
 
 def test_a_file_unreadable_for_now_keeps_the_version_an_earlier_ingest_gave(corpus, monkeypatch):
     assert run("ingest", str(corpus)).exit_code == 0
-    real_open = Path.open
-
-    def open_file(path: Path, *args, **kwargs):
-        if path.name == "lighthouses.txt":
-            raise PermissionError(errno.EACCES, "Permission denied", str(path))
-        return real_open(path, *args, **kwargs)
-
-    monkeypatch.setattr(Path, "open", open_file)
+    unreadable(monkeypatch, "lighthouses.txt")
     report = json.loads(run("ingest", str(corpus), "--json").stdout)
     assert report["skipped"] == [{"source": "lighthouses.txt", "reason": "unreadable: Permission denied"}]
     assert report["pruned_sources"] == 0

@@ -4,6 +4,7 @@ asks, refused outside what the operator allows, and shown to each team as its ke
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -32,13 +33,18 @@ def synced(client, headers: dict, name: str, after: str | None = None) -> dict:
     return wait_until(ended, f"source {name} synced")
 
 
-def test_a_declared_source_is_synced_at_start_and_again_when_an_admin_asks(teams, tmp_path):
-    start, auth = teams
+def wildlife(tmp_path) -> tuple[Path, dict]:
+    """Team a's folder of one document, declared as its source ``wildlife``, and the service's settings."""
     folder = tmp_path / "roots" / "team-a" / "wildlife"
     folder.mkdir(parents=True)
     (folder / "owls.txt").write_text(OWLS)
     declared = {"namespace": "team-a", "name": "wildlife", "kind": "folder", "location": str(folder), "every": 3600}
-    service = {"ingest_roots": {"team-a": [str(tmp_path / "roots" / "team-a")]}, "sources": [declared]}
+    return folder, {"ingest_roots": {"team-a": [str(tmp_path / "roots" / "team-a")]}, "sources": [declared]}
+
+
+def test_a_declared_source_is_synced_at_start_and_again_when_an_admin_asks(teams, tmp_path):
+    start, auth = teams
+    folder, service = wildlife(tmp_path)
     with start(service=service) as client:
         first = synced(client, auth["a-admin"], "wildlife")
         assert first["last"]["added"] == 1 and first["last"]["error"] is None
@@ -68,11 +74,7 @@ def test_the_sources_routes_give_a_hostile_client_nothing(teams, tmp_path):
     from .test_service_hardening import call_asgi, endless
 
     start, auth = teams
-    folder = tmp_path / "roots" / "team-a" / "wildlife"
-    folder.mkdir(parents=True)
-    (folder / "owls.txt").write_text(OWLS)
-    declared = {"namespace": "team-a", "name": "wildlife", "kind": "folder", "location": str(folder), "every": 3600}
-    service = {"ingest_roots": {"team-a": [str(tmp_path / "roots" / "team-a")]}, "sources": [declared]}
+    _, service = wildlife(tmp_path)
     with start(service=service) as client:
         synced(client, auth["a-admin"], "wildlife")
         for headers in ({}, {"Authorization": "Bearer qrag_not-a-key"}):
