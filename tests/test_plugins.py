@@ -174,3 +174,42 @@ def test_a_backends_own_settings_section_reaches_it(tmp_path, monkeypatch):
     assert made == ["hello"]
     with pytest.raises(ConfigError, match=r"\[backends.quiet\] greeting: Field required"):
         open_backend(load_settings(generation={"backend": "quiet"}))
+
+
+def test_a_loaders_own_settings_section_reaches_it(tmp_path, embedder, monkeypatch):
+    from qrag_qdrant.ingest.loaders import TextBlock
+
+    class TableLoader:
+        """A plug-in loader of tables whose cells a configured character separates."""
+
+        class Options(BaseModel):
+            separator: str = Field(",", min_length=1, max_length=1)
+
+        suffixes = (".table",)
+
+        def __init__(self, options: TableLoader.Options):
+            self.separator = options.separator
+
+        def sniff(self, head: bytes) -> bool:
+            return False
+
+        def blocks(self, path):
+            for line in path.read_text().splitlines():
+                yield TextBlock(" and ".join(cell.strip() for cell in line.split(self.separator)))
+
+    monkeypatch.setitem(LOADERS.local, "table", TableLoader)  # a class: made with its table per ingest
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "staff.table").write_text("Ada runs payroll; Grace runs the data centre\n")
+    settings = load_settings(store=tmp_path / "store", loaders={"table": {"separator": ";"}})
+    with QuorumRAG(settings, embedder=embedder) as rag:
+        rag.ingest(tmp_path / "docs")
+        passage = rag.retrieve("Who runs the data centre?").clusters[0].passages[0]
+    assert passage.text.startswith("Ada runs payroll and Grace runs the data centre")
+    for sections, message in [
+        ({"table": {"separator": ";;"}}, "[loaders.table] separator: String should have at most 1 character"),
+        ({"text": {"encoding": "latin-1"}}, "[loaders.text]: the loader 'text' takes no settings"),
+    ]:
+        with QuorumRAG(load_settings(store=tmp_path / "other", loaders=sections), embedder=embedder) as rag:
+            with pytest.raises(ConfigError) as refused:
+                rag.ingest(tmp_path / "docs")
+        assert str(refused.value) == message

@@ -180,6 +180,10 @@ class Settings(BaseSettings):
         default_factory=dict,
         description="a plug-in generation backend's own settings, [backends.<name>], read by the model it declares",
     )
+    loaders: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="a plug-in document loader's own settings, [loaders.<name>], read by the model it declares",
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -13,14 +13,14 @@ import hashlib
 import os
 import tempfile
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from ..errors import CorpusError, RequestError
 from ..text.locations import HEADING_SEPARATOR, Mark
-from .loaders import LOADERS, Loader, LoaderError, loader_for
+from .loaders import Loader, LoaderError, configured, loader_for
 from .metadata import DocumentMetadata, normalized
 
 BLOCK_BYTES = 1 << 20
@@ -165,7 +165,7 @@ class Corpus:
     root: Path
     files: list[Path]
     skipped: list[SkippedFile] = field(default_factory=list)
-    registered: dict[str, Loader] = field(default_factory=LOADERS.registered)
+    registered: dict[str, Loader] = field(default_factory=configured)
     #: whether a file may be a link to outside ``root`` (else it is checked again as it is read)
     follow_links: bool = False
     #: what every document's source starts with (``Reading.prefix``)
@@ -328,11 +328,15 @@ def walk(root: Path, follow_links: bool) -> tuple[list[Path], list[SkippedFile]]
     return sorted(files), sorted(skipped, key=lambda s: s.source)
 
 
-def open_corpus(path: Path, reading: Reading = Reading()) -> Corpus:
+def open_corpus(
+    path: Path, reading: Reading = Reading(), loaders: Mapping[str, Mapping[str, Any]] | None = None
+) -> Corpus:
     """A folder (searched recursively) or a single file; an empty folder is an error.
     ``reading.exclude`` names sources to leave out. Links inside the folder are followed only with
     ``reading.follow_links``: without it, what a link points to outside the folder is skipped and
-    reported, never read (a service ingests with it off)."""
+    reported, never read (a service ingests with it off). ``loaders``: the loaders' own tables
+    (``[loaders.<name>]``)."""
+    registered = configured(loaders)
     path = Path(path)
     if not path.exists():
         raise CorpusError(f"path does not exist: {path}")
@@ -340,6 +344,7 @@ def open_corpus(path: Path, reading: Reading = Reading()) -> Corpus:
         return Corpus(
             root=path.parent.resolve(),
             files=[path.resolve()],
+            registered=registered,
             follow_links=True,
             prefix=reading.prefix,
             digests=reading.digests,
@@ -354,6 +359,7 @@ def open_corpus(path: Path, reading: Reading = Reading()) -> Corpus:
         root=root,
         files=files,
         skipped=skipped,
+        registered=registered,
         follow_links=reading.follow_links,
         prefix=reading.prefix,
         digests=reading.digests,

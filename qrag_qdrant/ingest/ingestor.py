@@ -103,7 +103,7 @@ class Ingestor:
         self.version = time.time_ns()  # newer runs' versions of a file win over older ones
         if rebuild and not self.labels.access.reads_all:
             raise RequestError("a rebuild replaces every document: it needs a caller that reads every document")
-        corpus = open_corpus(path, reading)
+        corpus = open_corpus(path, reading, self.settings.loaders)
         report = IngestReport(root=str(path), rebuilt=rebuild)
         report.unmatched_metadata = self.labels.unmatched(corpus.sources(), path if reading.strict else None)
         stored = {spec.name: self._stored_hashes(spec, rebuild) for spec in self.settings.collections}

@@ -5,20 +5,21 @@ PDF page, an HTML or Word heading path), and may say what the file holds of its 
 date and publisher (an optional ``metadata`` method: ``ingest/metadata.py`` reads its fields).
 The built-ins (text, pdf, html, docx) register exactly as a plug-in does: an entry point in the
 group ``qrag_qdrant.loaders`` naming a class with ``suffixes``, ``sniff`` and ``blocks`` (see
-pyproject.toml), through ``plugins.Registry``. In-process code may also call ``register_loader``.
+pyproject.toml), through ``plugins.Registry``; one that declares ``Options`` is made with its own
+``[loaders.<name>]`` table. In-process code may also call ``register_loader``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Protocol
+from typing import Any, Protocol, cast
 
 from ... import plugins
 
-__all__ = ["LOADERS", "Loader", "LoaderError", "TextBlock", "loader_for", "register_loader", "require"]
+__all__ = ["LOADERS", "Loader", "LoaderError", "TextBlock", "configured", "loader_for", "register_loader", "require"]
 SNIFF_BYTES = 2048
 
 
@@ -50,9 +51,25 @@ class Loader(Protocol):
         """The document's text in reading order; a file that cannot be used raises LoaderError."""
 
 
-#: an entry point names a loader class; the registry holds one instance of it
-LOADERS: plugins.Registry[Loader] = plugins.Registry("qrag_qdrant.loaders", "loader", load=lambda cls: cls())
+#: an entry point names a loader class, made once per corpus (``configured``); in-process code
+#: registers an instance
+LOADERS: plugins.Registry[Callable[..., Loader] | Loader] = plugins.Registry(
+    "qrag_qdrant.loaders", "loader", section="loaders"
+)
 register_loader = LOADERS.register
+
+
+def configured(sections: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Loader]:
+    """Every loader by name: a class made with its own ``[loaders.<name>]`` table where it
+    declares ``Options`` (``plugins.Registry.options``), an instance registered in-process as it is."""
+    made: dict[str, Loader] = {}
+    for name, item in LOADERS.registered().items():
+        if not isinstance(item, type):
+            made[name] = cast(Loader, item)
+            continue
+        options = LOADERS.options(name, sections or {})
+        made[name] = item() if options is None else item(options)
+    return made
 
 
 def loader_for(path: Path, registered: dict[str, Loader]) -> Loader | None:
