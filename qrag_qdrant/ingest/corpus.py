@@ -28,6 +28,7 @@ BLOCK_BYTES = 1 << 20
 SPOOL_IN_MEMORY = 4 << 20
 #: the reason given for a file no loader reads, followed by its suffix in parentheses
 UNSUPPORTED_FORMAT = "unsupported format"
+#: the reason given for a file that cannot be read now, followed by why
 UNREADABLE = "unreadable"
 #: a file written to while it was read: its hash and its text may be of different versions
 CHANGED_WHILE_READ = "changed while it was read: kept as it was, read again at the next ingest"
