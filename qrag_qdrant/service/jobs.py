@@ -18,6 +18,7 @@ import dataclasses
 import json
 import logging
 import os
+import sys
 import threading
 import uuid
 from collections.abc import Callable
@@ -161,8 +162,9 @@ def lower_priority(niceness: int) -> None:
     """Lower the calling thread's CPU priority by ``niceness`` (Linux keeps a nice value per
     thread, and the threads it starts inherit it: the ingest's writer and onnxruntime's). Where a
     job's thread shares the cores with a team's questions, the questions win; where the cores are
-    idle, the job takes them. Elsewhere nothing changes."""
-    if niceness and hasattr(os, "setpriority"):
+    idle, the job takes them. Elsewhere nothing changes: on another system the id of a thread is
+    no process's, and a nice value is the whole process's."""
+    if niceness and sys.platform.startswith("linux"):
         try:
             thread = threading.get_native_id()
             os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + niceness))
