@@ -94,6 +94,23 @@ def test_the_sources_routes_give_a_hostile_client_nothing(teams, tmp_path):
         assert listed.status_code == 200 and str(tmp_path) not in listed.text
 
 
+def test_a_sync_starts_only_while_the_namespaces_ingest_quota_has_bytes_left(teams, tmp_path):
+    start, auth = teams
+    folder, service = wildlife(tmp_path)
+    service["quotas"] = {"team-a": {"ingest_bytes_per_day": len(OWLS) // 2}}
+    with start(service=service) as client:
+        first = synced(client, auth["a-admin"], "wildlife")  # bytes were left: it ran, and read past them
+        assert first["last"]["added"] == 1 and first["last"]["bytes_read"] == len(OWLS)
+        (folder / "owls.txt").write_text(OWLS.replace("mice", "voles"))
+        job = finished(
+            client, client.post("/v1/sources/wildlife/sync", headers=auth["a-admin"]).json(), auth["a-admin"]
+        )
+        assert job["state"] == "failed" and job["error"]["code"] == "quota_exceeded"
+        refused = synced(client, auth["a-admin"], "wildlife", after=first["last"]["started_at"])["last"]
+        assert "ingest_bytes_per_day" in refused["error"] and refused["files_read"] == 0
+        assert refused["error"] == job["error"]["message"]
+
+
 def test_a_source_outside_the_ingest_roots_is_refused_and_its_refusal_recorded(teams, tmp_path):
     start, auth = teams
     outside = tmp_path / "elsewhere"

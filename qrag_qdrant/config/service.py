@@ -110,7 +110,9 @@ class Quota(Section):
     answers_per_day: PositiveInt | None = Field(None, description="answers the model writes")
     tokens_per_day: PositiveInt | None = Field(None, description="prompt and completion tokens of answers")
     tokens_per_month: PositiveInt | None = Field(None, description="the same, per calendar month (UTC)")
-    ingest_bytes_per_day: PositiveInt | None = Field(None, description="bytes uploaded for ingest")
+    ingest_bytes_per_day: PositiveInt | None = Field(
+        None, description="bytes uploaded for ingest and read by the namespace's sources' syncs"
+    )
 
 
 #: the service's own files, in the store's folder unless set, so that `serve`, `key add` and `audit`

@@ -109,6 +109,8 @@ def error_of(exc: BaseException) -> tuple[int, str, str]:
     if isinstance(exc, QragError):
         status, code = next((s, c) for kind, s, c in ERROR_CODES if isinstance(exc, kind))
         return status, code, str(exc)
+    if isinstance(exc, ServiceError):  # raised in a job (a sync over its namespace's quota)
+        return exc.status_code, exc.code, str(exc.detail)
     return 500, "internal", f"unexpected {type(exc).__name__}"
 
 

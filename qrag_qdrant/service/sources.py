@@ -107,13 +107,20 @@ class SourceSchedule:
         return job
 
     def _run(self, namespace: str, spec: SourceSpec, progress: JobProgress) -> dict[str, Any]:
-        """One sync, refused where the operator does not allow its location; counted in the
-        namespace's usage and the service's metrics."""
+        """One sync, refused where the operator does not allow its location or the namespace's
+        ingest quota is spent; counted in the namespace's usage and the service's metrics."""
         if (refused := refusal(self.settings.service, namespace, spec)) is not None:
             failed = SyncResult(started_at=datetime.now(UTC), error=refused)
             self.register(namespace).note(spec.name, failed)
             self._observe(namespace, spec.name, failed, "source_failed")
             raise SourceError(refused)
+        # a sync starts while the namespace's daily ingest quota has bytes left; what it reads counts
+        left = self.usage.left(namespace, f"source:{spec.name}", "ingest_bytes") if self.usage else None
+        if left is not None and left[0] <= 0:
+            failed = SyncResult(started_at=datetime.now(UTC), error=left[1].detail)
+            self.register(namespace).note(spec.name, failed)
+            self._observe(namespace, spec.name, failed, "quota_exceeded")
+            raise left[1]
         try:
             result = self._sync(namespace, spec.name, progress)
         except Exception as exc:
