@@ -206,6 +206,25 @@ def test_a_source_that_cannot_be_read_is_refused_in_one_line_and_recorded(rag, t
         SourceSpec(name="Odd Name", kind="folder", location=".")
 
 
+@needs_git
+def test_a_repository_that_vanished_fails_its_sync_in_one_line_and_keeps_its_documents(rag, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(repo, {"faq.md": "Refunds take five working days."})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "first")
+    sources = rag.sources()
+    sources.add(SourceSpec(name="faq", kind="git", location=str(repo)))
+    first = sources.sync("faq")
+    shutil.rmtree(repo)
+    with pytest.raises(SourceError) as failed:
+        sources.sync("faq")
+    assert str(failed.value).startswith("git fetch: ") and "\n" not in str(failed.value)
+    assert set(held(rag)) == {"faq/faq.md"}  # nothing removed for a source that cannot be read
+    assert sources.list()[0].last_success == first and sources.list()[0].last.error == str(failed.value)
+
+
 def test_removing_a_source_removes_its_documents_unless_kept(rag, tmp_path):
     folder = tmp_path / "minutes"
     write(folder, {"march.txt": "The board met in March.", "april.txt": "The board met in April."})
