@@ -33,16 +33,72 @@ from source_sync import git
 
 CLI = str(Path(sys.executable).parent / "qrag-qdrant")
 WORDS = ["amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "harbor", "indigo", "juniper", "kestrel"]
+#: what each fact is about: no two facts of a run share a subject, and consecutive ones share no
+#: word of it (the lists' sizes, 11, 13 and 17, have no common factor: 2,431 subjects), so a
+#: question tells them apart by its words. Facts told apart by a number alone ("window number
+#: 105" among a hundred windows) are a retrieval test of their own: the first hour-long run's 5
+#: misses of 140
+SUBJECTS = (
+    [
+        "quarterly",
+        "weekly",
+        "annual",
+        "nightly",
+        "regional",
+        "emergency",
+        "winter",
+        "summer",
+        "spring",
+        "autumn",
+        "overnight",
+    ],
+    [
+        "fire drill",
+        "server patch",
+        "audit",
+        "board meeting",
+        "inventory count",
+        "payroll run",
+        "backup test",
+        "safety inspection",
+        "budget review",
+        "office move",
+        "security training",
+        "network upgrade",
+        "press briefing",
+    ],
+    [
+        "Lisbon",
+        "Oslo",
+        "Nairobi",
+        "Denver",
+        "Osaka",
+        "Quito",
+        "Tallinn",
+        "Perth",
+        "Accra",
+        "Montreal",
+        "Krakow",
+        "Hanoi",
+        "Tucson",
+        "Bergen",
+        "Cusco",
+        "Dakar",
+        "Reykjavik",
+    ],
+)
+
+
+def subject(number: int) -> str:
+    """The ``number``-th subject of the run."""
+    return " ".join(words[number % len(words)] for words in SUBJECTS[:2]) + " in " + SUBJECTS[2][number % 17]
 
 
 def fact(number: int, rng: random.Random) -> tuple[str, str, str]:
     """A sentence, the question it answers, and the word only it holds."""
     word = f"{rng.choice(WORDS)}{number}x{rng.randrange(10**6)}"
-    return (
-        f"The maintenance window number {number} is announced with the code word {word}.",
-        f"Which code word announces maintenance window number {number}?",
-        word,
-    )
+    about = subject(number)
+    return f"The {about} is announced with the code word {word}.", f"Which code word announces the {about}?", word
 
 
 class Site:
