@@ -99,6 +99,13 @@ class Registry(Generic[Item]):
                 self._read_options(named, sections[named])
         return self._read_options(name, sections.get(name) or {})
 
+    def make(self, name: str, sections: Mapping[str, Mapping[str, Any]], *arguments: Any) -> Any:
+        """``name``'s item called with ``arguments``, and with its own settings after them where it
+        declares ``Options`` (``options``): how an embedder, a backend or a loader class is made."""
+        options = self.options(name, sections)
+        factory: Any = self.get(name)
+        return factory(*arguments) if options is None else factory(*arguments, options)
+
     def _read_options(self, name: str, section: Mapping[str, Any]) -> BaseModel | None:
         declared: type[BaseModel] | None = getattr(self.get(name), "Options", None)
         if declared is None:

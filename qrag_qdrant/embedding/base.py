@@ -53,9 +53,8 @@ EMBEDDERS: Registry[Callable[..., Embedder]] = Registry(
 def open_embedder(settings: EmbeddingSettings, sections: Mapping[str, Mapping[str, Any]] | None = None) -> Embedder:
     """The configured embedder (``embedding.embedder``), models loaded on first use. One that
     declares ``Options`` is made with its own settings too: ``[embedders.<name>]`` of ``sections``."""
-    factory = EMBEDDERS.get(settings.embedder)
-    options = EMBEDDERS.options(settings.embedder, sections or {})
-    return factory(settings) if options is None else factory(settings, options)
+    embedder: Embedder = EMBEDDERS.make(settings.embedder, sections or {}, settings)
+    return embedder
 
 
 def embedding_dim(settings: EmbeddingSettings) -> int:

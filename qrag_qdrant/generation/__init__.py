@@ -69,9 +69,8 @@ def backend_name(settings: Settings) -> str:
 
 
 def open_backend(settings: Settings) -> GenerationBackend:
-    name = backend_name(settings)
-    options = BACKENDS.options(name, settings.backends)
-    return BACKENDS.get(name)(settings) if options is None else BACKENDS.get(name)(settings, options)
+    backend: GenerationBackend = BACKENDS.make(backend_name(settings), settings.backends, settings)
+    return backend
 
 
 def loading_note(settings: Settings) -> str | None:

@@ -110,16 +110,12 @@ class SourceSchedule:
         """One sync, refused where the operator does not allow its location or the namespace's
         ingest quota is spent; counted in the namespace's usage and the service's metrics."""
         if (refused := refusal(self.settings.service, namespace, spec)) is not None:
-            failed = SyncResult(started_at=datetime.now(UTC), error=refused)
-            self.register(namespace).note(spec.name, failed)
-            self._observe(namespace, spec.name, failed, "source_failed")
+            self._refused(namespace, spec.name, refused, "source_failed")
             raise SourceError(refused)
         # a sync starts while the namespace's daily ingest quota has bytes left; what it reads counts
         left = self.usage.left(namespace, f"source:{spec.name}", "ingest_bytes") if self.usage else None
         if left is not None and left[0] <= 0:
-            failed = SyncResult(started_at=datetime.now(UTC), error=left[1].detail)
-            self.register(namespace).note(spec.name, failed)
-            self._observe(namespace, spec.name, failed, "quota_exceeded")
+            self._refused(namespace, spec.name, left[1].detail, "quota_exceeded")
             raise left[1]
         try:
             result = self._sync(namespace, spec.name, progress)
@@ -133,6 +129,12 @@ class SourceSchedule:
             counts = {"ingest_bytes": result.bytes_read, "ingest_chunks": result.embedded_chunks}
             self.usage.add(namespace, f"source:{spec.name}", counts)
         return result.model_dump(mode="json")
+
+    def _refused(self, namespace: str, name: str, why: str, code: str) -> None:
+        """A sync refused before it read anything, recorded as the source's last sync and counted."""
+        failed = SyncResult(started_at=datetime.now(UTC), error=why)
+        self.register(namespace).note(name, failed)
+        self._observe(namespace, name, failed, code)
 
     def _observe(self, namespace: str, name: str, result: SyncResult, code: str | None = None) -> None:
         if self.metrics is not None:

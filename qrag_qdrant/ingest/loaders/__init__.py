@@ -62,14 +62,10 @@ register_loader = LOADERS.register
 def configured(sections: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Loader]:
     """Every loader by name: a class made with its own ``[loaders.<name>]`` table where it
     declares ``Options`` (``plugins.Registry.options``), an instance registered in-process as it is."""
-    made: dict[str, Loader] = {}
-    for name, item in LOADERS.registered().items():
-        if not isinstance(item, type):
-            made[name] = cast(Loader, item)
-            continue
-        options = LOADERS.options(name, sections or {})
-        made[name] = item() if options is None else item(options)
-    return made
+    return {
+        name: LOADERS.make(name, sections or {}) if isinstance(item, type) else cast(Loader, item)
+        for name, item in LOADERS.registered().items()
+    }
 
 
 def loader_for(path: Path, registered: dict[str, Loader]) -> Loader | None:
