@@ -9,11 +9,12 @@ from qrag_qdrant.retrieval.context import (
     to_sentences,
     unsent_parts,
 )
+from qrag_qdrant.retrieval.fusion import Candidate
 from qrag_qdrant.retrieval.ranking import ScoredCluster
 from qrag_qdrant.text.locations import Mark
 from qrag_qdrant.text.sentences import sentence_starts
 
-from .coordinator_helpers import candidate
+from .coordinator_helpers import candidate, hit
 
 SOURCE = "The quick brown fox jumps over the lazy dog while the cat sleeps on the warm mat all day."
 
@@ -130,6 +131,27 @@ def test_word_budget_is_shared_by_one_over_rank():
     assert all(len(c.passages) == 1 for c in clusters)
     short = [ScoredCluster(cluster("s", "short.txt", "just three words"), 0.9), *ranked[1:]]
     assert [len(c.passages[0].text.split()) for c in build_context(short, limit=3, word_budget=22)] == [3, 11, 8]
+
+
+def test_a_cluster_over_near_duplicate_documents_shows_each_document_a_retriever_ranked_best():
+    # two files written from one template, another value in each: dense ranks the first file's
+    # chunk best and BM25 the second's; a third file's chunk joined the cluster but no retriever
+    # ranked it best
+    template = "The {} review in Krakow is announced with the code word {}. It applies to every team."
+
+    def member(name, ranks, text):
+        return Candidate("c", hit(name, source=f"{name}.md", end=len(text), text=text), ranks=ranks, rrf=0.1)
+
+    first = member("policy-7", {"dense": 1, "bm25": 2}, template.format("server", "fjord27"))
+    second = member("policy-2", {"dense": 4, "bm25": 1}, template.format("budget", "amber112"))
+    unvoted = member("policy-9", {"dense": 3, "bm25": 3}, template.format("payroll", "garnet57"))
+    ranked = [ScoredCluster(Cluster([first, unvoted, second]), 1.0)]
+    passages = build_context(ranked, limit=1, word_budget=20)[0].passages
+    assert [(p.citation, p.source) for p in passages] == [(1, "policy-7.md"), (2, "policy-2.md")]
+    # the cluster's 20 words split between the two, each window widened to its whole sentence
+    assert passages[1].text == "The budget review in Krakow is announced with the code word amber112."
+    alone = [ScoredCluster(Cluster([first, unvoted]), 1.0)]
+    assert [p.source for p in build_context(alone, limit=1, word_budget=30)[0].passages] == ["policy-7.md"]
 
 
 PROSE = (

@@ -17,6 +17,7 @@ from ..results import EvidenceCluster, Passage
 from ..text.locations import Mark, headings_within, locate
 from ..text.sentences import sentence_starts
 from ..text.words import word_bounds
+from .clustering import Cluster
 from .fusion import Candidate
 from .ranking import ScoredCluster
 
@@ -149,6 +150,31 @@ def agreement_window(spans: Sequence[Span], members: Sequence[Candidate], words:
     return best[1]
 
 
+def voted_sources(cluster: Cluster) -> list[str]:
+    """The leader's source, then each other source one of whose members holds a retriever's best
+    rank in the cluster: near-duplicate text in two documents (a template with another value) can
+    join one cluster, and the quorum that chose it counted both documents' chunks."""
+    best = cluster.best_ranks
+    voted = [m.source for m in cluster.members if any(best[name] == rank for name, rank in m.ranks.items())]
+    return list(dict.fromkeys([cluster.leader.source, *voted]))
+
+
+def agreed_windows(spans: Sequence[Span], cluster: Cluster, words: int) -> list[Span]:
+    """One agreement window (``agreement_window``) per voted source (``voted_sources``) that still
+    has text to send, ``words`` shared equally between them: the model reads what every retriever
+    ranked best in the cluster, not the leader's document alone."""
+    sources = [source for source in voted_sources(cluster) if any(span.source == source for span in spans)]
+    share = max(1, words // max(1, len(sources)))
+    return [
+        agreement_window(
+            [span for span in spans if span.source == source],
+            [member for member in cluster.members if member.source == source],
+            share,
+        )
+        for source in sources
+    ]
+
+
 def build_context(
     ranked: Sequence[ScoredCluster],
     limit: int,
@@ -188,7 +214,7 @@ def build_context(
             share = round(remaining / rank / sum(1 / j for j in range(rank, limit + 1)))
             if share < 1:
                 break
-            spans = [agreement_window(spans, members, share)]
+            spans = agreed_windows(spans, scored.cluster, share)
             remaining -= sum(len(span.text.split()) for span in spans)
         about = {member.hit.payload.source: member.hit.payload for member in members}
         passages = []
