@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # ingest's modules load when an ingest runs: a query starts s
     from .ingest.documents import Documents
     from .ingest.progress import IngestProgress, IngestReport
     from .ingest.sources import Sources
+    from .ingest.vectors import EmbeddingProgress, RetrieverState, VectorsReport
 
 
 class CollectionInfo(BaseModel):
@@ -36,6 +37,8 @@ class CollectionInfo(BaseModel):
     collection: str
     points: int
     model: str
+    #: the model of each named vector (``dense-<name>``: a model of ``[embeddings]``)
+    vectors: dict[str, str] = {}
     size: int
     overlap: int
     retrievers: list[str]
@@ -131,6 +134,27 @@ class QuorumRAG:
             )
             reading = Reading(exclude=exclude, follow_links=follow_links, strict=strict)
             return ingestor.run(Path(path), prune=prune, rebuild=rebuild, progress=progress, reading=reading)
+        finally:
+            self._index_changed()
+
+    def retrievers(self) -> list[RetrieverState]:
+        """The configured retrievers, each with its collection, its model and whether the namespace
+        holds its vectors (``ingest/vectors.py``)."""
+        from .ingest.vectors import retriever_states
+
+        return retriever_states(self.store, self.settings)
+
+    def change_vectors(self, model: str, adding: bool, progress: EmbeddingProgress | None = None) -> VectorsReport:
+        """Add ``model`` (a name in ``[embeddings]``) to the collections whose configured retrievers
+        name it, or take it out of those whose retrievers no longer do (``adding`` False), without
+        reading a document again: each chunk is embedded from the text its point holds, into a new
+        version of its collection that replaces the old one when every collection is done
+        (``ingest/vectors.py``)."""
+        from .ingest.progress import NoProgress
+        from .ingest.vectors import revector
+
+        try:
+            return revector(self.store, self.settings, model, adding, progress or NoProgress())
         finally:
             self._index_changed()
 
@@ -255,6 +279,7 @@ class QuorumRAG:
                     if access.reads_all
                     else self.store.count(collection, Where(readers=access.groups)),
                     model=manifest.model,
+                    vectors={name: vector.model for name, vector in manifest.vectors.items()},
                     size=manifest.size,
                     overlap=manifest.overlap,
                     retrievers=[r.name for r in spec.retrievers] if spec else [],

@@ -3,11 +3,8 @@ registered in-process used by name, an unknown name one line naming the known on
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 
-import numpy as np
 import pytest
 from pydantic import BaseModel, Field
 
@@ -23,6 +20,7 @@ from qrag_qdrant.store import STORES, open_store
 from qrag_qdrant.store.edge import EdgeStore
 
 from .cli_helpers import assert_clean_error, run
+from .hashed_words import HashedWords
 
 BUILT_INS = [
     (STORES, {"edge", "server"}),
@@ -109,32 +107,6 @@ def test_plugins_lists_each_extension_point_and_where_each_name_comes_from(monke
         "embedders (qrag_qdrant.embedders): fastembed (qrag-qdrant" in text
         and "bucket (registered in this process)" in text
     )
-
-
-class HashedWords:
-    """A plug-in embedder with settings of its own: each word hashed to one of ``dim`` places."""
-
-    class Options(BaseModel):
-        dim: int = Field(64, ge=8)
-        salt: str = ""
-
-    mean_pools = False
-
-    def __init__(self, settings, options: HashedWords.Options):
-        self.model_name, self.dim, self.salt = settings.model, options.dim, options.salt
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"[a-z]+", text.lower()):
-                vectors[row, int(hashlib.sha256((self.salt + word).encode()).hexdigest(), 16) % self.dim] += 1.0
-        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
-
-    def query_embed(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
-
-    def embed_spans(self, text, spans, stride=192, windows=None):
-        raise NotImplementedError("chunks are embedded whole")
 
 
 def test_a_plug_ins_own_settings_section_reaches_it_and_a_bad_one_is_one_line(tmp_path, corpus, monkeypatch):

@@ -59,6 +59,7 @@ from .render import (
     print_json,
     print_table,
 )
+from .retrievers import retrievers_app
 from .sources import sources_app
 from .threads import one_blas_thread
 
@@ -109,6 +110,7 @@ app.add_typer(key_app, name="key")
 app.add_typer(feedback_app, name="feedback")
 app.add_typer(documents_app, name="documents")
 app.add_typer(sources_app, name="sources")
+app.add_typer(retrievers_app, name="retrievers")
 app.command("eval")(evaluate)
 app.command("chat")(chat)
 app.command("audit")(audit)
@@ -287,7 +289,7 @@ def collections(
             info.name,
             info.collection,
             str(info.points),
-            info.model,
+            "\n".join([info.model, *(f"{name}: {model}" for name, model in info.vectors.items())]),
             f"{info.size}/{info.overlap}",
             ", ".join(info.retrievers) or "(not in config)",
         )

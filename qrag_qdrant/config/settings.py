@@ -12,6 +12,7 @@ section's name ends, so a key's own underscores need no other delimiter.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -54,12 +55,19 @@ from .values import check_expansions
 DEFAULT_CONFIG_FILE = Path(__file__).with_name("default.toml")
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
+#: a model's name in ``[embeddings]``: part of its vector's and its retrievers' names
+EMBEDDING_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
 
 class RetrieverSpec(Section):
     """One independent retriever: a vector kind searched over one chunking of the corpus."""
 
     kind: Literal["dense", "bm25"] = Field(description="dense embeddings or BM25 over the chunking")
+    embedding: str | None = Field(
+        None,
+        description="a dense retriever's model: a name in [embeddings.<name>], searched as a vector of its own "
+        "beside the others; None: [embedding]",
+    )
     size: PositiveInt = Field(description="chunk size in words")
     overlap: NonNegativeInt = Field(description="words shared by consecutive chunks")
     expansions: tuple[str, ...] | None = Field(
@@ -71,17 +79,29 @@ class RetrieverSpec(Section):
         if self.overlap >= self.size:
             raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size})")
         check_expansions(self.expansions or ())
+        if self.embedding is not None and self.kind != "dense":
+            raise ValueError(f"embedding {self.embedding!r}: only a dense retriever has a model")
         return self
 
     @property
     def name(self) -> str:
-        """``dense-c50``; the overlap is named only when it is not the usual half of the size."""
+        """``dense-c50``, ``dense-e5-c50`` (a model of ``[embeddings]``); the overlap is named only
+        when it is not the usual half of the size."""
         suffix = "" if self.overlap == self.size // 2 else f"-o{self.overlap}"
-        return f"{self.kind}-c{self.size}{suffix}"
+        model = f"-{self.embedding}" if self.embedding is not None else ""
+        return f"{self.kind}{model}-c{self.size}{suffix}"
 
     @property
     def vector(self) -> str:
-        return DENSE_VECTOR if self.kind == "dense" else SPARSE_VECTOR
+        """The named vector it searches: ``dense``, ``dense-<embedding>`` or ``bm25``."""
+        if self.kind == "bm25":
+            return SPARSE_VECTOR
+        return DENSE_VECTOR if self.embedding is None else named_vector(self.embedding)
+
+
+def named_vector(embedding: str) -> str:
+    """The vector of a model of ``[embeddings]``: ``dense-<name>``."""
+    return f"{DENSE_VECTOR}-{embedding}"
 
 
 class CollectionSpec(BaseModel):
@@ -97,6 +117,11 @@ class CollectionSpec(BaseModel):
     @property
     def stride(self) -> int:
         return self.size - self.overlap
+
+    @property
+    def embeddings(self) -> tuple[str, ...]:
+        """The models of ``[embeddings]`` its retrievers search, each a named vector of its points."""
+        return tuple(dict.fromkeys(r.embedding for r in self.retrievers if r.embedding is not None))
 
 
 def section(annotation: Any) -> type[BaseModel] | None:
@@ -171,6 +196,11 @@ class Settings(BaseSettings):
     generation: GenerationSettings = GenerationSettings()
     qdrant: QdrantSettings = QdrantSettings()
     service: ServiceSettings = ServiceSettings()
+    embeddings: dict[str, EmbeddingSettings] = Field(
+        default_factory=dict,
+        description="more dense models, [embeddings.<name>], each a vector of its own that the dense retrievers "
+        "naming it (embedding = '<name>') search beside [embedding]'s; each embeds a chunk's text on its own",
+    )
     embedders: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="a plug-in embedder's own settings, [embedders.<name>], read by the model it declares "
@@ -233,6 +263,7 @@ class Settings(BaseSettings):
             if spec.name in seen:
                 raise ValueError(f"retrievers: duplicate retriever {spec.name}")
             seen.add(spec.name)
+        self._embeddings_named()
         if self.embedding.pooling == "anchored" and self.anchor is None:
             raise ValueError(
                 f"embedding.anchor_size ({self.embedding.anchor_size}) is not the chunk size of any "
@@ -244,6 +275,22 @@ class Settings(BaseSettings):
                 f"retrievers ({len(self.retrievers)})"
             )
         return self
+
+    def _embeddings_named(self) -> None:
+        """Every model a retriever names is in ``[embeddings]``, named as a vector may be, and embeds
+        chunk by chunk (late and anchored pooling are ``[embedding]``'s)."""
+        for name, model in self.embeddings.items():
+            if not EMBEDDING_NAME.match(name):
+                raise ValueError(f"embeddings.{name}: use 1-32 lower-case letters, digits and '_', a letter first")
+            if model.pooling not in ("auto", "chunk"):
+                raise ValueError(f"embeddings.{name}.pooling: a model of [embeddings] embeds each chunk on its own")
+        for spec in self.retrievers:
+            if spec.embedding is not None and spec.embedding not in self.embeddings:
+                known = ", ".join(sorted(self.embeddings)) or "none"
+                raise ValueError(
+                    f"retrievers: {spec.name} names embedding {spec.embedding!r}, which [embeddings] does not "
+                    f"hold (known: {known})"
+                )
 
     def expansions_of(self, retriever: RetrieverSpec) -> tuple[str, ...]:
         """The expansions ``retriever`` searches: its own, else retrieval.expansions."""

@@ -23,14 +23,15 @@ import itertools
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from ..config.settings import CollectionSpec, Settings
-from ..embedding import Embedder, embedding_dim
+from ..embedding import Embedder, NamedEmbedders
 from ..errors import ConfigError, CorpusError, RequestError
-from ..store import ChunkPayload, ChunkPoint, CollectionManifest, Store, Where
+from ..store import ChunkPayload, ChunkPoint, Store, Where, expected_manifest
 from ..store.access import ALL, Access
 from ..store.base import CALIBRATED_GATE, TERM_STATS
 from ..store.points import Sparse, point_id
@@ -79,6 +80,7 @@ class Ingestor:
         self.store = store
         self._embedder_factory = embedder
         self._embedder: Embedder | None = None
+        self.named = NamedEmbedders(settings)
         self.version = 0
         self.ingested_by = ingested_by
 
@@ -282,15 +284,8 @@ class Ingestor:
         return self.store.document_hashes(spec.name)
 
     def _open(self, spec: CollectionSpec, rebuild: bool, stored_hashes: dict[str, set[str]]) -> CollectionWriter:
-        embedding = self.settings.embedding
-        pooling = embedding.pooled_as
-        manifest = CollectionManifest.expected(
-            self.settings.namespace,
-            spec,
-            embedding.fingerprint,
-            embedding_dim(embedding),
-            self.settings.qdrant.bm25_source,
-        ).model_copy(update={"pooling": pooling})
+        pooling = self.settings.embedding.pooled_as
+        manifest = expected_manifest(self.settings, spec).model_copy(update={"pooling": pooling})
         if rebuild:
             target = self.store.next_version(spec.name)
             self.store.create_collection(target, manifest)
@@ -350,14 +345,16 @@ class Ingestor:
         if not pending and not finished:
             return 0
         self._writing(writer)
-        writer.terms.add(chunk.text for _, chunk, _ in pending)
+        writer.terms.add(texts := [chunk.text for _, chunk, _ in pending])
         embedded = iter(self.embedder.embed([chunk.text for _, chunk, vector in pending if vector is None]))
         dense = [vector if vector is not None else next(embedded) for _, _, vector in pending]
-        sparse = writer.sparse.embed([chunk.text for _, chunk, _ in pending])
+        sparse = writer.sparse.embed(texts)
+        named = self.named.embed(writer.spec.embeddings, texts)
         progress.chunks_embedded(len(pending))
         rest = []
-        for (document, chunk, _), vector, bm25 in zip(pending, dense, sparse):
-            point = self._point(writer.spec.name, document, chunk, vector, bm25)
+        for row, ((document, chunk, _), vector, bm25) in enumerate(zip(pending, dense, sparse)):
+            others = {name: vectors[row] for name, vectors in named.items()}
+            point = self._point(writer.spec.name, document, chunk, vector, bm25, others)
             if chunk.index == 0:
                 writer.first_chunks[document.source] = point
             else:
@@ -377,11 +374,14 @@ class Ingestor:
         self.store.upsert(writer.target, firsts)
         self.store.delete_stale(writer.target, finished, writer.terms.removing)
 
-    def _point(self, collection: str, document: Document, chunk: Chunk, dense: object, sparse: Sparse) -> ChunkPoint:
+    def _point(
+        self, collection: str, document: Document, chunk: Chunk, dense: object, sparse: Sparse, named: Mapping[str, Any]
+    ) -> ChunkPoint:
         return ChunkPoint(
             id=point_id(collection, document.source, chunk.index, document.content_hash),
             dense=dense,  # type: ignore[arg-type]
             sparse=sparse,
+            named=named,
             payload=ChunkPayload(
                 source=document.source,
                 doc_hash=document.content_hash,

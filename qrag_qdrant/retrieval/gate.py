@@ -78,7 +78,9 @@ class GateInput:
     question: str
     dense: Sequence[float]
     lists: Sequence[RankedList]
-    #: retriever name -> "dense" or "bm25"
+    #: retriever name -> the vector it searches: "dense" ([embedding]'s), "bm25", or "dense-<name>" (a
+    #: model of [embeddings]), which the dense features leave out: its cosines are on a scale of its own,
+    #: and the gate counts it as a voter alone (support, clusters), so it reads any set of retrievers
     kinds: Mapping[str, str]
     #: clusters that reached quorum, best first
     ranked: Sequence[ScoredCluster]

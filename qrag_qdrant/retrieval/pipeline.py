@@ -130,7 +130,7 @@ class Coordinator:
                 searched.vectors.question,
                 searched.vectors.dense,
                 searched.lists,
-                {r.name: r.kind for r in self.settings.retrievers},
+                {r.name: r.vector for r in self.settings.retrievers},
                 ranked,
                 [" ".join(p.text for p in cluster.passages) for cluster in context],
                 len(self.settings.retrievers),

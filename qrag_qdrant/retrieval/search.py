@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..config.settings import CollectionSpec, RetrieverSpec, Settings
-from ..embedding import Bm25Embedder, Embedder
+from ..config.settings import DENSE_VECTOR, CollectionSpec, RetrieverSpec, Settings
+from ..embedding import Bm25Embedder, Embedder, NamedEmbedders
 from ..results import timed
 from ..store import Hit, Store, VectorQuery, Where, open_collections
 from ..store.access import ALL, Access
@@ -31,6 +31,8 @@ class QueryVectors:
     question: str
     dense: list[float]
     sparse: dict[str, Sparse]
+    #: the question's vector of each model of ``[embeddings]`` a retriever names, by vector name
+    named: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,9 @@ class Searcher:
         self.settings = settings
         self.store = store
         self._embedder_factory = embedder
+        self.named = NamedEmbedders(settings)
+        #: the models of ``[embeddings]`` the retrievers name
+        self._models = tuple(dict.fromkeys(r.embedding for r in settings.retrievers if r.embedding is not None))
         self._collections: list[tuple[CollectionSpec, Bm25Embedder]] | None = None
         self._points: dict[str, int] = {}
         #: collection -> (its index stamp, the groups its documents name as readers)
@@ -89,8 +94,7 @@ class Searcher:
         return self._collections
 
     def embed(self, question: str) -> QueryVectors:
-        question = checked_question(question, self.settings.retrieval.max_question_chars)
-        return QueryVectors(question, self._embedder_factory().query_embed(question).tolist(), self._sparse(question))
+        return self._vectors(checked_question(question, self.settings.retrieval.max_question_chars))
 
     def _sparse(self, question: str) -> dict[str, Sparse]:
         return {spec.name: sparse.query_embed(question) for spec, sparse in self.collections}
@@ -117,7 +121,7 @@ class Searcher:
         )
         try:
             with timed(timings, "embed"):
-                vectors = QueryVectors(question, self._embedder_factory().query_embed(question).tolist(), sparse)
+                vectors = self._vectors(question, sparse)
             with timed(timings, "search"):
                 dense = self._search([(QUESTION, vectors, self._dense_names)], top_k, scope, wheres)
                 lists = dense + lexical.result()
@@ -154,6 +158,9 @@ class Searcher:
         limit = top_k or options.top_k
         return [
             VectorQuery(r.vector, vectors.dense, limit, options.min_similarity or None, options.hnsw_ef, where=where)
+            if r.vector == DENSE_VECTOR
+            # another model's cosines are on a scale of their own: min_similarity is [embedding]'s
+            else VectorQuery(r.vector, vectors.named.get(r.vector, []), limit, None, options.hnsw_ef, where=where)
             if r.kind == "dense"
             else VectorQuery(r.vector, vectors.sparse[spec.name], limit, where=where)
             for r in spec.retrievers
@@ -208,9 +215,15 @@ class Searcher:
             ranked for ranked in lists if ranked.query != QUESTION
         ]
 
-    def _vectors(self, text: str) -> QueryVectors:
-        """``text`` embedded for every retriever, unchecked (a model's expansion, a question's clause)."""
-        return QueryVectors(text, self._embedder_factory().query_embed(text).tolist(), self._sparse(text))
+    def _vectors(self, text: str, sparse: dict[str, Sparse] | None = None) -> QueryVectors:
+        """``text`` embedded for every retriever, unchecked (a model's expansion, a question's clause);
+        ``sparse``: its BM25 queries, when the caller has them."""
+        return QueryVectors(
+            text,
+            self._embedder_factory().query_embed(text).tolist(),
+            self._sparse(text) if sparse is None else sparse,
+            self.named.query_embed(self._models, text),
+        )
 
     def _search(
         self,

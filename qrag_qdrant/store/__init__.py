@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..config.settings import CollectionSpec, Settings
+from ..config.settings import CollectionSpec, Settings, named_vector
 from ..embedding import Bm25Embedder, embedding_dim
 from ..errors import NothingIngestedError
 from ..plugins import Registry
 from .base import CollectionManifest, Store
+from .manifest import NamedVector
 from .points import ChunkPayload, ChunkPoint, Hit, VectorQuery, Where
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "Store",
     "VectorQuery",
     "Where",
+    "expected_manifest",
     "open_collections",
     "open_store",
     "register_store",
@@ -43,6 +45,25 @@ def open_store(settings: Settings) -> Store:
     return STORES.get(name)(settings)
 
 
+def expected_manifest(settings: Settings, spec: CollectionSpec) -> CollectionManifest:
+    """What collection ``spec`` of ``settings``' namespace must have been built with: its models'
+    names and dimensions (known without loading them) and its BM25 setup."""
+    embedding = settings.embedding
+    vectors = {
+        named_vector(name): NamedVector(model=model.fingerprint, dim=embedding_dim(model))
+        for name in spec.embeddings
+        if (model := settings.embeddings[name])
+    }
+    return CollectionManifest.expected(
+        settings.namespace,
+        spec,
+        embedding.fingerprint,
+        embedding_dim(embedding),
+        settings.qdrant.bm25_source,
+        vectors,
+    )
+
+
 def open_collections(
     store: Store, settings: Settings
 ) -> tuple[list[tuple[CollectionSpec, Bm25Embedder]], dict[str, int]]:
@@ -50,11 +71,10 @@ def open_collections(
     model and a BM25 setup, each with the BM25 source its manifest recorded, and the points of
     each. The check needs only the model's name and dimension, so a namespace built with another
     model is refused before any model is loaded."""
-    model, dim, namespace = settings.embedding.fingerprint, embedding_dim(settings.embedding), settings.namespace
+    namespace = settings.namespace
     collections, missing, points = [], [], {}
     for spec in settings.collections:
-        expected = CollectionManifest.expected(namespace, spec, model, dim)
-        stored = store.open_collection(spec.name, expected, create=False)
+        stored = store.open_collection(spec.name, expected_manifest(settings, spec), create=False)
         if stored is None:
             missing.append(spec.name)
         else:

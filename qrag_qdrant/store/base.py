@@ -182,8 +182,8 @@ class Store(ABC):
         problem = stored.mismatch(manifest)
         if problem:
             raise ModelMismatchError(
-                f"collection {name} was built with {problem}; re-ingest into a new namespace or "
-                "store, or use the config it was built with"
+                f"collection {name} was built with {problem}; rebuild it with these settings (ingest PATH "
+                "--rebuild), re-ingest into a new namespace or store, or use the config it was built with"
             )
         return stored
 

@@ -124,15 +124,15 @@ class EdgeStore(Store):
         folder = self.root / name
         shutil.rmtree(folder, ignore_errors=True)  # a folder without manifest is a crashed create
         layout = self.layout
-        quantization = _quantization(layout.quantization)
         config = edge.EdgeConfig(
             vectors={
-                DENSE_VECTOR: edge.EdgeVectorParams(
-                    size=manifest.dim,
+                vector: edge.EdgeVectorParams(
+                    size=dim,
                     distance=edge.Distance.Cosine,
                     on_disk=layout.vectors_on_disk,
-                    quantization_config=quantization,
+                    quantization_config=_quantization(layout.quantization),
                 )
+                for vector, dim in manifest.dense_dims.items()
             },
             sparse_vectors={
                 SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf, on_disk=layout.vectors_on_disk)
@@ -205,7 +205,7 @@ class EdgeStore(Store):
                     [
                         edge.Point(
                             p.id,
-                            {DENSE_VECTOR: list(map(float, p.dense)), SPARSE_VECTOR: _edge_vector(p.sparse)},
+                            {**p.vectors, SPARSE_VECTOR: _edge_vector(p.sparse)},
                             p.payload.as_dict(),
                         )
                         for p in points

@@ -3,12 +3,20 @@ refused, so vectors are never silently mixed."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
-from ..config.settings import CollectionSpec
+from ..config.settings import DENSE_VECTOR, CollectionSpec
 from ..embedding import BM25_SOURCES, Bm25Embedder, Bm25Settings
+
+
+class NamedVector(BaseModel):
+    """A model of ``[embeddings]`` as a collection records its vectors."""
+
+    model: str
+    dim: int
 
 
 class CollectionManifest(BaseModel):
@@ -26,15 +34,25 @@ class CollectionManifest(BaseModel):
     #: how the dense vectors were pooled (``EmbeddingSettings.pooled_as``); fixed at creation, checked by
     #: ingest only: a question is embedded the same way for all
     pooling: str = "chunk"
+    #: the vectors of ``[embeddings]``'s models its dense retrievers search, by vector name
+    #: (``dense-<name>``); fixed at creation: another model's vectors are never searched
+    vectors: dict[str, NamedVector] = {}
     #: stamped by every ingest that writes, when it starts and when it ends, so a result cache
     #: can tell that the index changed (not part of what must match)
     indexed: int = 0
 
     @classmethod
     def expected(
-        cls, namespace: str, spec: CollectionSpec, model: str, dim: int, bm25_source: str = "client"
+        cls,
+        namespace: str,
+        spec: CollectionSpec,
+        model: str,
+        dim: int,
+        bm25_source: str = "client",
+        vectors: Mapping[str, NamedVector] | None = None,
     ) -> CollectionManifest:
-        """What a collection for ``spec`` must hold; BM25's avg_len is the chunk length."""
+        """What a collection for ``spec`` must hold; BM25's avg_len is the chunk length. ``vectors``:
+        its named vectors (``named_vectors``)."""
         bm25 = Bm25Settings(avg_len=float(spec.size))
         return cls(
             namespace=namespace,
@@ -44,7 +62,13 @@ class CollectionManifest(BaseModel):
             dim=dim,
             bm25=bm25.as_dict(),
             bm25_source=bm25_source,
+            vectors=dict(vectors or {}),
         )
+
+    @property
+    def dense_dims(self) -> dict[str, int]:
+        """Each dense vector's size by name: ``dense``, then the named vectors."""
+        return {DENSE_VECTOR: self.dim, **{name: vector.dim for name, vector in self.vectors.items()}}
 
     @property
     def bm25_settings(self) -> Bm25Settings:
@@ -58,4 +82,11 @@ class CollectionManifest(BaseModel):
         for field in ("model", "dim", "bm25", "size", "overlap"):
             if getattr(self, field) != getattr(other, field):
                 return f"{field} {getattr(self, field)!r} (asked for {getattr(other, field)!r})"
+        if self.vectors != other.vectors:
+            return f"the vectors {_listed(self.vectors)} (asked for {_listed(other.vectors)})"
         return None
+
+
+def _listed(vectors: Mapping[str, NamedVector]) -> str:
+    """``dense-e5 of intfloat/multilingual-e5-small (384)``, or ``dense alone``."""
+    return ", ".join(f"{name} of {vector.model} ({vector.dim})" for name, vector in vectors.items()) or "dense alone"

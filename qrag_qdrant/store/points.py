@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import struct
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -102,17 +102,26 @@ class ChunkPoint:
     dense: Sequence[float]
     sparse: Sparse
     payload: ChunkPayload
+    #: the vectors of ``[embeddings]``'s models, by vector name (``dense-<name>``)
+    named: Mapping[str, Sequence[float]] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of(cls, record: Any) -> ChunkPoint:
         """From a record of either engine, read with its vectors and payload."""
-        sparse = record.vector[SPARSE_VECTOR]
+        vectors = record.vector
+        sparse = vectors[SPARSE_VECTOR]
         return cls(
             str(record.id),
-            record.vector[DENSE_VECTOR],
+            vectors[DENSE_VECTOR],
             SparseVec(list(sparse.indices), list(sparse.values)),
             ChunkPayload.of(record.payload),
+            {name: vector for name, vector in vectors.items() if name not in (DENSE_VECTOR, SPARSE_VECTOR)},
         )
+
+    @property
+    def vectors(self) -> dict[str, list[float]]:
+        """Its dense vectors by name, as Python floats; the sparse one is each engine's own type."""
+        return {DENSE_VECTOR: list(map(float, self.dense)), **{k: list(map(float, v)) for k, v in self.named.items()}}
 
 
 @dataclass(frozen=True)

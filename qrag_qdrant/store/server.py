@@ -78,13 +78,14 @@ class ServerStore(Store):
         self.client.create_collection(
             name,
             vectors_config={
-                DENSE_VECTOR: models.VectorParams(
-                    size=manifest.dim,
+                vector: models.VectorParams(
+                    size=dim,
                     distance=models.Distance.COSINE,
                     on_disk=layout.vectors_on_disk,
                     quantization_config=_quantization(layout.quantization),
                     hnsw_config=models.HnswConfigDiff(m=layout.hnsw_m, ef_construct=layout.hnsw_ef_construct),
                 )
+                for vector, dim in manifest.dense_dims.items()
             },
             sparse_vectors_config={
                 SPARSE_VECTOR: models.SparseVectorParams(
@@ -194,7 +195,7 @@ class ServerStore(Store):
                     models.PointStruct(
                         id=p.id,
                         payload=p.payload.as_dict(),
-                        vector={DENSE_VECTOR: list(map(float, p.dense)), SPARSE_VECTOR: _client_vector(p.sparse)},
+                        vector={**p.vectors, SPARSE_VECTOR: _client_vector(p.sparse)},
                     )
                     for p in points
                 ],

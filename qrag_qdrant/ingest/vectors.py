@@ -1,0 +1,195 @@
+"""A namespace's vectors brought to the models its retrievers name, without reading a document
+again: a model of ``[embeddings]`` is added to the collections whose retrievers name it, or taken
+out of those that no longer do, each in a new version of the collection behind its alias, every
+chunk embedded from the text its point holds. Queries read the old version until the aliases move,
+all at once, as after ``ingest --rebuild``."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
+from typing import Protocol
+
+import numpy as np
+from pydantic import BaseModel
+
+from ..config.settings import Settings, named_vector
+from ..embedding import NamedEmbedders
+from ..errors import ConfigError
+from ..store import ChunkPoint, CollectionManifest, Store, expected_manifest
+from ..store.base import CALIBRATED_GATE, TERM_STATS
+from ..text.term_stats import TermStats
+
+#: points read, embedded and written at a time
+BATCH = 256
+
+
+class EmbeddingProgress(Protocol):
+    """What a re-embedding reports as it goes (an ingest's progress reports the same)."""
+
+    def chunks_queued(self, count: int) -> None: ...
+    def chunks_embedded(self, count: int) -> None: ...
+
+
+class VectorChange(BaseModel):
+    """One collection's models changed: the version that now serves its alias, what it replaced."""
+
+    alias: str
+    collection: str
+    replaced: str
+    added: list[str]
+    removed: list[str]
+    points: int
+    seconds: float
+
+
+class VectorsReport(BaseModel):
+    model: str
+    changed: list[VectorChange]
+    seconds: float
+
+    @property
+    def chunks_per_second(self) -> float:
+        embedded = sum(change.points for change in self.changed if change.added)
+        return embedded / self.seconds if self.seconds else 0.0
+
+
+class RetrieverState(BaseModel):
+    """A configured retriever, where its vectors live and whether the namespace holds them."""
+
+    name: str
+    kind: str
+    collection: str
+    #: what its vectors come from: a dense model's name, or ``bm25``
+    model: str
+    #: ``ready``; ``not ingested`` (no collection yet: an ingest builds it); ``missing`` (its model's
+    #: vectors are not in the collection: ``retrievers add``); ``other model`` (built with another)
+    state: str
+
+
+def retriever_states(store: Store, settings: Settings) -> list[RetrieverState]:
+    """Every configured retriever, with its collection's state."""
+    states = []
+    for spec in settings.collections:
+        stored, wanted = store.manifest(spec.name), expected_manifest(settings, spec)
+        for retriever in spec.retrievers:
+            if retriever.kind == "bm25":
+                model, held, asked = "bm25", True, True
+            elif retriever.embedding is None:
+                model = settings.embedding.fingerprint
+                held = asked = stored is None or (stored.model, stored.dim) == (wanted.model, wanted.dim)
+            else:
+                model = wanted.vectors[retriever.vector].model
+                found = stored.vectors.get(retriever.vector) if stored is not None else None
+                held, asked = found is not None, found == wanted.vectors[retriever.vector]
+            state = "not ingested" if stored is None else "ready" if asked else "other model" if held else "missing"
+            states.append(
+                RetrieverState(name=retriever.name, kind=retriever.kind, collection=spec.name, model=model, state=state)
+            )
+    return states
+
+
+def revector(store: Store, settings: Settings, model: str, adding: bool, progress: EmbeddingProgress) -> VectorsReport:
+    """Add ``model`` (a name in ``[embeddings]``) to the collections whose configured retrievers
+    name it (``adding``), or take it out of those whose retrievers no longer do. A collection
+    already as asked is left alone; one built with other chunking or BM25 settings is refused:
+    that takes ``ingest --rebuild``."""
+    started = time.perf_counter()
+    vector = named_vector(model)
+    named = [spec for spec in settings.collections if model in spec.embeddings]
+    if adding and not named:
+        raise ConfigError(
+            f"retrievers add {model}: no retriever in the config names embedding {model!r}; add one, "
+            f'{{ kind = "dense", embedding = "{model}", size = 100, overlap = 50 }}, and [embeddings.{model}]'
+        )
+    if not adding and named:
+        raise ConfigError(
+            f"retrievers remove {model}: the config's retrievers still name it ({', '.join(s.name for s in named)}); "
+            "take them out of the config first"
+        )
+    plans: list[tuple[str, CollectionManifest, CollectionManifest]] = []
+    for spec in settings.collections:
+        stored = store.manifest(spec.name)
+        if stored is None:
+            continue  # nothing ingested in it yet: an ingest builds it with every configured model
+        wanted = expected_manifest(settings, spec).model_copy(
+            update={"pooling": stored.pooling, "bm25_source": stored.bm25_source}
+        )
+        if (problem := stored.mismatch(wanted.model_copy(update={"vectors": stored.vectors}))) is not None:
+            raise ConfigError(f"collection {spec.name} was built with {problem}: that takes ingest PATH --rebuild")
+        if stored.vectors.get(vector) != wanted.vectors.get(vector):
+            others = {name: v for name, v in stored.vectors.items() if name != vector}
+            if vector in wanted.vectors:
+                others[vector] = wanted.vectors[vector]
+            plans.append((spec.name, stored, wanted.model_copy(update={"vectors": others})))
+    if adding:  # every collection's chunks at once: the time left is of the whole change
+        progress.chunks_queued(sum(store.count(alias) for alias, _, _ in plans))
+    changed = [_rewritten(store, settings, alias, stored, wanted, model, progress) for alias, stored, wanted in plans]
+    if changed:
+        store.switch_aliases({change.alias: change.collection for change in changed})
+        for change in changed:
+            store.drop_collection(change.replaced)
+    return VectorsReport(model=model, changed=changed, seconds=round(time.perf_counter() - started, 3))
+
+
+def _rewritten(
+    store: Store,
+    settings: Settings,
+    alias: str,
+    stored: CollectionManifest,
+    wanted: CollectionManifest,
+    model: str,
+    progress: EmbeddingProgress,
+) -> VectorChange:
+    """Collection ``alias``'s points copied into a new version built like ``wanted``: the model's
+    vectors embedded from each point's text, or left out; the rest as stored."""
+    started = time.perf_counter()
+    vector = named_vector(model)
+    adding = vector in wanted.vectors
+    replaced = store.list_collections(settings.namespace).get(alias, alias)
+    target, stamp = store.next_version(alias), time.time_ns()  # a new stamp: result caches start over
+    store.create_collection(target, wanted.model_copy(update={"indexed": stamp}))
+    try:
+        # the same chunks: their term counts hold (under the new stamp), and the calibrated gate
+        counts = TermStats.current(store.attachment(alias, TERM_STATS), stored.indexed)
+        if counts is not None:
+            store.attach(target, TERM_STATS, counts.updated(Counter(), Counter(), counts.chunks, stamp).to_bytes())
+        store.attach(target, CALIBRATED_GATE, store.attachment(alias, CALIBRATED_GATE))
+        embedders, points = NamedEmbedders(settings), 0
+        for batch in _batches(store.scroll_points(alias)):
+            fresh = embedders.embed([model], [point.payload.text for point in batch]) if adding else {}
+            store.upsert(target, [_with(point, vector, fresh, row) for row, point in enumerate(batch)])
+            points += len(batch)
+            if adding:
+                progress.chunks_embedded(len(batch))
+        store.finish_bulk(target)
+    except BaseException:
+        store.drop_collection(target)  # the alias still serves the old version
+        raise
+    return VectorChange(
+        alias=alias,
+        collection=target,
+        replaced=replaced,
+        added=[vector] if adding else [],
+        removed=[vector] if vector in stored.vectors else [],
+        points=points,
+        seconds=round(time.perf_counter() - started, 3),
+    )
+
+
+def _with(point: ChunkPoint, vector: str, fresh: Mapping[str, np.ndarray], row: int) -> ChunkPoint:
+    """``point`` with ``vector`` replaced by its row of ``fresh``, or without it."""
+    named = {name: values for name, values in point.named.items() if name != vector}
+    if vector in fresh:
+        named[vector] = fresh[vector][row]
+    return replace(point, named=named)
+
+
+def _batches(points: Iterable[ChunkPoint]) -> Iterator[list[ChunkPoint]]:
+    """``points``, ``BATCH`` at a time."""
+    iterator = iter(points)
+    while batch := list(itertools.islice(iterator, BATCH)):
+        yield batch

@@ -1,0 +1,206 @@
+"""More than one dense model: each model of ``[embeddings]`` is a named vector of its chunking's
+collection, searched by the retrievers that name it, a voter beside the others."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from qrag_qdrant.config.settings import load_settings
+from qrag_qdrant.embedding import EMBEDDERS
+from qrag_qdrant.errors import ConfigError, EmbeddingError, ModelMismatchError
+
+from .cli_helpers import QUESTION, assert_clean_error, run
+from .hashed_words import HashedWords
+
+RETRIEVERS = [
+    {"kind": "dense", "size": 50, "overlap": 25},
+    {"kind": "dense", "embedding": "words", "size": 50, "overlap": 25},
+    {"kind": "bm25", "size": 50, "overlap": 25},
+]
+WORDS = {"words": {"embedder": "hashed", "model": "words-v1", "dim": 64}}
+BEES = "How do honeybees tell each other where flowers are?"
+
+
+@pytest.fixture(autouse=True)
+def hashed(monkeypatch):
+    monkeypatch.setitem(EMBEDDERS.local, "hashed", HashedWords)
+
+
+def test_a_second_model_is_a_voter_of_its_own_and_its_vectors_are_stored_beside_the_first(open_rag, corpus):
+    rag = open_rag(retrievers=RETRIEVERS, embeddings=WORDS)
+    rag.ingest(corpus)
+    best = rag.retrieve(BEES).clusters[0]
+    assert "dense-words-c50" in best.retrievers and "bee" in best.passages[0].text.lower()
+    [info] = rag.collections()
+    assert (info.model, info.vectors) == ("sentence-transformers/all-MiniLM-L6-v2", {"dense-words": "hashed:words-v1"})
+    assert info.retrievers == ["dense-c50", "dense-words-c50", "bm25-c50"]
+    points = list(rag.store.scroll_points(info.name))
+    model = HashedWords(load_settings(embeddings=WORDS).embeddings["words"], HashedWords.Options())
+    assert points and all(set(p.named) == {"dense-words"} for p in points)
+    stored = np.array([p.named["dense-words"] for p in points], dtype=np.float32)
+    assert np.allclose(stored, model.embed([p.payload.text for p in points]), atol=1e-6)
+    assert all(len(p.dense) == 384 for p in points)  # [embedding]'s vectors, as before
+
+
+def test_a_namespace_asked_with_other_models_refuses_in_one_line_naming_both(open_rag, corpus):
+    open_rag(retrievers=RETRIEVERS, embeddings=WORDS).ingest(corpus)
+    other = {"words": {**WORDS["words"], "dim": 128}}
+    for overrides, asked in [
+        ({"retrievers": RETRIEVERS, "embeddings": other}, "(asked for dense-words of hashed:words-v1 (128))"),
+        (
+            {"retrievers": [RETRIEVERS[0], RETRIEVERS[2]]},
+            "(asked for dense alone); rebuild it with these settings (ingest PATH --rebuild)",
+        ),
+    ]:
+        with pytest.raises(ModelMismatchError) as refused:
+            open_rag(**overrides).retrieve(BEES)
+        message = str(refused.value)
+        assert "the vectors dense-words of hashed:words-v1 (64)" in message and asked in message, message
+        assert "\n" not in message
+
+
+def test_a_rebuild_moves_a_namespace_to_another_model_and_queries_use_it(open_rag, corpus):
+    open_rag(retrievers=RETRIEVERS, embeddings=WORDS).ingest(corpus)
+    other = {"words": {**WORDS["words"], "model": "words-v2", "dim": 128}}
+    moved = open_rag(retrievers=RETRIEVERS, embeddings=other)
+    moved.ingest(corpus, rebuild=True)
+    [info] = moved.collections()
+    assert info.vectors == {"dense-words": "hashed:words-v2"}
+    assert "dense-words-c50" in moved.retrieve(BEES).clusters[0].retrievers
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            {"retrievers": RETRIEVERS},
+            "retrievers: dense-words-c50 names embedding 'words', which [embeddings] does not hold (known: none)",
+        ),
+        (
+            {"retrievers": [{"kind": "bm25", "embedding": "words", "size": 50, "overlap": 25}], "embeddings": WORDS},
+            "embedding 'words': only a dense retriever has a model",
+        ),
+        ({"embeddings": {"Words!": WORDS["words"]}}, "embeddings.Words!: use 1-32 lower-case letters"),
+        (
+            {"embeddings": {"words": {**WORDS["words"], "pooling": "late"}}},
+            "embeddings.words.pooling: a model of [embeddings] embeds each chunk on its own",
+        ),
+    ],
+)
+def test_a_misnamed_model_is_one_line(overrides, message):
+    with pytest.raises(ConfigError) as refused:
+        load_settings(**overrides)
+    assert message in str(refused.value) and "\n" not in str(refused.value)
+
+
+class Stubborn(HashedWords):
+    """A plug-in that gives vectors of its own size whatever ``embedding.dim`` says."""
+
+    def __init__(self, settings, options: HashedWords.Options):
+        super().__init__(settings, options)
+        self.dim = options.dim
+
+
+def test_a_model_giving_vectors_of_another_size_than_its_dim_is_one_line_and_writes_nothing(
+    open_rag, corpus, monkeypatch
+):
+    monkeypatch.setitem(EMBEDDERS.local, "stubborn", Stubborn)
+    rag = open_rag(retrievers=RETRIEVERS, embeddings={"words": {"embedder": "stubborn", "model": "w", "dim": 48}})
+    with pytest.raises(EmbeddingError) as refused:
+        rag.ingest(corpus)
+    assert str(refused.value) == "embeddings.words: the model gave vectors of 64 values, not 48 (set dim)"
+    assert all(info.points == 0 for info in rag.collections())
+
+
+class Recorded:
+    """An embedding's progress, as the CLI's bar is told it."""
+
+    def __init__(self):
+        self.queued, self.embedded = 0, []
+
+    def chunks_queued(self, count):
+        self.queued += count
+
+    def chunks_embedded(self, count):
+        self.embedded.append(count)
+
+
+def test_a_model_is_added_to_a_namespace_and_taken_out_without_reading_a_document_again(open_rag, corpus):
+    without = [RETRIEVERS[0], RETRIEVERS[2]]
+    open_rag(retrievers=without).ingest(corpus)
+    for path in corpus.rglob("*"):  # nothing can be read again
+        if path.is_file():
+            path.unlink()
+    rag = open_rag(retrievers=RETRIEVERS, embeddings=WORDS)
+    assert [(s.name, s.state) for s in rag.retrievers()] == [
+        ("dense-c50", "ready"),
+        ("dense-words-c50", "missing"),
+        ("bm25-c50", "ready"),
+    ]
+    with pytest.raises(ModelMismatchError):
+        rag.retrieve(BEES)
+    progress = Recorded()
+    report = rag.change_vectors("words", adding=True, progress=progress)
+    [change] = report.changed
+    assert (change.added, change.removed, change.replaced) == (["dense-words"], [], "default-c50-o25-v1")
+    assert progress.queued == change.points == sum(progress.embedded) > 0
+    assert {s.state for s in rag.retrievers()} == {"ready"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the term counts came along: none counted again
+        assert "dense-words-c50" in rag.retrieve(BEES).clusters[0].retrievers
+    [info] = rag.collections()
+    assert (info.collection, info.points, info.vectors) == (
+        change.collection,
+        change.points,
+        {"dense-words": "hashed:words-v1"},
+    )
+    model = HashedWords(load_settings(embeddings=WORDS).embeddings["words"], HashedWords.Options())
+    points = list(rag.store.scroll_points(info.name))
+    assert np.allclose(
+        [p.named["dense-words"] for p in points], model.embed([p.payload.text for p in points]), atol=1e-6
+    )
+    assert rag.change_vectors("words", adding=True).changed == []  # as the config asks already
+
+    with pytest.raises(ConfigError, match="the config's retrievers still name it"):
+        rag.change_vectors("words", adding=False)
+    back = open_rag(retrievers=without)
+    [gone] = back.change_vectors("words", adding=False).changed
+    assert (gone.added, gone.removed, gone.points) == ([], ["dense-words"], change.points)
+    assert back.collections()[0].vectors == {} and back.retrieve(BEES).clusters
+    with pytest.raises(ConfigError, match="no retriever in the config names embedding 'nope'"):
+        back.change_vectors("nope", adding=True)
+
+
+def test_retrievers_add_on_the_command_line_shows_progress_and_a_json_report(tmp_path, corpus, embedder):
+    store = tmp_path / "store"
+    assert run("ingest", str(corpus), "--store", str(store)).exit_code == 0
+    config = tmp_path / "voters.toml"
+    listed = ",\n".join(
+        "{ "
+        + ", ".join(f'{key} = "{value}"' if isinstance(value, str) else f"{key} = {value}" for key, value in r.items())
+        + " }"
+        for r in [
+            *RETRIEVERS,
+            {"kind": "dense", "size": 100, "overlap": 50},
+            {"kind": "bm25", "size": 100, "overlap": 50},
+        ]
+    )
+    config.write_text(
+        f'retrievers = [\n{listed}\n]\n\n[embeddings.words]\nembedder = "hashed"\nmodel = "words-v1"\ndim = 64\n'
+    )
+    before = run("retrievers", "list", "--config", str(config), "--store", str(store), "--json")
+    assert before.exit_code == 0, before.stderr
+    assert {r["name"]: r["state"] for r in json.loads(before.stdout)["retrievers"]}["dense-words-c50"] == "missing"
+    added = run("retrievers", "add", "words", "--config", str(config), "--store", str(store), "--json")
+    assert added.exit_code == 0, added.stderr
+    report = json.loads(added.stdout)
+    assert [c["alias"] for c in report["changed"]] == ["default-c50-o25"] and report["chunks_per_second"] > 0
+    assert "chunks embedded (" in added.stderr and "s left)" in added.stderr  # one line a batch, off a terminal
+    answered = run("query", QUESTION, "--no-generate", "--config", str(config), "--store", str(store), "--json")
+    assert "dense-words-c50" in json.loads(answered.stdout)["clusters"][0]["retrievers"]
+    wrong = run("retrievers", "remove", "words", "--config", str(config), "--store", str(store))
+    assert_clean_error(wrong, 1, "the config's retrievers still name it")
