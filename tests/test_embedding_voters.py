@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -43,24 +44,28 @@ def test_a_second_model_is_a_voter_of_its_own_and_its_vectors_are_stored_beside_
     assert points and all(set(p.named) == {"dense-words"} for p in points)
     stored = np.array([p.named["dense-words"] for p in points], dtype=np.float32)
     assert np.allclose(stored, model.embed([p.payload.text for p in points]), atol=1e-6)
-    assert all(len(p.dense) == 384 for p in points)  # [embedding]'s vectors, as before
+    assert all(len(p.dense) == 384 for p in points)  # [embedding]'s vectors beside them
 
 
 def test_a_namespace_asked_with_other_models_refuses_in_one_line_naming_both(open_rag, corpus):
     open_rag(retrievers=RETRIEVERS, embeddings=WORDS).ingest(corpus)
-    other = {"words": {**WORDS["words"], "dim": 128}}
-    for overrides, asked in [
-        ({"retrievers": RETRIEVERS, "embeddings": other}, "(asked for dense-words of hashed:words-v1 (128))"),
+    other = open_rag(retrievers=RETRIEVERS, embeddings={"words": {**WORDS["words"], "dim": 128}})
+    fewer = open_rag(retrievers=[RETRIEVERS[0], RETRIEVERS[2]])
+    for asking, asked in [
+        (lambda: other.retrieve(BEES), "(asked for dense-words of hashed:words-v1 (128))"),
+        # an ingest would write points without the model's vectors
         (
-            {"retrievers": [RETRIEVERS[0], RETRIEVERS[2]]},
+            lambda: fewer.ingest(corpus),
             "(asked for dense alone); rebuild it with these settings (ingest PATH --rebuild)",
         ),
     ]:
         with pytest.raises(ModelMismatchError) as refused:
-            open_rag(**overrides).retrieve(BEES)
+            asking()
         message = str(refused.value)
         assert "the vectors dense-words of hashed:words-v1 (64)" in message and asked in message, message
         assert "\n" not in message
+    # a search may leave a model out: it reads the vectors it asks for
+    assert fewer.retrieve(BEES).clusters[0].retrievers
 
 
 def test_a_rebuild_moves_a_namespace_to_another_model_and_queries_use_it(open_rag, corpus):
@@ -204,3 +209,31 @@ def test_retrievers_add_on_the_command_line_shows_progress_and_a_json_report(tmp
     assert "dense-words-c50" in json.loads(answered.stdout)["clusters"][0]["retrievers"]
     wrong = run("retrievers", "remove", "words", "--config", str(config), "--store", str(store))
     assert_clean_error(wrong, 1, "the config's retrievers still name it")
+
+
+def extending_example(heading: str, first_line: str) -> str:
+    """The Python block of docs/extending.md under ``heading`` that starts with ``first_line``."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "extending.md").read_text()
+    section = page[page.index(heading) :]
+    start = section.index(f"```python\n{first_line}\n") + len("```python\n")
+    return section[start : section.index("```", start)]
+
+
+def test_the_embedder_of_the_extending_page_runs_as_written_and_votes(open_rag, corpus, monkeypatch):
+    written: dict = {}
+    exec(extending_example("## An embedding model of your own", "# my_embedder/__init__.py"), written)
+    monkeypatch.setitem(EMBEDDERS.local, "trigrams", written["Trigrams"])
+    page_config = {"tri": {"embedder": "trigrams", "model": "trigrams-v1", "dim": 256}}
+    retrievers = [
+        {"kind": "dense", "size": 50, "overlap": 25},
+        {"kind": "dense", "size": 100, "overlap": 50},
+        {"kind": "dense", "embedding": "tri", "size": 100, "overlap": 50},
+        {"kind": "bm25", "size": 50, "overlap": 25},
+        {"kind": "bm25", "size": 100, "overlap": 50},
+    ]
+    open_rag(retrievers=[r for r in retrievers if "embedding" not in r]).ingest(corpus)
+    rag = open_rag(retrievers=retrievers, embeddings=page_config)
+    [change] = rag.change_vectors("tri", adding=True).changed
+    assert change.alias.endswith("-c100-o50") and change.added == ["dense-tri"]
+    best = rag.retrieve(BEES).clusters[0]
+    assert "dense-tri-c100" in best.retrievers and "bee" in best.passages[0].text.lower()

@@ -74,7 +74,7 @@ def open_collections(
     namespace = settings.namespace
     collections, missing, points = [], [], {}
     for spec in settings.collections:
-        stored = store.open_collection(spec.name, expected_manifest(settings, spec), create=False)
+        stored = store.open_collection(spec.name, expected_manifest(settings, spec), create=False, reading=True)
         if stored is None:
             missing.append(spec.name)
         else:

@@ -167,10 +167,13 @@ class Store(ABC):
             if namespace_of(name) is not None and (namespace is None or collection_pattern(namespace).match(name))
         }
 
-    def open_collection(self, name: str, manifest: CollectionManifest, create: bool) -> CollectionManifest | None:
+    def open_collection(
+        self, name: str, manifest: CollectionManifest, create: bool, reading: bool = False
+    ) -> CollectionManifest | None:
         """Check the collection behind alias ``name`` was built like ``manifest`` (the BM25 source
-        aside: the stored one wins) and return its stored manifest. When it does not exist and
-        ``create`` is set, create ``<name>-v<N>`` and point the alias at it."""
+        aside: the stored one wins; ``reading``: a search's check, ``CollectionManifest.mismatch``)
+        and return its stored manifest. When it does not exist and ``create`` is set, create
+        ``<name>-v<N>`` and point the alias at it."""
         stored = self.manifest(name)
         if stored is None:
             if not create:
@@ -179,7 +182,7 @@ class Store(ABC):
             self.create_collection(collection, manifest)
             self.switch_aliases({name: collection})
             return manifest
-        problem = stored.mismatch(manifest)
+        problem = stored.mismatch(manifest, reading)
         if problem:
             raise ModelMismatchError(
                 f"collection {name} was built with {problem}; rebuild it with these settings (ingest PATH "

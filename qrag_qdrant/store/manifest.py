@@ -78,11 +78,15 @@ class CollectionManifest(BaseModel):
         """The BM25 this collection was built with, for its ingest and its queries alike."""
         return BM25_SOURCES.get(self.bm25_source)(self.bm25_settings)
 
-    def mismatch(self, other: CollectionManifest) -> str | None:
+    def mismatch(self, other: CollectionManifest, reading: bool = False) -> str | None:
+        """How this (stored) manifest differs from ``other`` (asked for), or None. ``reading``: a
+        search, which may read a collection holding more named vectors than it asks for (an ingest
+        would leave them out of its points: it must ask for all)."""
         for field in ("model", "dim", "bm25", "size", "overlap"):
             if getattr(self, field) != getattr(other, field):
                 return f"{field} {getattr(self, field)!r} (asked for {getattr(other, field)!r})"
-        if self.vectors != other.vectors:
+        held = {name: vector for name, vector in self.vectors.items() if name in other.vectors} if reading else None
+        if (self.vectors if held is None else held) != other.vectors:
             return f"the vectors {_listed(self.vectors)} (asked for {_listed(other.vectors)})"
         return None
 
