@@ -135,7 +135,7 @@ class QuorumRAG:
             reading = Reading(exclude=exclude, follow_links=follow_links, strict=strict)
             return ingestor.run(Path(path), prune=prune, rebuild=rebuild, progress=progress, reading=reading)
         finally:
-            self._index_changed()
+            self.index_changed()
 
     def retrievers(self) -> list[RetrieverState]:
         """The configured retrievers, each with its collection, its model and whether the namespace
@@ -156,24 +156,26 @@ class QuorumRAG:
         try:
             return revector(self.store, self.settings, model, adding, progress or NoProgress())
         finally:
-            self._index_changed()
+            self.index_changed()
 
     def documents(self, readers: Iterable[str] | None = None) -> Documents:
         """The namespace's documents: list, show, remove, set who may read one. ``readers``: the
         groups the caller reads as; the documents it may not read are not found (None: all)."""
         from .ingest.documents import Documents
 
-        return Documents(self.settings, self.store, on_change=self._index_changed, access=Access.of(readers))
+        return Documents(self.settings, self.store, on_change=self.index_changed, access=Access.of(readers))
 
     def sources(self) -> Sources:
         """The folders and repositories the namespace follows: add, list, sync, remove."""
         from .ingest.sources import Sources
 
-        return Sources(self.settings, self.store, self.embedder, on_change=self._index_changed)
+        return Sources(self.settings, self.store, self.embedder, on_change=self.index_changed)
 
-    def _index_changed(self) -> None:
+    def index_changed(self, rewarm: bool = True) -> None:
+        """The index changed, here or in another process: the collections are checked and counted
+        again before the next search (and warmed again, with ``rewarm``, if they were)."""
         if self._coordinator is not None:
-            self._coordinator.index_changed()
+            self._coordinator.index_changed(rewarm)
 
     def retrieve(
         self,

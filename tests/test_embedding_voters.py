@@ -237,3 +237,30 @@ def test_the_embedder_of_the_extending_page_runs_as_written_and_votes(open_rag, 
     assert change.alias.endswith("-c100-o50") and change.added == ["dense-tri"]
     best = rag.retrieve(BEES).clusters[0]
     assert "dense-tri-c100" in best.retrievers and "bee" in best.passages[0].text.lower()
+
+
+def test_a_service_whose_namespace_is_rebuilt_with_another_model_under_it_refuses_rather_than_mix(
+    tmp_path, corpus, embedder
+):
+    """Another service or a CLI on the same Qdrant server switches the namespace to another model
+    of the same size: the service's next search must not compare its model's vectors with them."""
+    from qrag_qdrant import QuorumRAG
+    from qrag_qdrant.service.namespaces import Namespaces
+
+    spaces = Namespaces(load_settings(store=tmp_path / "service"), embedder)
+    try:
+        spaces.ingest("team", corpus, progress=None)
+        assert spaces.retrieve("team", BEES).clusters
+        before = spaces.stamp("team")
+        served = spaces.rag("team")
+        other = load_settings(
+            store=tmp_path / "service",
+            namespace="team",
+            embedding={"embedder": "hashed", "model": "words-v9", "dim": 384},
+        )
+        QuorumRAG(other, store=served.store).ingest(corpus, rebuild=True)  # not this pipeline's doing
+        assert spaces.stamp("team") != before
+        with pytest.raises(ModelMismatchError, match="hashed:words-v9"):
+            spaces.retrieve("team", BEES)
+    finally:
+        spaces.close()

@@ -71,12 +71,12 @@ class Coordinator:
         self.views = NamespaceViews(settings, store, self.searcher)
         self._warm = False
 
-    def index_changed(self) -> None:
-        """After an ingest in this process: check the collections and count their points again
-        (and warm them again, if this process asked for it)."""
+    def index_changed(self, rewarm: bool = True) -> None:
+        """After an ingest: check the collections and count their points again (and, with
+        ``rewarm``, warm them again if this process asked for it)."""
         self.searcher.forget()
         self.views.forget()
-        if self._warm:
+        if self._warm and rewarm:
             self.warm()
 
     def warm(self) -> None:

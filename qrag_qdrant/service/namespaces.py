@@ -45,6 +45,8 @@ class Namespaces:
         self._lock = threading.Lock()  # guards the two dicts only, never held while a namespace opens
         self._rags: dict[str, tuple[QuorumRAG, threading.Lock]] = {}
         self._opening: dict[str, threading.Lock] = {}
+        #: the index stamps each namespace's pipeline last saw (``stamp``)
+        self._stamps: dict[str, tuple[int, ...]] = {}
 
     def _open(self, namespace: str) -> tuple[QuorumRAG, threading.Lock]:
         """Opening and warming a namespace reads its shards (0.4 s for SciFact's 70k chunks, more for
@@ -128,11 +130,19 @@ class Namespaces:
             return rag.collections(readers=readers)
 
     def stamp(self, namespace: str) -> tuple[int, ...]:
-        """The index stamps of the namespace's collections: they change with every ingest."""
+        """The index stamps of the namespace's collections: they change with every ingest. A change
+        seen here, whoever made it (another service or a CLI on the same Qdrant server), has the
+        pipeline check its collections and count them again before its next search: a namespace
+        rebuilt with another model under it is refused in one line, never searched with this
+        model's vectors, and its gate reads the documents it holds now."""
         rag, lock = self._open(namespace)
         with lock:
             manifests = [rag.store.manifest(spec.name) for spec in rag.settings.collections]
-        return tuple(m.indexed if m is not None else -1 for m in manifests)
+            stamps = tuple(m.indexed if m is not None else -1 for m in manifests)
+            if self._stamps.setdefault(namespace, stamps) != stamps:
+                rag.index_changed(rewarm=False)  # a query waits for this: the engine warms as it reads
+                self._stamps[namespace] = stamps
+        return stamps
 
     def store_reachable(self) -> bool:
         rag, lock = self._open(self.settings.namespace)
