@@ -205,6 +205,8 @@ def test_retrievers_add_on_the_command_line_shows_progress_and_a_json_report(tmp
     report = json.loads(added.stdout)
     assert [c["alias"] for c in report["changed"]] == ["default-c50-o25"] and report["chunks_per_second"] > 0
     assert "chunks embedded (" in added.stderr and "s left)" in added.stderr  # one line a batch, off a terminal
+    again = run("retrievers", "add", "words", "--config", str(config), "--store", str(store))
+    assert "Nothing to do: every collection is as the config asks for 'words'" in again.stdout
     answered = run("query", QUESTION, "--no-generate", "--config", str(config), "--store", str(store), "--json")
     assert "dense-words-c50" in json.loads(answered.stdout)["clusters"][0]["retrievers"]
     wrong = run("retrievers", "remove", "words", "--config", str(config), "--store", str(store))

@@ -90,21 +90,22 @@ def _changed(
     if as_json:
         print_json(report.model_dump() | {"chunks_per_second": round(report.chunks_per_second, 1)})
         return
-    print_report(report, adding)
+    print_report(report)
 
 
-def print_report(report: VectorsReport, adding: bool) -> None:
-    done = "added to" if adding else "taken out of"
+def print_report(report: VectorsReport) -> None:
     if not report.changed:
         out.print(f"Nothing to do: every collection is as the config asks for {report.model!r}", markup=False)
         return
-    rate = f", {report.chunks_per_second:.0f} chunks/s" if adding else ""
+    embedded = any(change.added for change in report.changed)
+    rate = f", {report.chunks_per_second:.0f} chunks embedded a second" if embedded else ""
     out.print(
-        f"{report.model!r} {done} {plural(len(report.changed), 'collection')} in {report.seconds:.1f} s{rate}",
+        f"{report.model!r}: {plural(len(report.changed), 'collection')} changed in {report.seconds:.1f} s{rate}",
         markup=False,
     )
     for change in report.changed:
-        out.print(f"  {change.alias} -> {change.collection}: {change.points} chunks", markup=False)
+        done = [*(f"added {name}" for name in change.added), *(f"took out {name}" for name in change.removed)]
+        out.print(f"  {change.alias} -> {change.collection}: {change.points} chunks, {', '.join(done)}", markup=False)
 
 
 class LineEmbeddingProgress:
