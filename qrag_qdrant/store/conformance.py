@@ -17,6 +17,7 @@ store compiles it to its engine's filter), so a store passes by behaving as the 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -84,7 +85,9 @@ class StoreConformance:
     """The checks; a subclass gives the ``store`` fixture."""
 
     @pytest.fixture
-    def store(self) -> Iterator[Store]:
+    def store(self, *fixtures: Any, **named: Any) -> Iterator[Store]:
+        """A subclass's own, with the fixtures it needs (``tmp_path``, a server's URL): an empty
+        store of the namespace ``NAMESPACE``."""
         raise NotImplementedError("a subclass gives the store to check: an empty one of namespace NAMESPACE")
 
     @pytest.fixture
