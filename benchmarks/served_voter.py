@@ -7,9 +7,9 @@ then llama.cpp's own server (xllamacpp) is started on loopback with embeddings o
 smallest packaged GGUF, and ``retrievers add served`` (``QuorumRAG.change_vectors``) embeds the
 namespace's chunks through its ``/v1/embeddings`` (the ``openai`` embedder: batch size and
 concurrency as given) into new versions of the collections. Meanwhile another thread asks the
-articles' questions again and again with the namespace's old config, each answered or failed;
-after the aliases move, the questions are asked with the new config (its ``dense-served-c100``
-retriever voting). Prints, and writes with ``--json-out``: the chunks re-embedded, seconds and
+articles' questions again and again (``--pause`` between two) with the namespace's old config,
+each answered or failed; after the aliases move, the questions are asked with the new config (its
+``dense-served-c100`` retriever voting). Prints, and writes with ``--json-out``: the chunks re-embedded, seconds and
 chunks a second (the corpus is deleted before the change: no document can be read), the
 questions asked during the change and after, failed, and the share whose evidence held the gold
 answer under each config.
@@ -67,6 +67,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a request may take")
+    parser.add_argument("--pause", type=float, default=0.1, help="seconds between two questions, as users ask")
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     dataset = load_dataset(args.data)
@@ -114,6 +115,8 @@ def main() -> None:
                             tally[phase][2] += gold_in(rag.retrieve(question.question), question.answers)
                         except Exception:
                             tally[phase][1] += 1
+                        if until is not None:
+                            until.wait(args.pause)
 
             asking = threading.Thread(target=ask, args=(old, "during", done))
             asking.start()
