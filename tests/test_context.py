@@ -152,6 +152,10 @@ def test_a_cluster_over_near_duplicate_documents_shows_each_document_a_retriever
     assert passages[1].text == "The budget review in Krakow is announced with the code word amber112."
     alone = [ScoredCluster(Cluster([first, unvoted]), 1.0)]
     assert [p.source for p in build_context(alone, limit=1, word_budget=30)[0].passages] == ["policy-7.md"]
+    # an earlier cluster sent the voted documents: the cluster sends the text it has left, never nothing
+    sent = {"policy-7.md": [(0, 200)], "policy-2.md": [(0, 200)]}
+    rest = build_context(ranked, limit=1, word_budget=20, sent=sent)[0].passages
+    assert [p.source for p in rest] == ["policy-9.md"] and "garnet57" in rest[0].text
 
 
 PROSE = (

@@ -26,7 +26,7 @@ from ..service.auth.keys import KeyEntry
 
 if TYPE_CHECKING:  # imported where they are used (ingest, tables): a query starts sooner
     from rich.console import Console
-    from rich.progress import Progress
+    from rich.progress import Progress, ProgressColumn
     from rich.table import Table
 
     from ..ingest.progress import IngestProgress, IngestReport
@@ -103,15 +103,16 @@ def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
 
-def progress_bar() -> Progress:
-    """A transient bar on stderr, so --json output on stdout stays clean."""
+def progress_bar(*timing: ProgressColumn) -> Progress:
+    """A transient bar on stderr, so --json output on stdout stays clean. ``timing``: the columns
+    after the count (default: the time elapsed)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     return Progress(
         TextColumn("{task.description:>16}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TimeElapsedColumn(),
+        *(timing or (TimeElapsedColumn(),)),
         console=err.console,
         transient=True,
     )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .options import ConfigOption, JsonOption, NamespaceOption, StoreOption, open_rag
-from .render import err, friendly_errors, out, plural, print_json, print_table
+from .render import err, friendly_errors, out, plural, print_json, print_table, progress_bar
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -151,15 +151,7 @@ def embedding_progress() -> Iterator[EmbeddingProgress]:
     if not err.is_terminal:
         yield LineEmbeddingProgress()
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import TextColumn, TimeRemainingColumn
 
-    with Progress(
-        TextColumn("{task.description:>16}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]}"),
-        TimeRemainingColumn(),
-        console=err.console,
-        transient=True,
-    ) as bar:
+    with progress_bar(TextColumn("{task.fields[rate]}"), TimeRemainingColumn()) as bar:
         yield RichEmbeddingProgress(bar)

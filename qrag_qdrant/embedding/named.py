@@ -21,12 +21,16 @@ class NamedEmbedders:
     def __init__(self, settings: Settings):
         self._settings = settings
         self._opened: dict[str, Embedder] = {}
+        #: the size the collections record for each model opened
+        self._dims: dict[str, int] = {}
         self._lock = threading.Lock()  # a question's searches and an ingest may open one at once
 
     def __getitem__(self, name: str) -> Embedder:
         with self._lock:
             if name not in self._opened:
-                self._opened[name] = open_embedder(self._settings.embeddings[name], self._settings.embedders)
+                model = self._settings.embeddings[name]
+                self._dims[name] = embedding_dim(model)
+                self._opened[name] = open_embedder(model, self._settings.embedders)
             return self._opened[name]
 
     def embed(self, names: Sequence[str], texts: list[str]) -> dict[str, np.ndarray]:
@@ -38,8 +42,9 @@ class NamedEmbedders:
         return {named_vector(name): self._sized(name, self[name].query_embed(text)).tolist() for name in names}
 
     def _sized(self, name: str, vectors: np.ndarray) -> np.ndarray:
-        """``vectors``, of the size the collections record for the model, or one line saying so."""
-        expected = embedding_dim(self._settings.embeddings[name])
+        """``vectors`` of the opened model ``name``, of the size the collections record for it, or
+        one line saying so."""
+        expected = self._dims[name]
         if vectors.shape[-1] != expected:
             raise EmbeddingError(
                 f"embeddings.{name}: the model gave vectors of {vectors.shape[-1]} values, not {expected} (set dim)"

@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 from pydantic import BaseModel
@@ -32,6 +32,16 @@ class EmbeddingProgress(Protocol):
 
     def chunks_queued(self, count: int) -> None: ...
     def chunks_embedded(self, count: int) -> None: ...
+
+
+class Rewrite(NamedTuple):
+    """A collection to copy into a new version with ``wanted``'s vectors: behind ``alias``, now
+    served by ``replaced``, built as ``stored`` says."""
+
+    alias: str
+    replaced: str
+    stored: CollectionManifest
+    wanted: CollectionManifest
 
 
 class VectorChange(BaseModel):
@@ -110,7 +120,8 @@ def revector(store: Store, settings: Settings, model: str, adding: bool, progres
             f"retrievers remove {model}: the config's retrievers still name it ({', '.join(s.name for s in named)}); "
             "take them out of the config first"
         )
-    plans: list[tuple[str, CollectionManifest, CollectionManifest]] = []
+    plans: list[Rewrite] = []
+    served = store.list_collections(settings.namespace)
     for spec in settings.collections:
         stored = store.manifest(spec.name)
         if stored is None:
@@ -124,10 +135,12 @@ def revector(store: Store, settings: Settings, model: str, adding: bool, progres
             others = {name: v for name, v in stored.vectors.items() if name != vector}
             if vector in wanted.vectors:
                 others[vector] = wanted.vectors[vector]
-            plans.append((spec.name, stored, wanted.model_copy(update={"vectors": others})))
+            wanted = wanted.model_copy(update={"vectors": others})
+            plans.append(Rewrite(spec.name, served.get(spec.name, spec.name), stored, wanted))
     if adding:  # every collection's chunks at once: the time left is of the whole change
-        progress.chunks_queued(sum(store.count(alias) for alias, _, _ in plans))
-    changed = [_rewritten(store, settings, alias, stored, wanted, model, progress) for alias, stored, wanted in plans]
+        progress.chunks_queued(sum(store.count(plan.alias) for plan in plans))
+    embedders = NamedEmbedders(settings)  # the model is opened once for every collection
+    changed = [_rewritten(store, plan, model, embedders, progress) for plan in plans]
     if changed:
         store.switch_aliases({change.alias: change.collection for change in changed})
         for change in changed:
@@ -136,20 +149,14 @@ def revector(store: Store, settings: Settings, model: str, adding: bool, progres
 
 
 def _rewritten(
-    store: Store,
-    settings: Settings,
-    alias: str,
-    stored: CollectionManifest,
-    wanted: CollectionManifest,
-    model: str,
-    progress: EmbeddingProgress,
+    store: Store, plan: Rewrite, model: str, embedders: NamedEmbedders, progress: EmbeddingProgress
 ) -> VectorChange:
-    """Collection ``alias``'s points copied into a new version built like ``wanted``: the model's
+    """The points of ``plan.alias`` copied into a new version built like ``plan.wanted``: ``model``'s
     vectors embedded from each point's text, or left out; the rest as stored."""
     started = time.perf_counter()
+    alias, stored, wanted = plan.alias, plan.stored, plan.wanted
     vector = named_vector(model)
     adding = vector in wanted.vectors
-    replaced = store.list_collections(settings.namespace).get(alias, alias)
     target, stamp = store.next_version(alias), time.time_ns()  # a new stamp: result caches start over
     store.create_collection(target, wanted.model_copy(update={"indexed": stamp}))
     try:
@@ -158,7 +165,7 @@ def _rewritten(
         if counts is not None:
             store.attach(target, TERM_STATS, counts.updated(Counter(), Counter(), counts.chunks, stamp).to_bytes())
         store.attach(target, CALIBRATED_GATE, store.attachment(alias, CALIBRATED_GATE))
-        embedders, points = NamedEmbedders(settings), 0
+        points = 0
         for batch in _batches(store.scroll_points(alias)):
             fresh = embedders.embed([model], [point.payload.text for point in batch]) if adding else {}
             store.upsert(target, [_with(point, vector, fresh, row) for row, point in enumerate(batch)])
@@ -172,7 +179,7 @@ def _rewritten(
     return VectorChange(
         alias=alias,
         collection=target,
-        replaced=replaced,
+        replaced=plan.replaced,
         added=[vector] if adding else [],
         removed=[vector] if vector in stored.vectors else [],
         points=points,

@@ -162,9 +162,12 @@ def voted_sources(cluster: Cluster) -> list[str]:
 def agreed_windows(spans: Sequence[Span], cluster: Cluster, words: int) -> list[Span]:
     """One agreement window (``agreement_window``) per voted source (``voted_sources``) that still
     has text to send, ``words`` shared equally between them: the model reads what every retriever
-    ranked best in the cluster, not the leader's document alone."""
+    ranked best in the cluster, not the leader's document alone. When an earlier cluster sent every
+    voted source's text, the window is the one the rest of the cluster agrees on."""
     sources = [source for source in voted_sources(cluster) if any(span.source == source for span in spans)]
-    share = max(1, words // max(1, len(sources)))
+    if not sources:
+        return [agreement_window(spans, cluster.members, words)]
+    share = max(1, words // len(sources))
     return [
         agreement_window(
             [span for span in spans if span.source == source],

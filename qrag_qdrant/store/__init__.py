@@ -48,11 +48,10 @@ def open_store(settings: Settings) -> Store:
 def expected_manifest(settings: Settings, spec: CollectionSpec) -> CollectionManifest:
     """What collection ``spec`` of ``settings``' namespace must have been built with: its models'
     names and dimensions (known without loading them) and its BM25 setup."""
-    embedding = settings.embedding
+    embedding, models = settings.embedding, {name: settings.embeddings[name] for name in spec.embeddings}
     vectors = {
         named_vector(name): NamedVector(model=model.fingerprint, dim=embedding_dim(model))
-        for name in spec.embeddings
-        if (model := settings.embeddings[name])
+        for name, model in models.items()
     }
     return CollectionManifest.expected(
         settings.namespace,

@@ -52,7 +52,7 @@ class CollectionManifest(BaseModel):
         vectors: Mapping[str, NamedVector] | None = None,
     ) -> CollectionManifest:
         """What a collection for ``spec`` must hold; BM25's avg_len is the chunk length. ``vectors``:
-        its named vectors (``named_vectors``)."""
+        its named vectors (``store.expected_manifest``)."""
         bm25 = Bm25Settings(avg_len=float(spec.size))
         return cls(
             namespace=namespace,
@@ -85,8 +85,8 @@ class CollectionManifest(BaseModel):
         for field in ("model", "dim", "bm25", "size", "overlap"):
             if getattr(self, field) != getattr(other, field):
                 return f"{field} {getattr(self, field)!r} (asked for {getattr(other, field)!r})"
-        held = {name: vector for name, vector in self.vectors.items() if name in other.vectors} if reading else None
-        if (self.vectors if held is None else held) != other.vectors:
+        held = {name: vector for name, vector in self.vectors.items() if name in other.vectors or not reading}
+        if held != other.vectors:
             return f"the vectors {_listed(self.vectors)} (asked for {_listed(other.vectors)})"
         return None
 
