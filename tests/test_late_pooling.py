@@ -181,3 +181,44 @@ def test_auto_pooling_anchors_a_new_namespace_where_it_can_and_keeps_a_built_one
     assert poolings(load_settings(store=tmp_path / "built")) == {"chunk"}  # a built namespace keeps its own
     monkeypatch.setattr(type(embedder), "mean_pools", property(lambda self: False))  # as a [CLS]-pooled model
     assert poolings(load_settings(store=tmp_path / "cls")) == {"chunk"}
+
+
+def test_tiled_windows_are_the_chunks_that_do_not_overlap():
+    from qrag_qdrant.embedding.pooling import tiling
+
+    half_overlapping = [(0, 50), (25, 75), (50, 100), (75, 125), (100, 130), (125, 130)]
+    assert tiling(half_overlapping) == [(0, 50), (50, 100), (100, 130)]
+    assert tiling([(0, 40), (30, 70), (45, 90)]) == [(0, 40), (45, 90)]  # the first to start after an end
+    assert tiling([]) == []
+
+
+def test_tiled_pooling_reads_each_token_once_and_gives_the_tiles_their_own_embedding(tmp_path, corpus, embedder):
+    tiled = load_settings(store=tmp_path / "store", embedding={"pooling": "tiled"})
+    run, read = embedder._run_model, []  # per window: the tokens the model read, [CLS] and [SEP] less
+    with QuorumRAG(tiled, embedder=embedder) as rag:
+        embedder._run_model = lambda inputs: read.extend(inputs["attention_mask"].sum(axis=1) - 2) or run(inputs)
+        try:
+            report = rag.ingest(corpus)
+        finally:
+            del embedder._run_model
+        assert report.embedded_chunks == sum(report.chunks.values()) > 0
+        assert {rag.store.manifest(spec.name).pooling for spec in tiled.collections} == {"tiled-50"}
+        anchor = tiled.anchor
+        text = DOCUMENTS["honeybees.txt"]
+        tiles = chunk_words(text, 50, 25)[::2]  # every other half-overlapping chunk tiles the text
+        points = {
+            (p.payload.start, p.payload.end): p.dense
+            for p in rag.store.scroll_points(anchor.name)
+            if p.payload.source == "honeybees.txt"
+        }
+        alone = embedder.embed([c.text for c in tiles])
+        assert np.einsum("ij,ij->i", np.array([points[c.start, c.end] for c in tiles]), alone).min() > 0.9999
+        evidence = rag.retrieve("How do honeybee foragers tell their sisters where the flowers are?")
+        assert not evidence.abstained and evidence.clusters[0].passages[0].source == "honeybees.txt"
+    tokenizer = embedder._window_tokenizer()
+    tokens = sum(
+        len(tokenizer.encode(path.read_text(), add_special_tokens=False))
+        for path in corpus.rglob("*")
+        if path.is_file()
+    )
+    assert sum(read) == tokens  # no token read twice, none left out

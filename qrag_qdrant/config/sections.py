@@ -27,7 +27,7 @@ class Section(BaseModel):
 
 
 #: how a chunk's dense vector is made (``embedding.pooling``)
-Pooling = Literal["auto", "chunk", "late", "anchored"]
+Pooling = Literal["auto", "chunk", "late", "anchored", "tiled"]
 
 
 class EmbeddingServerSettings(Section):
@@ -69,11 +69,12 @@ class EmbeddingSettings(Section):
         "when the model mean-pools its tokens and a retriever's chunks have anchor_size words, else chunk; "
         "chunk: embed each chunk's text on its own; late: run the model once over windows of each document "
         "and mean-pool the token vectors inside every chunk, for all chunkings; anchored: as late, but the "
-        "windows are the chunks of one chunking (anchor_size)",
+        "windows are the chunks of one chunking (anchor_size); tiled: as anchored, but the windows are the "
+        "chunks of that chunking that do not overlap, so the model reads each token once",
     )
     anchor_size: PositiveInt = Field(
         50,
-        description="anchored pooling: the chunk size (words) of the chunking "
+        description="anchored and tiled pooling: the chunk size (words) of the chunking "
         "whose chunks are the model's windows; one of the retrievers' sizes",
     )
     late_window_stride: PositiveInt = Field(
@@ -90,8 +91,13 @@ class EmbeddingSettings(Section):
 
     @property
     def pooled_as(self) -> str:
-        """What a collection's manifest records of the pooling: ``chunk``, ``late``, ``anchored-50``."""
-        return f"anchored-{self.anchor_size}" if self.pooling == "anchored" else self.pooling
+        """What a collection's manifest records of the pooling: ``chunk``, ``late``, ``anchored-50``, ``tiled-50``."""
+        return f"{self.pooling}-{self.anchor_size}" if self.anchored else self.pooling
+
+    @property
+    def anchored(self) -> bool:
+        """Its windows are one chunking's chunks (``anchor_size``): anchored or tiled pooling."""
+        return self.pooling in ("anchored", "tiled")
 
     def pooling_recorded(self, pooled_as: str) -> EmbeddingSettings:
         """These settings with the pooling a manifest recorded (``pooled_as`` read back)."""

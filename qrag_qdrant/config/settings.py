@@ -264,10 +264,10 @@ class Settings(BaseSettings):
                 raise ValueError(f"retrievers: duplicate retriever {spec.name}")
             seen.add(spec.name)
         self._embeddings_named()
-        if self.embedding.pooling == "anchored" and self.anchor is None:
+        if self.embedding.anchored and self.anchor is None:
             raise ValueError(
                 f"embedding.anchor_size ({self.embedding.anchor_size}) is not the chunk size of any "
-                f"retriever: anchored pooling needs one of {sorted({r.size for r in self.retrievers})}"
+                f"retriever: {self.embedding.pooling} pooling needs one of {sorted({r.size for r in self.retrievers})}"
             )
         if self.retrieval.quorum > len(self.retrievers):
             raise ValueError(

@@ -86,10 +86,15 @@ class DenseEmbedder:
         return fastembed_mean_pools(self._model)
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Unit-length float32 rows, one per text."""
+        """Unit-length float32 rows, one per text. The texts go to the model shortest first, so
+        texts of about one length share a batch, which is padded to its longest."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.asarray(list(self._model.embed(texts, batch_size=self.batch_size)), dtype=np.float32)
+        order = np.argsort([len(text) for text in texts], kind="stable")
+        vectors = np.asarray(list(self._model.embed([texts[i] for i in order], batch_size=self.batch_size)))
+        rows = np.empty_like(vectors, dtype=np.float32)
+        rows[order] = vectors
+        return rows
 
     def query_embed(self, text: str) -> np.ndarray:
         model = self._question_model()

@@ -1,4 +1,4 @@
-"""Late and anchored pooling's arithmetic: the model's windows over a document's tokens, and
+"""Late, anchored and tiled pooling's arithmetic: the model's windows over a document's tokens, and
 each token's vector from the window where it sits furthest from an edge."""
 
 from __future__ import annotations
@@ -34,6 +34,17 @@ def stride_windows(count: int, stride: int) -> list[tuple[int, int]]:
     if starts[-1] + width < count:
         starts.append(count - width)
     return [(start, min(start + width, count)) for start in starts]
+
+
+def tiling(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Of sorted spans, those that do not overlap, each the first to start at or after the end of
+    the one kept before it: half-overlapping chunks give every other one, which tile the text, so
+    the model reads each token once (tiled pooling); ``cover`` fills what they leave."""
+    kept: list[tuple[int, int]] = []
+    for start, end in spans:
+        if not kept or start >= kept[-1][1]:
+            kept.append((start, end))
+    return kept
 
 
 def cover(windows: list[tuple[int, int]], count: int, stride: int) -> list[tuple[int, int]]:
@@ -74,16 +85,20 @@ def token_vectors(
     # token i is taken from window k for i in [cut[k], cut[k + 1]): the middle of each overlap
     cuts = [0] + [(nxt + end) // 2 for (_, end), (nxt, _) in itertools.pairwise(windows)] + [count]
     cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    # windows of about one length share a batch: a batch is padded to its longest window, and
+    # chunks of one size in words vary in tokens (in document order a third of the run was padding)
+    by_length = sorted(range(len(windows)), key=lambda k: windows[k][1] - windows[k][0])
     for batch in range(0, len(windows), batch_size):
-        rows = windows[batch : batch + batch_size]
-        input_ids = np.zeros((len(rows), max(end - start for start, end in rows) + 2), dtype=np.int64)
+        rows = by_length[batch : batch + batch_size]
+        input_ids = np.zeros((len(rows), max(windows[k][1] - windows[k][0] for k in rows) + 2), dtype=np.int64)
         mask = np.zeros_like(input_ids)
-        for row, (start, end) in enumerate(rows):
+        for row, k in enumerate(rows):
+            start, end = windows[k]
             input_ids[row, : end - start + 2] = [cls, *ids[start:end], sep]
             mask[row, : end - start + 2] = 1
         hidden = run({"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)})
-        for row, (start, end) in enumerate(rows):
-            k = batch + row
+        for row, k in enumerate(rows):
+            start, end = windows[k]
             vectors[cuts[k] : cuts[k + 1]] = hidden[row, 1 + cuts[k] - start : 1 + cuts[k + 1] - start]
             means[k] = hidden[row, : end - start + 2].astype(np.float64).mean(axis=0)
     return vectors, means

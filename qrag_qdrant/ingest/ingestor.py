@@ -30,6 +30,7 @@ from typing import Any
 
 from ..config.settings import CollectionSpec, Settings
 from ..embedding import Embedder, NamedEmbedders
+from ..embedding.pooling import tiling
 from ..errors import ConfigError, CorpusError, RequestError
 from ..store import ChunkPayload, ChunkPoint, Store, Where, expected_manifest
 from ..store.access import ALL, Access
@@ -197,15 +198,14 @@ class Ingestor:
         """The documents' chunks with vectors from one ``embed_spans`` over their joined text."""
         if not group:
             return
-        anchor = self.settings.anchor if self.settings.embedding.pooling == "anchored" else None
+        anchor = self.settings.anchor if self.settings.embedding.anchored else None
         chunked, spans, windows, offset = [], [], [], 0
         for document, stale, text in group:
             chunked.append([(writer, chunk) for writer in stale for chunk in writer.chunks(document)])
             spans += [(offset + chunk.start, offset + chunk.end) for _, chunk in chunked[-1]]
             if anchor is not None:
-                windows += [
-                    (offset + c.start, offset + c.end) for c in iter_chunks([text], anchor.size, anchor.overlap)
-                ]
+                anchors = [(offset + c.start, offset + c.end) for c in iter_chunks([text], anchor.size, anchor.overlap)]
+                windows += tiling(anchors) if self.settings.embedding.pooling == "tiled" else anchors
             offset += len(text) + len(DOCUMENT_JOINT)
         vectors = iter(
             self.embedder.embed_spans(
