@@ -36,3 +36,14 @@ class TestServerStore(StoreConformance):
                 if name.startswith(f"{NAMESPACE}-"):
                     store.drop_collection(name)
             yield store
+
+
+def test_a_store_of_another_engine_implements_no_part_of_qdrant_and_is_refused_its_hybrid_query_in_one_line():
+    from qrag_qdrant.errors import ConfigError
+    from qrag_qdrant.store import Store, qdrant_binding
+
+    assert not {"hybrid", "filter_of", "models"} & (set(Store.__abstractmethods__) | set(vars(Store)))
+    other = type("OtherEngine", (Store,), {name: lambda self, *args: None for name in Store.__abstractmethods__})()
+    with pytest.raises(ConfigError, match="^OtherEngine is not a Qdrant store: Qdrant's own hybrid query needs one$"):
+        qdrant_binding(other)
+    assert qdrant_binding(EdgeStore.__new__(EdgeStore)).models.__name__ == "qdrant_edge"

@@ -44,7 +44,7 @@ from ..retrieval.gate import list_features
 from ..retrieval.query import Searched
 from ..retrieval.ranking import ScoredCluster
 from ..retrieval.search import EVERYTHING, Scope
-from ..store import Hit
+from ..store import Hit, qdrant_binding
 from ..text.json_lines import json_lines
 from .dataset import Dataset, EvalQuestion
 from .metrics import (
@@ -288,7 +288,7 @@ class Evaluation:
             return self._timed(answer, search, started, shared_search=True)
         if name == HYBRID:
             spec = self._hybrid_collection()
-            hits = self.rag.store.hybrid(
+            hits = qdrant_binding(self.rag.store).hybrid(
                 spec.name,
                 search.vectors.dense,
                 search.vectors.sparse[spec.name],

@@ -17,6 +17,7 @@ from ..plugins import Registry
 from .base import CollectionManifest, Store
 from .manifest import NamedVector
 from .points import ChunkPayload, ChunkPoint, Hit, VectorQuery, Where
+from .qdrant import QdrantStore, qdrant_binding
 
 __all__ = [
     "STORES",
@@ -24,12 +25,14 @@ __all__ = [
     "ChunkPoint",
     "CollectionManifest",
     "Hit",
+    "QdrantStore",
     "Store",
     "VectorQuery",
     "Where",
     "expected_manifest",
     "open_collections",
     "open_store",
+    "qdrant_binding",
     "register_store",
 ]
 

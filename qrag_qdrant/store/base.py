@@ -19,17 +19,13 @@ import warnings
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from types import ModuleType
 from typing import Any
 
 from ..config.names import VERSIONED, collection_pattern, namespace_of, versioned_name
 from ..errors import ModelMismatchError
 from ..text.term_stats import TermStats, count_terms
 from .manifest import CollectionManifest
-from .points import METADATA_FIELDS, READERS, ChunkPoint, Hit, Sparse, VectorQuery, Where
-
-#: Qdrant's default k for its RRF fusion; the qdrant-hybrid baseline uses Qdrant as a peer would.
-QDRANT_RRF_K = 2
+from .points import METADATA_FIELDS, READERS, ChunkPoint, Hit, VectorQuery, Where
 
 __all__ = ["CollectionManifest", "Store"]
 
@@ -44,10 +40,10 @@ TextsSeen = Callable[[Iterable[str]], None]
 
 
 class Store(ABC):
-    """A place for collections: Qdrant Edge in-process, or a Qdrant server."""
+    """A place for collections: the operations the pipeline needs, each given the project's own
+    ``Where`` to compile into the engine's filter. The abstract methods are what a store implements
+    (``store.conformance`` holds them to their semantics); the rest are built on them."""
 
-    #: ``qdrant_edge`` or ``qdrant_client.models``: both spell filters the same way.
-    models: ModuleType
     #: whether searches of several collections gain from running at once (network round trips)
     concurrent_queries = False
     keeps_attachments = False  # whether ``attach`` keeps data (see ``attach``)
@@ -95,11 +91,6 @@ class Store(ABC):
     @abstractmethod
     def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
         """All of a collection's searches in one round trip, results in request order."""
-
-    @abstractmethod
-    def hybrid(self, name: str, dense: Sequence[float], sparse: Sparse, limit: int, prefetch_limit: int) -> list[Hit]:
-        """Qdrant's own hybrid query: dense and bm25 prefetches fused by Qdrant's RRF (k=2).
-        A baseline, so it fetches what a plain hybrid RAG needs: payloads, no vectors."""
 
     @abstractmethod
     def count(self, name: str, where: Where | None = None) -> int:
@@ -280,54 +271,6 @@ class Store(ABC):
     def texts(self, name: str, where: Where | None = None) -> Iterable[str]:
         """The chunk texts of the points ``where`` selects (all, without it)."""
         return (p.get("text", "") for p in self.scroll_payloads(name, ["text"], where))
-
-    def filter_of(self, where: Where | None) -> Any:
-        """``where`` as a filter of ``self.models`` (Qdrant's, in either binding); None for None."""
-        if where is None:
-            return None
-        m = self.models
-
-        def match(key: str, value: Any) -> Any:
-            return m.FieldCondition(key=key, match=m.MatchValue(value=value))
-
-        def any_source(sources: Iterable[str]) -> Any:
-            return m.FieldCondition(key="source", match=m.MatchAny(any=list(sources)))
-
-        must = [match("chunk_index", 0)] if where.first_chunks else []
-        if where.sources is not None:
-            must.append(any_source(where.sources))
-
-        def readable(groups: frozenset[str]) -> Any:  # no readers, or one of the groups
-            either = [self.is_empty(READERS)]
-            if groups:
-                either.append(m.FieldCondition(key=READERS, match=m.MatchAny(any=sorted(groups))))
-            return m.Filter(should=either)
-
-        if where.readers is not None:
-            must.append(readable(where.readers))
-        if (documents := where.documents) is not None:
-            for key, values in (("publisher", documents.publisher), ("author", documents.author)):
-                if values:
-                    must.append(m.FieldCondition(key=key, match=m.MatchAny(any=list(values))))
-            if documents.after or documents.before:
-                must.append(self.datetime_range("published", documents.after, documents.before))
-        must_not = [any_source(where.not_sources)] if where.not_sources else []
-        if where.unreadable_by is not None:
-            must_not.append(readable(where.unreadable_by))
-        stale = [
-            m.Filter(must=[match("source", source)], must_not=[match("doc_hash", digest)])
-            for source, digest in where.stale
-        ]
-        return m.Filter(must=must or None, must_not=must_not or None, should=stale or None)
-
-    def is_empty(self, key: str) -> Any:
-        """The condition "``key`` is missing, null or an empty list", as ``self.models`` spells it."""
-        return self.models.IsEmptyCondition(key=key)
-
-    def datetime_range(self, key: str, after: str | None, before: str | None) -> Any:
-        """The condition "``key`` is a time at or after ``after`` and before ``before``"."""
-        m = self.models
-        return m.FieldCondition(key=key, range=m.RangeDateTime(gte=after, lt=before))
 
     def sources_under(self, name: str, prefix: str) -> tuple[str, ...]:
         """The sources of the documents whose path starts with ``prefix``."""

@@ -28,9 +28,10 @@ from ..config.sections import QdrantSettings
 from ..config.settings import DENSE_VECTOR, SPARSE_VECTOR, Settings
 from ..embedding import Bm25Document, SparseVec
 from ..errors import StoreError, StoreInUseError
-from .base import ATTACHMENTS, QDRANT_RRF_K, CollectionManifest, Store
+from .base import ATTACHMENTS, CollectionManifest
 from .files import held_by, read_ahead, write_atomically
 from .points import PAYLOAD_INDEXES, READERS, ChunkPoint, Hit, Sparse, VectorQuery, Where
+from .qdrant import QDRANT_RRF_K, QdrantStore
 
 MANIFEST = "manifest.json"
 SHARD = "shard"
@@ -44,7 +45,7 @@ FULL_SCAN_KB = 10_000
 TURBO_BITS = {"turbo4": "Bits4"}
 
 
-class EdgeStore(Store):
+class EdgeStore(QdrantStore):
     models = edge
     keeps_attachments = True
 
@@ -78,9 +79,8 @@ class EdgeStore(Store):
         self._versions_generation = 0
         self._versions_lock = threading.Lock()
         self._aliases_file = self.root / f"{ALIASES}-{namespace}.json"
-        self._aliases: dict[str, str] = (
-            json.loads(self._aliases_file.read_text()) if self._aliases_file.is_file() else {}
-        )
+        saved = self._aliases_file.read_text() if self._aliases_file.is_file() else "{}"
+        self._aliases: dict[str, str] = json.loads(saved)
 
     def collection_names(self) -> list[str]:
         return [p.name for p in self.root.iterdir() if (p / MANIFEST).is_file()]

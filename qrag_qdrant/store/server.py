@@ -19,8 +19,9 @@ from ..config.sections import QdrantSettings
 from ..config.settings import DENSE_VECTOR, SPARSE_VECTOR, Settings
 from ..embedding import Bm25Document, SparseVec
 from ..errors import ConfigError, StoreError
-from .base import QDRANT_RRF_K, CollectionManifest, Store
+from .base import CollectionManifest
 from .points import PAYLOAD_INDEXES, READERS, ChunkPoint, Hit, Sparse, VectorQuery, Where
+from .qdrant import QDRANT_RRF_K, QdrantStore
 from .retries import server_errors
 
 SCROLL_PAGE = 1000
@@ -36,7 +37,7 @@ TURBO_BITS = {"turbo4": "BITS4"}
 CLIENT_TURBO_SINCE = "1.18"
 
 
-class ServerStore(Store):
+class ServerStore(QdrantStore):
     models = models
     concurrent_queries = True
     keeps_attachments = True
