@@ -1,6 +1,6 @@
 """A real OpenAI-compatible model server for the tests: llama.cpp's own HTTP server (xllamacpp) with
 the packaged GGUF on a free loopback port, and a small real proxy in front of it that can answer
-429 first, as a busy server or a rate-limiting gateway does."""
+429 first, as a busy server or a rate-limiting gateway does, or die part way, as a killed server does."""
 
 from __future__ import annotations
 
@@ -63,19 +63,31 @@ def model_server(context: int = 4096, embeddings: bool = False) -> Iterator[Mode
 @dataclass
 class RefusingProxy:
     """Forwards to ``upstream``; the first ``refusals`` requests to ``refused_path`` (chat, by
-    default) get ``status`` instead."""
+    default) get ``status`` instead. With ``dies_after``, once that many requests to it were
+    forwarded the proxy dies as a killed server does: the next request's connection is dropped
+    unanswered and the port closed (``dead`` is set)."""
 
     url: str
     seen: list[int] = field(default_factory=list)
+    dead: threading.Event = field(default_factory=threading.Event)
 
 
 @contextmanager
 def refusing_proxy(
-    upstream: str, refusals: int, status: int = 429, refused_path: str = "/chat/completions"
+    upstream: str,
+    refusals: int,
+    status: int = 429,
+    refused_path: str = "/chat/completions",
+    dies_after: int | None = None,
 ) -> Iterator[RefusingProxy]:
     target = upstream.removeprefix("http://").split("/", 1)[0]
     proxy = RefusingProxy("")
     lock = threading.Lock()
+    forwarded = [0]  # requests to ``refused_path`` passed upstream
+
+    def die() -> None:
+        server.shutdown()
+        server.server_close()
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:  # the test reads ``seen``, not a log
@@ -84,8 +96,18 @@ def refusing_proxy(
         def _forward(self, method: str) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             with lock:
-                refuse = self.path.endswith(refused_path) and len([s for s in proxy.seen if s == status]) < refusals
-                proxy.seen.append(status if refuse else 200)
+                counted = self.path.endswith(refused_path)
+                dying = counted and dies_after is not None and forwarded[0] >= dies_after
+                refuse = counted and len([s for s in proxy.seen if s == status]) < refusals
+                forwarded[0] += counted and not refuse and not dying
+                if not dying:
+                    proxy.seen.append(status if refuse else 200)
+            if dying:
+                self.close_connection = True  # dropped unanswered; then the port closes
+                if not proxy.dead.is_set():
+                    proxy.dead.set()
+                    threading.Thread(target=die).start()
+                return
             if refuse:
                 message = b'{"error": {"message": "busy, retry", "type": "rate_limit"}}'
                 self.send_response(status)

@@ -102,3 +102,38 @@ def test_each_misconfiguration_is_one_line(server, tmp_path, monkeypatch):
         QuorumRAG(
             load_settings(embedding={"embedder": "openai", "model": "m", "server": {"url": "http://x"}})
         ).embedder()
+
+
+def test_an_ingest_whose_server_is_killed_part_way_resumes_without_loss(server, tmp_path, monkeypatch):
+    from qrag_qdrant.ingest import ingestor
+
+    monkeypatch.setenv(KEY_VARIABLE, SERVER_KEY)
+    monkeypatch.setattr(ingestor, "FLUSH_CHUNKS", 1)  # written chunk by chunk, as a large corpus is in batches
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, text in {**SHORT, "owls.txt": "Barn owls hunt at night and find mice by the sound they make."}.items():
+        (corpus / name).write_text(text)
+
+    def contents(rag: QuorumRAG) -> dict[str, list[tuple[str, int, str]]]:
+        return {
+            spec.name: sorted(
+                (p.payload.source, p.payload.chunk_index, p.payload.text) for p in rag.store.scroll_points(spec.name)
+            )
+            for spec in rag.settings.collections
+        }
+
+    with QuorumRAG(served(tmp_path / "clean", server.url, server.dim, batch_size=1)) as rag:
+        clean = rag.ingest(corpus)
+        expected = contents(rag)
+    with refusing_proxy(server.url, refusals=0, refused_path="/embeddings", dies_after=3) as proxy:
+        with QuorumRAG(served(tmp_path, proxy.url, server.dim, batch_size=1, retries=1, backoff=0.01)) as rag:
+            with pytest.raises(EmbeddingError, match="the embedding server at http://127.0.0.1:.* failed"):
+                rag.ingest(corpus)
+        assert proxy.dead.is_set() and proxy.seen == [200, 200, 200]
+    with QuorumRAG(served(tmp_path, server.url, server.dim, batch_size=1)) as rag:  # the server is back
+        resumed = rag.ingest(corpus)
+        # what was written before the kill is kept: only the rest is embedded again
+        assert 0 < resumed.embedded_chunks < clean.embedded_chunks
+        assert contents(rag) == expected
+        assert rag.ingest(corpus).embedded_chunks == 0
+        assert rag.retrieve(BEES).clusters[0].passages[0].source == "honeybees.txt"
