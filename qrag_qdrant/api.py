@@ -158,6 +158,19 @@ class QuorumRAG:
         finally:
             self.index_changed()
 
+    def reembed(self, progress: EmbeddingProgress | None = None) -> VectorsReport:
+        """Re-embed the namespace with ``[embedding]``'s model, which it was not built with, from the
+        text its points hold (no document read, nothing chunked again), into new versions of its
+        collections that replace the old ones when every collection is done: a pipeline with the
+        old config answers from the old versions until then (``ingest/vectors.py``)."""
+        from .ingest.progress import NoProgress
+        from .ingest.vectors import reembed
+
+        try:
+            return reembed(self.store, self.settings, self.embedder(), progress or NoProgress())
+        finally:
+            self.index_changed()
+
     def documents(self, readers: Iterable[str] | None = None) -> Documents:
         """The namespace's documents: list, show, remove, set who may read one. ``readers``: the
         groups the caller reads as; the documents it may not read are not found (None: all)."""

@@ -266,3 +266,55 @@ def test_a_service_whose_namespace_is_rebuilt_with_another_model_under_it_refuse
             spaces.retrieve("team", BEES)
     finally:
         spaces.close()
+
+
+def test_a_namespace_is_re_embedded_with_a_new_model_from_its_stored_text_and_answers_throughout(open_rag, corpus):
+    from qrag_qdrant import QuorumRAG
+
+    old = open_rag()  # the packaged model
+    old.ingest(corpus)
+    for path in corpus.rglob("*"):  # nothing can be read again
+        if path.is_file():
+            path.unlink()
+    hashed = {"embedder": "hashed", "model": "words-v1", "dim": 64}
+    new = QuorumRAG(load_settings(namespace=old.settings.namespace, embedding=hashed), store=old.store)
+    answered: list[str] = []
+
+    class AskedMeanwhile(Recorded):
+        def chunks_embedded(self, count):
+            super().chunks_embedded(count)  # the old config answers from the old versions meanwhile
+            answered.append(old.retrieve(BEES).clusters[0].passages[0].text)
+
+    progress = AskedMeanwhile()
+    report = new.reembed(progress)
+    assert [c.alias for c in report.changed] == [spec.name for spec in new.settings.collections]
+    assert all(c.added == c.removed == ["dense"] for c in report.changed)
+    assert progress.queued == sum(progress.embedded) == sum(c.points for c in report.changed) > 0
+    assert answered and all("bee" in text.lower() for text in answered)
+    model = HashedWords(new.settings.embedding, HashedWords.Options())
+    for info in new.collections():
+        assert (info.model, info.points) == ("hashed:words-v1", {c.alias: c.points for c in report.changed}[info.name])
+        manifest = new.store.manifest(info.name)
+        assert manifest is not None and (manifest.dim, manifest.pooling) == (64, "chunk")
+        points = list(new.store.scroll_points(info.name))
+        assert np.allclose([p.dense for p in points], model.embed([p.payload.text for p in points]), atol=1e-6)
+    assert "bee" in new.retrieve(BEES).clusters[0].passages[0].text.lower()
+    old.index_changed()  # as a service sees another process's change: refused, never mixed
+    with pytest.raises(ModelMismatchError, match="re-embed it with these settings \\(retrievers reembed, or"):
+        old.retrieve(BEES)
+    assert new.reembed().changed == []  # as the config asks already
+    new.coordinator.close()
+
+
+def test_retrievers_reembed_on_the_command_line(tmp_path, corpus, embedder):
+    store = tmp_path / "store"
+    assert run("ingest", str(corpus), "--store", str(store)).exit_code == 0
+    config = tmp_path / "hashed.toml"
+    config.write_text('[embedding]\nembedder = "hashed"\nmodel = "words-v1"\ndim = 64\n')
+    listed = run("retrievers", "list", "--config", str(config), "--store", str(store))
+    assert listed.exit_code == 0 and "retrievers reembed" in listed.stderr
+    done = run("retrievers", "reembed", "--config", str(config), "--store", str(store))
+    assert done.exit_code == 0, done.stderr
+    assert "'hashed:words-v1': 2 collections changed" in done.stdout and "re-embedded dense" in done.stdout
+    answered = run("query", QUESTION, "--no-generate", "--config", str(config), "--store", str(store), "--json")
+    assert answered.exit_code == 0 and json.loads(answered.stdout)["clusters"]

@@ -1,5 +1,6 @@
-"""``qrag-qdrant retrievers``: the configured retrievers, and a model of ``[embeddings]`` added to a
-namespace or taken out of it without reading a document again."""
+"""``qrag-qdrant retrievers``: the configured retrievers, a model of ``[embeddings]`` added to a
+namespace or taken out of it, and the namespace re-embedded with a new ``[embedding]`` model, without
+reading a document again."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
 retrievers_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
-    help="The namespace's retrievers: list them; add or remove a model of [embeddings] without reading "
-    "documents again.",
+    help="The namespace's retrievers: list them; add or remove a model of [embeddings], or re-embed with a new "
+    "[embedding] model, without reading documents again.",
 )
 ModelArgument = Annotated[str, typer.Argument(help="a model's name in [embeddings.<name>]")]
 
@@ -52,7 +53,11 @@ def list_retrievers(
         table.add_row(state.name, state.collection, state.model, state.state)
     print_table(table)
     if missing := sorted({s.model for s in states if s.state in ("missing", "other model")}):
-        err.print(f"note: the namespace lacks vectors of {', '.join(missing)}: run retrievers add", markup=False)
+        err.print(
+            f"note: the namespace lacks vectors of {', '.join(missing)}: run retrievers add NAME (a model of "
+            "[embeddings]) or retrievers reembed ([embedding]'s)",
+            markup=False,
+        )
 
 
 @retrievers_app.command("add")
@@ -82,11 +87,30 @@ def remove_model(
     _changed(model, False, config, store, namespace, as_json)
 
 
+@retrievers_app.command("reembed")
+@friendly_errors
+def reembed(
+    config: ConfigOption = None,
+    store: StoreOption = None,
+    namespace: NamespaceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Re-embed the namespace's chunks with the config's [embedding] model, after it changed, into new
+    versions of its collections; queries with the old config read the old ones until every collection is done."""
+    with open_rag(config, store, namespace) as rag, embedding_progress() as progress:
+        report = rag.reembed(progress)
+    _printed(report, as_json)
+
+
 def _changed(
     model: str, adding: bool, config: Path | None, store: Path | None, namespace: str | None, as_json: bool
 ) -> None:
     with open_rag(config, store, namespace) as rag, embedding_progress() as progress:
         report = rag.change_vectors(model, adding, progress)
+    _printed(report, as_json)
+
+
+def _printed(report: VectorsReport, as_json: bool) -> None:
     if as_json:
         print_json(report.model_dump() | {"chunks_per_second": round(report.chunks_per_second, 1)})
         return
@@ -104,7 +128,10 @@ def print_report(report: VectorsReport) -> None:
         markup=False,
     )
     for change in report.changed:
-        done = [*(f"added {name}" for name in change.added), *(f"took out {name}" for name in change.removed)]
+        done = [
+            *(f"re-embedded {name}" if name in change.removed else f"added {name}" for name in change.added),
+            *(f"took out {name}" for name in change.removed if name not in change.added),
+        ]
         out.print(f"  {change.alias} -> {change.collection}: {change.points} chunks, {', '.join(done)}", markup=False)
 
 

@@ -1,23 +1,24 @@
-"""A namespace's vectors brought to the models its retrievers name, without reading a document
+"""A namespace's vectors brought to the models its config names, without reading a document
 again: a model of ``[embeddings]`` is added to the collections whose retrievers name it, or taken
-out of those that no longer do, each in a new version of the collection behind its alias, every
-chunk embedded from the text its point holds. Queries read the old version until the aliases move,
-all at once, as after ``ingest --rebuild``."""
+out of those that no longer do (``revector``), and ``[embedding]``'s own model, the one clustering
+reads, is changed (``reembed``), each collection in a new version behind its alias, every chunk
+embedded from the text its point holds. Queries read the old version until the aliases move, all
+at once, as after ``ingest --rebuild``."""
 
 from __future__ import annotations
 
 import itertools
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import NamedTuple, Protocol
 
 import numpy as np
 from pydantic import BaseModel
 
-from ..config.settings import Settings, named_vector
-from ..embedding import NamedEmbedders
+from ..config.settings import DENSE_VECTOR, Settings, named_vector
+from ..embedding import Embedder, NamedEmbedders
 from ..errors import ConfigError
 from ..store import ChunkPoint, CollectionManifest, Store, expected_manifest
 from ..store.base import CALIBRATED_GATE, TERM_STATS
@@ -25,6 +26,9 @@ from ..text.term_stats import TermStats
 
 #: points read, embedded and written at a time
 BATCH = 256
+
+#: a batch of chunk texts -> the new vector of each, by vector name (none: the vector is taken out)
+Embedding = Callable[[list[str]], Mapping[str, np.ndarray]]
 
 
 class EmbeddingProgress(Protocol):
@@ -137,10 +141,51 @@ def revector(store: Store, settings: Settings, model: str, adding: bool, progres
                 others[vector] = wanted.vectors[vector]
             wanted = wanted.model_copy(update={"vectors": others})
             plans.append(Rewrite(spec.name, served.get(spec.name, spec.name), stored, wanted))
-    if adding:  # every collection's chunks at once: the time left is of the whole change
-        progress.chunks_queued(sum(store.count(plan.alias) for plan in plans))
     embedders = NamedEmbedders(settings)  # the model is opened once for every collection
-    changed = [_rewritten(store, plan, model, embedders, progress) for plan in plans]
+    embedding = (lambda texts: embedders.embed([model], texts)) if adding else None
+    return _applied(store, plans, model, vector, embedding, progress, started)
+
+
+def reembed(store: Store, settings: Settings, embedder: Embedder, progress: EmbeddingProgress) -> VectorsReport:
+    """Re-embed the ``dense`` vector (``[embedding]``'s, which clustering and the gate read) of every
+    collection built with another model, with the config's (``embedder``), each chunk whole (chunk pooling: the
+    documents are not read, so no window spans two chunks). The namespace's calibrated gate is
+    not kept: its threshold was fitted to the other model's cosines (``gate calibrate``)."""
+    started = time.perf_counter()
+    plans: list[Rewrite] = []
+    served = store.list_collections(settings.namespace)
+    for spec in settings.collections:
+        stored = store.manifest(spec.name)
+        if stored is None:
+            continue  # nothing ingested in it yet: an ingest builds it with the config's model
+        wanted = expected_manifest(settings, spec).model_copy(
+            update={"pooling": "chunk", "bm25_source": stored.bm25_source, "vectors": stored.vectors}
+        )
+        if (
+            problem := stored.mismatch(wanted.model_copy(update={"model": stored.model, "dim": stored.dim}))
+        ) is not None:
+            raise ConfigError(f"collection {spec.name} was built with {problem}: that takes ingest PATH --rebuild")
+        if (stored.model, stored.dim) != (wanted.model, wanted.dim):
+            plans.append(Rewrite(spec.name, served.get(spec.name, spec.name), stored, wanted))
+    model = settings.embedding.fingerprint
+    return _applied(
+        store, plans, model, DENSE_VECTOR, lambda texts: {DENSE_VECTOR: embedder.embed(texts)}, progress, started
+    )
+
+
+def _applied(
+    store: Store,
+    plans: list[Rewrite],
+    model: str,
+    vector: str,
+    embedding: Embedding | None,
+    progress: EmbeddingProgress,
+    started: float,
+) -> VectorsReport:
+    """Every planned collection rewritten, then the aliases moved to the new versions at once."""
+    if embedding is not None:  # every collection's chunks at once: the time left is of the whole change
+        progress.chunks_queued(sum(store.count(plan.alias) for plan in plans))
+    changed = [_rewritten(store, plan, vector, embedding, progress) for plan in plans]
     if changed:
         store.switch_aliases({change.alias: change.collection for change in changed})
         for change in changed:
@@ -149,28 +194,28 @@ def revector(store: Store, settings: Settings, model: str, adding: bool, progres
 
 
 def _rewritten(
-    store: Store, plan: Rewrite, model: str, embedders: NamedEmbedders, progress: EmbeddingProgress
+    store: Store, plan: Rewrite, vector: str, embedding: Embedding | None, progress: EmbeddingProgress
 ) -> VectorChange:
-    """The points of ``plan.alias`` copied into a new version built like ``plan.wanted``: ``model``'s
-    vectors embedded from each point's text, or left out; the rest as stored."""
+    """The points of ``plan.alias`` copied into a new version built like ``plan.wanted``: ``vector``
+    embedded from each point's text, or left out (no ``embedding``); the rest as stored."""
     started = time.perf_counter()
     alias, stored, wanted = plan.alias, plan.stored, plan.wanted
-    vector = named_vector(model)
-    adding = vector in wanted.vectors
     target, stamp = store.next_version(alias), time.time_ns()  # a new stamp: result caches start over
     store.create_collection(target, wanted.model_copy(update={"indexed": stamp}))
     try:
         # the same chunks: their term counts hold (under the new stamp), and the calibrated gate
+        # unless the vectors it reads are another model's
         counts = TermStats.current(store.attachment(alias, TERM_STATS), stored.indexed)
         if counts is not None:
             store.attach(target, TERM_STATS, counts.updated(Counter(), Counter(), counts.chunks, stamp).to_bytes())
-        store.attach(target, CALIBRATED_GATE, store.attachment(alias, CALIBRATED_GATE))
+        if vector != DENSE_VECTOR:
+            store.attach(target, CALIBRATED_GATE, store.attachment(alias, CALIBRATED_GATE))
         points = 0
         for batch in _batches(store.scroll_points(alias)):
-            fresh = embedders.embed([model], [point.payload.text for point in batch]) if adding else {}
+            fresh = embedding([point.payload.text for point in batch]) if embedding is not None else {}
             store.upsert(target, [_with(point, vector, fresh, row) for row, point in enumerate(batch)])
             points += len(batch)
-            if adding:
+            if embedding is not None:
                 progress.chunks_embedded(len(batch))
         store.finish_bulk(target)
     except BaseException:
@@ -180,8 +225,8 @@ def _rewritten(
         alias=alias,
         collection=target,
         replaced=plan.replaced,
-        added=[vector] if adding else [],
-        removed=[vector] if vector in stored.vectors else [],
+        added=[vector] if embedding is not None else [],
+        removed=[vector] if vector in stored.vectors or vector == DENSE_VECTOR else [],
         points=points,
         seconds=round(time.perf_counter() - started, 3),
     )
@@ -189,6 +234,8 @@ def _rewritten(
 
 def _with(point: ChunkPoint, vector: str, fresh: Mapping[str, np.ndarray], row: int) -> ChunkPoint:
     """``point`` with ``vector`` replaced by its row of ``fresh``, or without it."""
+    if vector == DENSE_VECTOR:
+        return replace(point, dense=fresh[vector][row])
     named = {name: values for name, values in point.named.items() if name != vector}
     if vector in fresh:
         named[vector] = fresh[vector][row]

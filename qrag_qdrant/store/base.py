@@ -175,9 +175,12 @@ class Store(ABC):
             return manifest
         problem = stored.mismatch(manifest, reading)
         if problem:
+            fix = "rebuild it with these settings (ingest PATH --rebuild)"
+            if problem.startswith(("model ", "dim ")):  # [embedding]'s model: its chunks' text is enough
+                fix = "re-embed it with these settings (retrievers reembed, or ingest PATH --rebuild)"
             raise ModelMismatchError(
-                f"collection {name} was built with {problem}; rebuild it with these settings (ingest PATH "
-                "--rebuild), re-ingest into a new namespace or store, or use the config it was built with"
+                f"collection {name} was built with {problem}; {fix}, re-ingest into a new namespace or "
+                "store, or use the config it was built with"
             )
         return stored
 
