@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # ingest's modules load when an ingest runs: a query starts s
     from .ingest.documents import Documents
     from .ingest.progress import IngestProgress, IngestReport
     from .ingest.sources import Sources
-    from .ingest.vectors import EmbeddingProgress, RetrieverState, VectorsReport
+    from .ingest.vectors import AliasSwitch, EmbeddingProgress, RetrieverState, VectorsReport
 
 
 class CollectionInfo(BaseModel):
@@ -158,16 +158,17 @@ class QuorumRAG:
         finally:
             self.index_changed()
 
-    def reembed(self, progress: EmbeddingProgress | None = None) -> VectorsReport:
+    def reembed(self, progress: EmbeddingProgress | None = None, switch: AliasSwitch | None = None) -> VectorsReport:
         """Re-embed the namespace with ``[embedding]``'s model, which it was not built with, from the
         text its points hold (no document read, nothing chunked again), into new versions of its
         collections that replace the old ones when every collection is done: a pipeline with the
-        old config answers from the old versions until then (``ingest/vectors.py``)."""
+        old config answers from the old versions until then (``ingest/vectors.py``). ``switch``:
+        what moves the aliases then (a service swaps its pipeline in the same step)."""
         from .ingest.progress import NoProgress
         from .ingest.vectors import reembed
 
         try:
-            return reembed(self.store, self.settings, self.embedder(), progress or NoProgress())
+            return reembed(self.store, self.settings, self.embedder(), progress or NoProgress(), switch)
         finally:
             self.index_changed()
 
@@ -302,10 +303,12 @@ class QuorumRAG:
             )
         return infos
 
-    def close(self) -> None:
+    def close(self, keep_store: bool = False) -> None:
+        """``keep_store``: the store is another pipeline's too (the one that replaced this one)."""
         if self._coordinator is not None:
             self._coordinator.close()
-        self.store.close()
+        if not keep_store:
+            self.store.close()
 
     def __enter__(self) -> QuorumRAG:
         return self

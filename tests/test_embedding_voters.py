@@ -318,3 +318,54 @@ def test_retrievers_reembed_on_the_command_line(tmp_path, corpus, embedder):
     assert "'hashed:words-v1': 2 collections changed" in done.stdout and "re-embedded dense" in done.stdout
     answered = run("query", QUESTION, "--no-generate", "--config", str(config), "--store", str(store), "--json")
     assert answered.exit_code == 0 and json.loads(answered.stdout)["clusters"]
+
+
+def test_a_running_service_moves_to_a_new_model_on_reload_answering_throughout(teams, tmp_path, monkeypatch):
+    """The config's [embedding] changed and the service told (SIGHUP runs ``switch_model``): each
+    namespace is re-embedded in a job while it answers from its old collections, then switched."""
+    import threading
+
+    from qrag_qdrant.service.model_switch import switch_model
+
+    from .waiting import DEADLINE_SECONDS, wait_until
+
+    begun, go_on = threading.Event(), threading.Event()
+
+    class Held(HashedWords):
+        """The new model, holding its first batch until the test has asked a question meanwhile."""
+
+        def embed(self, texts):
+            begun.set()
+            assert go_on.wait(DEADLINE_SECONDS)
+            return super().embed(texts)
+
+    monkeypatch.setitem(EMBEDDERS.local, "held", Held)
+    config = tmp_path / "service.toml"
+    config.write_text("# the defaults: the packaged model\n")
+    start, auth = teams
+    with start(config_file=config) as client:
+
+        def asked() -> dict:
+            response = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"])
+            assert response.status_code == 200, response.text
+            return response.json()
+
+        def models() -> set[str]:
+            return {c["model"] for c in client.get("/v1/collections", headers=auth["a"]).json()}
+
+        assert models() == {"sentence-transformers/all-MiniLM-L6-v2"} and asked()["clusters"]
+        state = client.app.state.service
+        assert switch_model(state, ["team-a"]) == []  # the config's model is the one serving: nothing to do
+        config.write_text('[embedding]\nembedder = "held"\nmodel = "words-v1"\ndim = 64\n')
+        jobs = switch_model(state, ["team-a", "team-b"])
+        assert sorted(job.namespace for job in jobs) == ["team-a", "team-b"]
+        assert begun.wait(DEADLINE_SECONDS)  # re-embedding, the old collections still serving
+        during = asked()
+        assert "bee" in during["clusters"][0]["passages"][0]["text"].lower()
+        assert models() == {"sentence-transformers/all-MiniLM-L6-v2"}
+        go_on.set()
+        for job in jobs:
+            wait_until(lambda job=job: job.state not in ("queued", "running"), f"job {job.id} ended")
+            assert job.state == "done" and job.report["changed"], job.error
+        assert models() == {"held:words-v1"}
+        assert "bee" in asked()["clusters"][0]["passages"][0]["text"].lower()

@@ -29,6 +29,8 @@ BATCH = 256
 
 #: a batch of chunk texts -> the new vector of each, by vector name (none: the vector is taken out)
 Embedding = Callable[[list[str]], Mapping[str, np.ndarray]]
+#: moves aliases to the new versions (alias -> collection), all at once
+AliasSwitch = Callable[[dict[str, str]], None]
 
 
 class EmbeddingProgress(Protocol):
@@ -146,11 +148,18 @@ def revector(store: Store, settings: Settings, model: str, adding: bool, progres
     return _applied(store, plans, model, vector, embedding, progress, started)
 
 
-def reembed(store: Store, settings: Settings, embedder: Embedder, progress: EmbeddingProgress) -> VectorsReport:
+def reembed(
+    store: Store,
+    settings: Settings,
+    embedder: Embedder,
+    progress: EmbeddingProgress,
+    switch: AliasSwitch | None = None,
+) -> VectorsReport:
     """Re-embed the ``dense`` vector (``[embedding]``'s, which clustering and the gate read) of every
     collection built with another model, with the config's (``embedder``), each chunk whole (chunk pooling: the
     documents are not read, so no window spans two chunks). The namespace's calibrated gate is
-    not kept: its threshold was fitted to the other model's cosines (``gate calibrate``)."""
+    not kept: its threshold was fitted to the other model's cosines (``gate calibrate``). ``switch``
+    moves the aliases (the store's own switch without it): a service swaps its pipeline in the same step."""
     started = time.perf_counter()
     plans: list[Rewrite] = []
     served = store.list_collections(settings.namespace)
@@ -168,9 +177,11 @@ def reembed(store: Store, settings: Settings, embedder: Embedder, progress: Embe
         if (stored.model, stored.dim) != (wanted.model, wanted.dim):
             plans.append(Rewrite(spec.name, served.get(spec.name, spec.name), stored, wanted))
     model = settings.embedding.fingerprint
-    return _applied(
-        store, plans, model, DENSE_VECTOR, lambda texts: {DENSE_VECTOR: embedder.embed(texts)}, progress, started
-    )
+
+    def embedding(texts: list[str]) -> Mapping[str, np.ndarray]:
+        return {DENSE_VECTOR: embedder.embed(texts)}
+
+    return _applied(store, plans, model, DENSE_VECTOR, embedding, progress, started, switch)
 
 
 def _applied(
@@ -181,13 +192,14 @@ def _applied(
     embedding: Embedding | None,
     progress: EmbeddingProgress,
     started: float,
+    switch: AliasSwitch | None = None,
 ) -> VectorsReport:
     """Every planned collection rewritten, then the aliases moved to the new versions at once."""
     if embedding is not None:  # every collection's chunks at once: the time left is of the whole change
         progress.chunks_queued(sum(store.count(plan.alias) for plan in plans))
     changed = [_rewritten(store, plan, vector, embedding, progress) for plan in plans]
     if changed:
-        store.switch_aliases({change.alias: change.collection for change in changed})
+        (switch or store.switch_aliases)({change.alias: change.collection for change in changed})
         for change in changed:
             store.drop_collection(change.replaced)
     return VectorsReport(model=model, changed=changed, seconds=round(time.perf_counter() - started, 3))

@@ -22,7 +22,7 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config.settings import Settings
-from ..embedding import Embedder, open_embedder
+from ..embedding import Embedder
 from ..generation import loading_note, open_backend
 from ..generation.scheduler import GenerationScheduler
 from ..ingest.progress import IngestProgress, IngestReport
@@ -37,6 +37,7 @@ from .errors import UnexpectedErrors, error_of, install_handlers, one_line
 from .feedback import FeedbackFile
 from .jobs import IngestJobs, JobRecords
 from .metrics import ServiceMetrics
+from .model_switch import reload_on_hangup, service_embedder
 from .namespaces import Namespaces, ServiceNamespace
 from .routes.documents import documents
 from .routes.health import health
@@ -149,10 +150,7 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: Embedd
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         uploads.sweep()  # what a crashed or killed run left: no job of this run owns it
         state.jobs.restore()  # earlier runs' jobs, the unfinished ones marked interrupted
-        # documents embed on one core fewer than the machine has: a job leaves one to the questions
-        model = embedder or open_embedder(
-            settings.embedding.model_copy(update={"threads": service.document_threads()}), settings.embedders
-        )
+        model = embedder or service_embedder(settings)
         model.embed(["warm up"])  # load the models for documents and questions now, so /readyz means it
         model.query_embed("warm up")
         if service.preload_model and (note := loading_note(settings)):
@@ -161,6 +159,8 @@ def create_app(settings: Settings, keys: KeyFile | None = None, embedder: Embedd
         state.namespaces = app.state.namespaces = Namespaces(
             settings, model, state.answered, state.scheduler, state.retrieved
         )
+        served = {settings.namespace}
+        reload_on_hangup(state, lambda: served | {entry.namespace for entry in app.state.keys.entries()})
         state.sources = SourceSchedule(settings, state.jobs, state.namespaces.sync, state.usage, state.metrics)
         state.sources.start()  # the declared sources recorded, the due ones queued
         async with mcp.router.lifespan_context(mcp) if mcp is not None else nullcontext():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -19,6 +19,7 @@ from ..generation.scheduler import GenerationScheduler
 from ..ingest.documents import DocumentPage
 from ..ingest.progress import IngestProgress, IngestReport
 from ..ingest.sources import SyncResult
+from ..ingest.vectors import EmbeddingProgress
 from ..results import Answer, Evidence
 from ..retrieval.conversation import Asked
 from ..store.filters import DocumentFilter
@@ -74,6 +75,53 @@ class Namespaces:
     def rag(self, namespace: str) -> QuorumRAG:
         return self._open(namespace)[0]
 
+    @contextlib.contextmanager
+    def _locked(self, namespace: str) -> Iterator[QuorumRAG]:
+        """The namespace's pipeline under its retrieval lock: the one serving once the lock is held,
+        as a model switch (``switch_embedding``) may replace it while a request waits."""
+        _, lock = self._open(namespace)
+        with lock:
+            yield self._open(namespace)[0]
+
+    def reconfigure(self, settings: Settings, embedder: Embedder, namespaces: Iterable[str]) -> list[str]:
+        """Namespaces opened from now on get ``settings`` and ``embedder``; ``namespaces`` are opened
+        with the old ones first, to answer until each is switched. The namespaces open: the old ones'."""
+        for namespace in namespaces:
+            self._open(namespace)
+        with self._lock:
+            self.settings, self.embedder = settings, embedder
+            return sorted(self._rags)
+
+    def switch_embedding(
+        self, namespace: str, settings: Settings, embedder: Embedder, progress: EmbeddingProgress
+    ) -> dict[str, Any]:
+        """Re-embed ``namespace`` with ``settings``' ``[embedding]`` model from the text its points hold,
+        while its pipeline answers from its old collections; then the aliases move and a pipeline
+        of ``settings`` takes over in one step under the namespace's lock, so no request meets the
+        new collections with the old model or the old ones with the new. Its report is the job's."""
+        old, lock = self._open(namespace)
+        new = QuorumRAG(
+            settings.model_copy(update={"namespace": namespace}),
+            store=old.store,
+            embedder=embedder,
+            on_answer=self.on_answer,
+            scheduler=self.scheduler,
+        )
+
+        def switch(targets: dict[str, str]) -> None:
+            with lock:
+                if targets:
+                    old.store.switch_aliases(targets)
+                with self._lock:
+                    self._rags[namespace] = (new, lock)
+                    self._stamps.pop(namespace, None)
+
+        report = new.reembed(progress, switch)
+        if not report.changed:  # nothing built with another model: no alias to move, the pipeline still
+            switch({})
+        old.close(keep_store=True)
+        return report.model_dump()
+
     def asked(self, namespace: str, question: str, history: Iterable[Any] = ()) -> Asked:
         """What the question is searched as after ``history``; a follow-up's rewrite is a model
         call, made outside the namespace's retrieval lock."""
@@ -88,8 +136,7 @@ class Namespaces:
     ) -> Evidence:
         """``readers``: the groups the caller reads as; ``where``: its filter (``QuorumRAG.retrieve``)."""
         started = time.perf_counter()
-        rag, lock = self._open(namespace)
-        with lock:
+        with self._locked(namespace) as rag:
             evidence = rag.retrieve(question, readers=readers, where=where)
         if self.on_retrieved is not None:
             self.on_retrieved(time.perf_counter() - started)
@@ -125,8 +172,7 @@ class Namespaces:
 
     def collections(self, namespace: str, readers: Sequence[str] | None = None) -> list[CollectionInfo]:
         """The namespace's collections, their points counted as ``readers`` read them."""
-        rag, lock = self._open(namespace)
-        with lock:
+        with self._locked(namespace) as rag:
             return rag.collections(readers=readers)
 
     def stamp(self, namespace: str) -> tuple[int, ...]:
@@ -135,8 +181,7 @@ class Namespaces:
         pipeline check its collections and count them again before its next search: a namespace
         rebuilt with another model under it is refused in one line, never searched with this
         model's vectors, and its gate reads the documents it holds now."""
-        rag, lock = self._open(namespace)
-        with lock:
+        with self._locked(namespace) as rag:
             manifests = [rag.store.manifest(spec.name) for spec in rag.settings.collections]
             stamps = tuple(m.indexed if m is not None else -1 for m in manifests)
             if self._stamps.setdefault(namespace, stamps) != stamps:
@@ -145,8 +190,7 @@ class Namespaces:
         return stamps
 
     def store_reachable(self) -> bool:
-        rag, lock = self._open(self.settings.namespace)
-        with lock:
+        with self._locked(self.settings.namespace) as rag:
             try:
                 rag.store.list_collections(self.settings.namespace)
                 return True
