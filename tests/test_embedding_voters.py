@@ -369,3 +369,45 @@ def test_a_running_service_moves_to_a_new_model_on_reload_answering_throughout(t
             assert job.state == "done" and job.report["changed"], job.error
         assert models() == {"held:words-v1"}
         assert "bee" in asked()["clusters"][0]["passages"][0]["text"].lower()
+
+
+def test_a_namespace_whose_switch_failed_answers_with_its_model_and_is_switched_on_the_next_reload(
+    teams, tmp_path, monkeypatch
+):
+    from qrag_qdrant.service.model_switch import switch_model
+
+    from .waiting import wait_until
+
+    class Flaky(HashedWords):
+        """The new model's server, down for its first request."""
+
+        down = True
+
+        def embed(self, texts):
+            if Flaky.down:
+                Flaky.down = False
+                raise EmbeddingError("the embedding server at http://gpu-box:8080/v1 failed: 503")
+            return super().embed(texts)
+
+    monkeypatch.setitem(EMBEDDERS.local, "flaky", Flaky)
+    config = tmp_path / "service.toml"
+    config.write_text("# the defaults: the packaged model\n")
+    start, auth = teams
+    with start(config_file=config) as client:
+        state = client.app.state.service
+
+        def switched() -> str:
+            [job] = switch_model(state, ["team-a"])
+            return wait_until(lambda: job.state if job.state not in ("queued", "running") else None, "the job ended")
+
+        def models() -> set[str]:
+            return {c["model"] for c in client.get("/v1/collections", headers=auth["a"]).json()}
+
+        config.write_text('[embedding]\nembedder = "flaky"\nmodel = "words-v1"\ndim = 64\n')
+        assert switched() == "failed"
+        assert models() == {"sentence-transformers/all-MiniLM-L6-v2"}  # the old collections, the old model
+        answered = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"])
+        assert answered.status_code == 200 and answered.json()["clusters"]
+        assert switched() == "done"  # the same config read again: the namespace still had the old model
+        assert models() == {"flaky:words-v1"}
+        assert switch_model(state, ["team-a"]) == []

@@ -43,12 +43,12 @@ def switch_model(state: ServiceState, namespaces: Iterable[str]) -> list[IngestJ
     except QragError as exc:
         log.warning("reload: %s; the service goes on with the config it has", exc)
         return []
-    if read.embedding == serving.embedding:
-        log.info("reload: [embedding] is unchanged (any other change takes a restart)")
-        return []
     settings = serving.model_copy(update={"embedding": read.embedding})
-    embedder = service_embedder(settings)
+    embedder = spaces.embedder if read.embedding == serving.embedding else service_embedder(settings)
     served = spaces.reconfigure(settings, embedder, namespaces)
+    if not served:
+        log.info("reload: every namespace has the config's [embedding] (any other change takes a restart)")
+        return []
     state.settings = settings
     model = settings.embedding.fingerprint
     log.info(

@@ -85,12 +85,13 @@ class Namespaces:
 
     def reconfigure(self, settings: Settings, embedder: Embedder, namespaces: Iterable[str]) -> list[str]:
         """Namespaces opened from now on get ``settings`` and ``embedder``; ``namespaces`` are opened
-        with the old ones first, to answer until each is switched. The namespaces open: the old ones'."""
+        with the ones they have first, to answer until each is switched. The namespaces open whose
+        pipeline has another ``[embedding]`` (one whose switch failed among them): those to switch."""
         for namespace in namespaces:
             self._open(namespace)
         with self._lock:
             self.settings, self.embedder = settings, embedder
-            return sorted(self._rags)
+            return sorted(name for name, (rag, _) in self._rags.items() if rag.settings.embedding != settings.embedding)
 
     def switch_embedding(
         self, namespace: str, settings: Settings, embedder: Embedder, progress: EmbeddingProgress
