@@ -35,7 +35,7 @@ from tempfile import TemporaryDirectory
 from typing import Any
 
 import httpx
-from served_voter import gold_in  # this folder's
+from served_voter import gold_in, phases  # this folder's
 from service_latency import free_port
 
 from qrag_qdrant import QuorumRAG
@@ -198,10 +198,7 @@ def main() -> None:
         "chunks_per_second": round(chunks / seconds, 1),
         "corpus_deleted_before_the_switch": True,
         "models_after": models,
-        **{
-            phase: {"asked": n, "failed": failed, "gold_in_evidence": round(gold / max(n - failed, 1), 3)}
-            for phase, (n, failed, gold) in tally.items()
-        },
+        **phases(tally),
     }
     print(json.dumps(result, indent=2))
     if args.json_out:

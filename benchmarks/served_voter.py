@@ -55,6 +55,14 @@ def served_model(port: int) -> Any:
     return xllamacpp.Server(params)
 
 
+def phases(tally: dict[str, list[int]]) -> dict[str, dict[str, Any]]:
+    """Each phase's questions (asked, failed, gold in the evidence) as the results write them."""
+    return {
+        phase: {"asked": asked, "failed": failed, "gold_in_evidence": round(gold / max(asked - failed, 1), 3)}
+        for phase, (asked, failed, gold) in tally.items()
+    }
+
+
 def gold_in(evidence: Any, answers: list[str]) -> bool:
     text = " ".join(p.text for c in evidence.clusters for p in c.passages).lower()
     return any(answer.lower() in text for answer in answers)
@@ -140,10 +148,7 @@ def main() -> None:
         "corpus_deleted_before_the_change": True,
         "batch_size": args.batch_size,
         "concurrency": args.concurrency,
-        **{
-            phase: {"asked": asked, "failed": failed, "gold_in_evidence": round(gold / max(asked - failed, 1), 3)}
-            for phase, (asked, failed, gold) in tally.items()
-        },
+        **phases(tally),
     }
     print(json.dumps(result, indent=2))
     if args.json_out:

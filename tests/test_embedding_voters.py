@@ -320,7 +320,23 @@ def test_retrievers_reembed_on_the_command_line(tmp_path, corpus, embedder):
     assert answered.exit_code == 0 and json.loads(answered.stdout)["clusters"]
 
 
-def test_a_running_service_moves_to_a_new_model_on_reload_answering_throughout(teams, tmp_path, monkeypatch):
+def models_served(client, headers) -> set[str]:
+    """The models ``GET /v1/collections`` names for a key's namespace."""
+    return {c["model"] for c in client.get("/v1/collections", headers=headers).json()}
+
+
+@pytest.fixture
+def reloadable(teams, tmp_path):
+    """The service over the teams, started with a config file of the defaults (the packaged model)
+    that a test then changes: (client, the teams' headers, the file)."""
+    config = tmp_path / "service.toml"
+    config.write_text("# the defaults: the packaged model\n")
+    start, auth = teams
+    with start(config_file=config) as client:
+        yield client, auth, config
+
+
+def test_a_running_service_moves_to_a_new_model_on_reload_answering_throughout(reloadable, monkeypatch):
     """The config's [embedding] changed and the service told (SIGHUP runs ``switch_model``): each
     namespace is re-embedded in a job while it answers from its old collections, then switched."""
     import threading
@@ -340,39 +356,36 @@ def test_a_running_service_moves_to_a_new_model_on_reload_answering_throughout(t
             return super().embed(texts)
 
     monkeypatch.setitem(EMBEDDERS.local, "held", Held)
-    config = tmp_path / "service.toml"
-    config.write_text("# the defaults: the packaged model\n")
-    start, auth = teams
-    with start(config_file=config) as client:
+    client, auth, config = reloadable
 
-        def asked() -> dict:
-            response = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"])
-            assert response.status_code == 200, response.text
-            return response.json()
+    def asked() -> dict:
+        response = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"])
+        assert response.status_code == 200, response.text
+        return response.json()
 
-        def models() -> set[str]:
-            return {c["model"] for c in client.get("/v1/collections", headers=auth["a"]).json()}
+    def models() -> set[str]:
+        return models_served(client, auth["a"])
 
-        assert models() == {"sentence-transformers/all-MiniLM-L6-v2"} and asked()["clusters"]
-        state = client.app.state.service
-        assert switch_model(state, ["team-a"]) == []  # the config's model is the one serving: nothing to do
-        config.write_text('[embedding]\nembedder = "held"\nmodel = "words-v1"\ndim = 64\n')
-        jobs = switch_model(state, ["team-a", "team-b"])
-        assert sorted(job.namespace for job in jobs) == ["team-a", "team-b"]
-        assert begun.wait(DEADLINE_SECONDS)  # re-embedding, the old collections still serving
-        during = asked()
-        assert "bee" in during["clusters"][0]["passages"][0]["text"].lower()
-        assert models() == {"sentence-transformers/all-MiniLM-L6-v2"}
-        go_on.set()
-        for job in jobs:
-            wait_until(lambda job=job: job.state not in ("queued", "running"), f"job {job.id} ended")
-            assert job.state == "done" and job.report["changed"], job.error
-        assert models() == {"held:words-v1"}
-        assert "bee" in asked()["clusters"][0]["passages"][0]["text"].lower()
+    assert models() == {"sentence-transformers/all-MiniLM-L6-v2"} and asked()["clusters"]
+    state = client.app.state.service
+    assert switch_model(state, ["team-a"]) == []  # the config's model is the one serving: nothing to do
+    config.write_text('[embedding]\nembedder = "held"\nmodel = "words-v1"\ndim = 64\n')
+    jobs = switch_model(state, ["team-a", "team-b"])
+    assert sorted(job.namespace for job in jobs) == ["team-a", "team-b"]
+    assert begun.wait(DEADLINE_SECONDS)  # re-embedding, the old collections still serving
+    during = asked()
+    assert "bee" in during["clusters"][0]["passages"][0]["text"].lower()
+    assert models() == {"sentence-transformers/all-MiniLM-L6-v2"}
+    go_on.set()
+    for job in jobs:
+        wait_until(lambda job=job: job.state not in ("queued", "running"), f"job {job.id} ended")
+        assert job.state == "done" and job.report["changed"], job.error
+    assert models() == {"held:words-v1"}
+    assert "bee" in asked()["clusters"][0]["passages"][0]["text"].lower()
 
 
 def test_a_namespace_whose_switch_failed_answers_with_its_model_and_is_switched_on_the_next_reload(
-    teams, tmp_path, monkeypatch
+    reloadable, monkeypatch
 ):
     from qrag_qdrant.service.model_switch import switch_model
 
@@ -390,24 +403,21 @@ def test_a_namespace_whose_switch_failed_answers_with_its_model_and_is_switched_
             return super().embed(texts)
 
     monkeypatch.setitem(EMBEDDERS.local, "flaky", Flaky)
-    config = tmp_path / "service.toml"
-    config.write_text("# the defaults: the packaged model\n")
-    start, auth = teams
-    with start(config_file=config) as client:
-        state = client.app.state.service
+    client, auth, config = reloadable
+    state = client.app.state.service
 
-        def switched() -> str:
-            [job] = switch_model(state, ["team-a"])
-            return wait_until(lambda: job.state if job.state not in ("queued", "running") else None, "the job ended")
+    def switched() -> str:
+        [job] = switch_model(state, ["team-a"])
+        return wait_until(lambda: job.state if job.state not in ("queued", "running") else None, "the job ended")
 
-        def models() -> set[str]:
-            return {c["model"] for c in client.get("/v1/collections", headers=auth["a"]).json()}
+    def models() -> set[str]:
+        return models_served(client, auth["a"])
 
-        config.write_text('[embedding]\nembedder = "flaky"\nmodel = "words-v1"\ndim = 64\n')
-        assert switched() == "failed"
-        assert models() == {"sentence-transformers/all-MiniLM-L6-v2"}  # the old collections, the old model
-        answered = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"])
-        assert answered.status_code == 200 and answered.json()["clusters"]
-        assert switched() == "done"  # the same config read again: the namespace still had the old model
-        assert models() == {"flaky:words-v1"}
-        assert switch_model(state, ["team-a"]) == []
+    config.write_text('[embedding]\nembedder = "flaky"\nmodel = "words-v1"\ndim = 64\n')
+    assert switched() == "failed"
+    assert models() == {"sentence-transformers/all-MiniLM-L6-v2"}  # the old collections, the old model
+    answered = client.post("/v1/query", json={"question": BEES, "generate": False}, headers=auth["a"])
+    assert answered.status_code == 200 and answered.json()["clusters"]
+    assert switched() == "done"  # the same config read again: the namespace still had the old model
+    assert models() == {"flaky:words-v1"}
+    assert switch_model(state, ["team-a"]) == []
