@@ -336,7 +336,7 @@ def reloadable(teams, tmp_path):
         yield client, auth, config
 
 
-def test_a_running_service_moves_to_a_new_model_on_reload_answering_throughout(reloadable, monkeypatch):
+def test_a_running_service_moves_to_a_new_model_on_reload_answering_throughout(reloadable, monkeypatch, caplog):
     """The config's [embedding] changed and the service told (SIGHUP runs ``switch_model``): each
     namespace is re-embedded in a job while it answers from its old collections, then switched."""
     import threading
@@ -370,13 +370,17 @@ def test_a_running_service_moves_to_a_new_model_on_reload_answering_throughout(r
     state = client.app.state.service
     assert switch_model(state, ["team-a"]) == []  # the config's model is the one serving: nothing to do
     config.write_text('[embedding]\nembedder = "held"\nmodel = "words-v1"\ndim = 64\n')
-    jobs = switch_model(state, ["team-a", "team-b"])
-    assert sorted(job.namespace for job in jobs) == ["team-a", "team-b"]
-    assert begun.wait(DEADLINE_SECONDS)  # re-embedding, the old collections still serving
-    during = asked()
-    assert "bee" in during["clusters"][0]["passages"][0]["text"].lower()
-    assert models() == {"sentence-transformers/all-MiniLM-L6-v2"}
-    go_on.set()
+    with caplog.at_level("INFO", logger="qrag_qdrant.service.model_switch"):
+        jobs = switch_model(state, ["team-a", "team-b"])
+    try:
+        assert sorted(job.namespace for job in jobs) == ["team-a", "team-b"]
+        assert all(f"namespace {job.namespace} is re-embedded by job {job.id}" in caplog.text for job in jobs)
+        assert begun.wait(DEADLINE_SECONDS)  # re-embedding, the old collections still serving
+        during = asked()
+        assert "bee" in during["clusters"][0]["passages"][0]["text"].lower()
+        assert models() == {"sentence-transformers/all-MiniLM-L6-v2"}
+    finally:
+        go_on.set()  # the job goes on, whatever failed above
     for job in jobs:
         wait_until(lambda job=job: job.state not in ("queued", "running"), f"job {job.id} ended")
         assert job.state == "done" and job.report["changed"], job.error

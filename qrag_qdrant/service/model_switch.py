@@ -14,11 +14,12 @@ import signal
 import threading
 from collections.abc import Callable, Iterable
 from types import FrameType
+from typing import Any
 
 from ..config.settings import Settings, load_settings
 from ..embedding import Embedder, open_embedder
 from ..errors import QragError
-from .jobs import IngestJob
+from .jobs import IngestJob, JobProgress
 from .state import ServiceState
 
 log = logging.getLogger(__name__)
@@ -57,12 +58,17 @@ def switch_model(state: ServiceState, namespaces: Iterable[str]) -> list[IngestJ
         model,
     )
 
+    def switched(namespace: str, progress: JobProgress) -> dict[str, Any]:
+        report = spaces.switch_embedding(namespace, settings, embedder, progress)
+        log.info("reload: namespace %s answers with %s", namespace, model)
+        return report
+
     def job(namespace: str) -> IngestJob:
-        return state.jobs.submit_work(
-            namespace,
-            f"re-embedding with {model}",
-            lambda progress: spaces.switch_embedding(namespace, settings, embedder, progress),
+        queued = state.jobs.submit_work(
+            namespace, f"re-embedding with {model}", lambda progress: switched(namespace, progress)
         )
+        log.info("reload: namespace %s is re-embedded by job %s", namespace, queued.id)
+        return queued
 
     return [job(namespace) for namespace in served]
 
