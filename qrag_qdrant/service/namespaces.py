@@ -118,7 +118,7 @@ class Namespaces:
                     self._stamps.pop(namespace, None)
 
         report = new.reembed(progress, switch)
-        if not report.changed:  # nothing built with another model: no alias to move, the pipeline still
+        if not report.changed:  # nothing was built with another model: no alias moves, the pipeline swaps
             switch({})
         old.close(keep_store=True)
         return report.model_dump()
