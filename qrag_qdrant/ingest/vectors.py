@@ -126,23 +126,16 @@ def revector(store: Store, settings: Settings, model: str, adding: bool, progres
             f"retrievers remove {model}: the config's retrievers still name it ({', '.join(s.name for s in named)}); "
             "take them out of the config first"
         )
-    plans: list[Rewrite] = []
-    served = store.list_collections(settings.namespace)
-    for spec in settings.collections:
-        stored = store.manifest(spec.name)
-        if stored is None:
-            continue  # nothing ingested in it yet: an ingest builds it with every configured model
-        wanted = expected_manifest(settings, spec).model_copy(
-            update={"pooling": stored.pooling, "bm25_source": stored.bm25_source}
-        )
-        if (problem := stored.mismatch(wanted.model_copy(update={"vectors": stored.vectors}))) is not None:
-            raise ConfigError(f"collection {spec.name} was built with {problem}: that takes ingest PATH --rebuild")
-        if stored.vectors.get(vector) != wanted.vectors.get(vector):
-            others = {name: v for name, v in stored.vectors.items() if name != vector}
-            if vector in wanted.vectors:
-                others[vector] = wanted.vectors[vector]
-            wanted = wanted.model_copy(update={"vectors": others})
-            plans.append(Rewrite(spec.name, served.get(spec.name, spec.name), stored, wanted))
+
+    def with_model(stored: CollectionManifest, expected: CollectionManifest) -> CollectionManifest | None:
+        if stored.vectors.get(vector) == expected.vectors.get(vector):
+            return None
+        others = {name: v for name, v in stored.vectors.items() if name != vector}
+        if vector in expected.vectors:
+            others[vector] = expected.vectors[vector]
+        return expected.model_copy(update={"pooling": stored.pooling, "vectors": others})
+
+    plans = _rewrites(store, settings, ("vectors",), with_model)
     embedders = NamedEmbedders(settings)  # the model is opened once for every collection
     embedding = (lambda texts: embedders.embed([model], texts)) if adding else None
     return _applied(store, plans, model, vector, embedding, progress, started)
@@ -161,27 +154,44 @@ def reembed(
     not kept: its threshold was fitted to the other model's cosines (``gate calibrate``). ``switch``
     moves the aliases (the store's own switch without it): a service swaps its pipeline in the same step."""
     started = time.perf_counter()
-    plans: list[Rewrite] = []
-    served = store.list_collections(settings.namespace)
-    for spec in settings.collections:
-        stored = store.manifest(spec.name)
-        if stored is None:
-            continue  # nothing ingested in it yet: an ingest builds it with the config's model
-        wanted = expected_manifest(settings, spec).model_copy(
-            update={"pooling": "chunk", "bm25_source": stored.bm25_source, "vectors": stored.vectors}
-        )
-        if (
-            problem := stored.mismatch(wanted.model_copy(update={"model": stored.model, "dim": stored.dim}))
-        ) is not None:
-            raise ConfigError(f"collection {spec.name} was built with {problem}: that takes ingest PATH --rebuild")
-        if (stored.model, stored.dim) != (wanted.model, wanted.dim):
-            plans.append(Rewrite(spec.name, served.get(spec.name, spec.name), stored, wanted))
+
+    def with_model(stored: CollectionManifest, expected: CollectionManifest) -> CollectionManifest | None:
+        if (stored.model, stored.dim) == (expected.model, expected.dim):
+            return None
+        return expected.model_copy(update={"pooling": "chunk", "vectors": stored.vectors})
+
+    plans = _rewrites(store, settings, ("model", "dim", "vectors"), with_model)
     model = settings.embedding.fingerprint
 
     def embedding(texts: list[str]) -> Mapping[str, np.ndarray]:
         return {DENSE_VECTOR: embedder.embed(texts)}
 
     return _applied(store, plans, model, DENSE_VECTOR, embedding, progress, started, switch)
+
+
+def _rewrites(
+    store: Store,
+    settings: Settings,
+    changing: tuple[str, ...],
+    wanted: Callable[[CollectionManifest, CollectionManifest], CollectionManifest | None],
+) -> list[Rewrite]:
+    """A rewrite of every built collection for which ``wanted(stored, expected)`` (its manifest
+    and the config's) gives the manifest of a new version (None: it is as asked). Only the
+    ``changing`` fields may differ: a collection built with other chunking or BM25 settings is
+    refused, as that takes ``ingest --rebuild``."""
+    served = store.list_collections(settings.namespace)
+    plans: list[Rewrite] = []
+    for spec in settings.collections:
+        stored = store.manifest(spec.name)
+        if stored is None:
+            continue  # nothing ingested in it yet: an ingest builds it as the config says
+        expected = expected_manifest(settings, spec).model_copy(update={"bm25_source": stored.bm25_source})
+        kept = {field: getattr(stored, field) for field in changing}
+        if (problem := stored.mismatch(expected.model_copy(update=kept))) is not None:
+            raise ConfigError(f"collection {spec.name} was built with {problem}: that takes ingest PATH --rebuild")
+        if (manifest := wanted(stored, expected)) is not None:
+            plans.append(Rewrite(spec.name, served.get(spec.name, spec.name), stored, manifest))
+    return plans
 
 
 def _applied(
