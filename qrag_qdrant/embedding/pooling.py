@@ -86,7 +86,7 @@ def token_vectors(
     cuts = [0] + [(nxt + end) // 2 for (_, end), (nxt, _) in itertools.pairwise(windows)] + [count]
     cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     # windows of about one length share a batch: a batch is padded to its longest window, and
-    # chunks of one size in words vary in tokens (in document order a third of the run was padding)
+    # chunks of one size in words vary in tokens (in document order nearly a quarter of the run was padding)
     by_length = sorted(range(len(windows)), key=lambda k: windows[k][1] - windows[k][0])
     for batch in range(0, len(windows), batch_size):
         rows = by_length[batch : batch + batch_size]
