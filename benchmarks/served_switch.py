@@ -35,7 +35,8 @@ from tempfile import TemporaryDirectory
 from typing import Any
 
 import httpx
-from served_voter import gold_in, phases  # this folder's
+from served_throughput import stand_in_server  # this folder's
+from served_voter import gold_in, phases
 from service_latency import free_port
 
 from qrag_qdrant import QuorumRAG
@@ -156,40 +157,27 @@ def main() -> None:
     dataset = load_dataset(args.data)
     articles = sorted({q.group for q in dataset.questions})[: args.articles]
     questions = [q for q in dataset.questions if q.group in articles and q.answerable]
-    port = free_port()
-    stand_in = Path(__file__).with_name("served_throughput.py")
-    server = subprocess.Popen([sys.executable, str(stand_in), "--serve", str(port), "--data", str(args.data)])
     tally: dict[str, list[int]] = {"before": [0, 0, 0], "during": [0, 0, 0], "after": [0, 0, 0]}
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        for _ in range(600):  # up when it answers; its model loads first
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/stats")
-                break
-            except httpx.TransportError:
-                time.sleep(0.5)
-        with TemporaryDirectory() as tmp:
-            corpus, store = Path(tmp) / "corpus", Path(tmp) / "store"
-            corpus.mkdir()
-            for name in articles:
-                (corpus / name).write_text((dataset.corpus / name).read_text())
-            with QuorumRAG(load_settings(store=store)) as rag:
-                chunks = rag.ingest(corpus).embedded_chunks
-            shutil.rmtree(corpus)  # nothing can be read again: the switch embeds the stored chunks' text
-            if args.service:
-                toml = f'embedder = "openai"\ndim = 384\nserver = {{ url = "{url}" }}'
-                seconds = through_the_service(store, questions, toml, args.pause, tally)
-            else:
-                served = {"embedder": "openai", "dim": 384, "server": {"url": url}}
-                seconds = in_process(store, questions, served, args.pause, tally)
-            with QuorumRAG(load_settings(store=store)) as rag:
-                models = {
-                    spec.name: m.model if (m := rag.store.manifest(spec.name)) else None
-                    for spec in rag.settings.collections
-                }
-    finally:
-        server.terminate()
-        server.wait()
+    with stand_in_server() as base, TemporaryDirectory() as tmp:
+        url = f"{base}/v1"
+        corpus, store = Path(tmp) / "corpus", Path(tmp) / "store"
+        corpus.mkdir()
+        for name in articles:
+            (corpus / name).write_text((dataset.corpus / name).read_text())
+        with QuorumRAG(load_settings(store=store)) as rag:
+            chunks = rag.ingest(corpus).embedded_chunks
+        shutil.rmtree(corpus)  # nothing can be read again: the switch embeds the stored chunks' text
+        if args.service:
+            toml = f'embedder = "openai"\ndim = 384\nserver = {{ url = "{url}" }}'
+            seconds = through_the_service(store, questions, toml, args.pause, tally)
+        else:
+            served = {"embedder": "openai", "dim": 384, "server": {"url": url}}
+            seconds = in_process(store, questions, served, args.pause, tally)
+        with QuorumRAG(load_settings(store=store)) as rag:
+            models = {
+                spec.name: m.model if (m := rag.store.manifest(spec.name)) else None
+                for spec in rag.settings.collections
+            }
     result: dict[str, Any] = {
         "articles": len(articles),
         "through": "qrag-qdrant serve, SIGHUP" if args.service else "one process, QuorumRAG.reembed",

@@ -29,6 +29,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from tempfile import TemporaryDirectory
@@ -93,6 +95,26 @@ def serve(port: int) -> None:
     ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 
 
+@contextmanager
+def stand_in_server() -> Iterator[str]:
+    """The stand-in server (``serve``) in a process of its own, once it answers (its model loads
+    first): its base URL, ``http://127.0.0.1:<port>``. Stopped on leaving."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)])
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                httpx.get(f"{base}/stats")
+                break
+            except httpx.TransportError:
+                time.sleep(0.5)
+        yield base
+    finally:
+        server.terminate()
+        server.wait()
+
+
 def timed(owner: Any, method: str, totals: dict[str, float], key: str) -> None:
     """Wrap ``owner.method`` so the seconds spent in it add up under ``totals[key]``."""
     original = getattr(owner, method)
@@ -143,7 +165,7 @@ def evidence_of(rag: QuorumRAG, question: str) -> list[list[tuple[str, str]]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, required=True, help="the multihop-rag folder")
+    parser.add_argument("--data", type=Path, help="the multihop-rag folder")
     parser.add_argument("--articles", type=int, default=60)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 2, 4])
@@ -154,48 +176,33 @@ def main() -> None:
     if args.serve:
         serve(args.serve)
         return
-    port = free_port()
-    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--data", str(args.data)])
-    stats = f"http://127.0.0.1:{port}/stats"
+    if args.data is None:
+        parser.error("--data is required")
     rows: dict[str, dict[str, Any]] = {}
-    try:
-        for _ in range(600):  # the server is up when it answers; its model loads first
-            try:
-                httpx.get(stats)
-                break
-            except httpx.TransportError:
-                time.sleep(0.5)
-        questions = [json.loads(line)["question"] for line in (args.data / "questions.jsonl").open()]
-        with TemporaryDirectory() as tmp:
-            corpus = Path(tmp) / "corpus"
-            corpus.mkdir()
-            for path in sorted((args.data / "corpus").iterdir())[: args.articles]:
-                (corpus / path.name).write_text(path.read_text())
-            served = {
-                "embedder": "openai",
-                "dim": 384,
-                "server": {"url": f"http://127.0.0.1:{port}/v1", "batch_size": args.batch_size},
-            }
-            phases: list[tuple[str, dict[str, Any], str | None]] = [
-                ("in-process, chunk by chunk", {"pooling": "chunk"}, None),
-                ("in-process, anchored (default)", {}, None),
-            ]
-            for concurrency in args.concurrency:
-                setting = {**served, "server": {**served["server"], "concurrency": concurrency}}
-                phases.append((f"served, batch {args.batch_size}, concurrency {concurrency}", setting, stats))
-            pipelines: dict[str, QuorumRAG] = {}
-            for number, (name, embedding, server_stats) in enumerate(phases):
-                settings = load_settings(store=Path(tmp) / f"store-{number}", embedding=embedding)
-                rows[name], pipelines[name] = ingest(settings, corpus, server_stats)
-                print(name, rows[name], flush=True)
-            local, remote = pipelines[phases[0][0]], pipelines[phases[2][0]]
-            asked = questions[: args.questions]
-            same = sum(evidence_of(local, q) == evidence_of(remote, q) for q in asked)
-            for rag in pipelines.values():
-                rag.close()
-    finally:
-        server.terminate()
-        server.wait()
+    questions = [json.loads(line)["question"] for line in (args.data / "questions.jsonl").open()]
+    with stand_in_server() as base, TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "corpus"
+        corpus.mkdir()
+        for path in sorted((args.data / "corpus").iterdir())[: args.articles]:
+            (corpus / path.name).write_text(path.read_text())
+        served = {"embedder": "openai", "dim": 384, "server": {"url": f"{base}/v1", "batch_size": args.batch_size}}
+        phases: list[tuple[str, dict[str, Any], str | None]] = [
+            ("in-process, chunk by chunk", {"pooling": "chunk"}, None),
+            ("in-process, anchored (default)", {}, None),
+        ]
+        for concurrency in args.concurrency:
+            setting = {**served, "server": {**served["server"], "concurrency": concurrency}}
+            phases.append((f"served, batch {args.batch_size}, concurrency {concurrency}", setting, f"{base}/stats"))
+        pipelines: dict[str, QuorumRAG] = {}
+        for number, (name, embedding, server_stats) in enumerate(phases):
+            settings = load_settings(store=Path(tmp) / f"store-{number}", embedding=embedding)
+            rows[name], pipelines[name] = ingest(settings, corpus, server_stats)
+            print(name, rows[name], flush=True)
+        local, remote = pipelines[phases[0][0]], pipelines[phases[2][0]]
+        asked = questions[: args.questions]
+        same = sum(evidence_of(local, q) == evidence_of(remote, q) for q in asked)
+        for rag in pipelines.values():
+            rag.close()
     result = {
         "corpus": f"multihop-rag, first {args.articles} articles",
         "phases": rows,
