@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from qrag_qdrant import QuorumRAG
 from qrag_qdrant.retrieval.gate import QUORUM_FEATURES, GateModel
 
 from .cli_helpers import assert_clean_error, run
@@ -328,3 +329,41 @@ def test_held_out_documents_make_out_of_corpus_questions_and_rows_train_a_gate(t
 def test_eval_bad_options(tiny_qa, args, message):
     result = run("eval", str(tiny_qa), *args)
     assert result.exit_code != 0 and message in result.stderr + result.stdout
+
+
+def test_a_gate_is_trained_for_a_namespace_of_other_retrievers_and_answers_with_them(tmp_path):
+    """Three voters (one chunking's dense and BM25 vectors, and the other chunking's BM25): the rows
+    of ``eval`` train a gate for them, and a query on the namespace is gated by it."""
+    config = tmp_path / "three.toml"
+    config.write_text(
+        "retrievers = [\n"
+        '  { kind = "dense", size = 50, overlap = 25 },\n'
+        '  { kind = "bm25", size = 50, overlap = 25 },\n'
+        '  { kind = "bm25", size = 100, overlap = 50 },\n'
+        "]\n"
+    )
+    rows = [
+        {"id": f"{doc}-{n}", "question": question, "answers": [answer], "doc": doc}
+        for doc, qa in QA_BY_DOC.items()
+        for n, (question, answer) in enumerate(qa)
+    ]
+    rows_out, model_path = tmp_path / "rows.jsonl", tmp_path / "gate.json"
+    store = tmp_path / "store"
+    evaluated = run(
+        "eval", str(write_dataset(tmp_path, "tiny-three", rows)), "--config", str(config), "--store", str(store),
+        "--systems", "quorum", "--hold-out", "0.4", "--split-seed", "3", "--rows-out", str(rows_out),
+    )  # fmt: skip
+    assert evaluated.exit_code == 0, evaluated.stderr
+    trained = run("gate", "train", str(rows_out), "--out", str(model_path), "--test-share", "0.4")
+    assert trained.exit_code == 0, trained.stderr
+    gate = GateModel.load(model_path)
+
+    question, namespace = "How do honeybees tell each other where flowers are?", "eval-tiny-three-held-2-s3"
+    found = {}
+    for name, model in (("shipped", None), ("own", model_path)):
+        with QuorumRAG.from_config(config, store=store, namespace=namespace, retrieval={"gate_model": model}) as rag:
+            found[name] = rag.retrieve(question)
+    shipped, own = found["shipped"], found["own"]
+    assert own.retrievers == 3 and own.clusters == shipped.clusters and own.gate_features == shipped.gate_features
+    assert own.confidence == pytest.approx(gate.confidence("quorum", own.gate_features), abs=5e-4)  # 3 digits
+    assert own.confidence != pytest.approx(shipped.confidence, abs=1e-3)

@@ -15,6 +15,7 @@ Completeness marker: a document's chunk 0 is written after its other chunks (see
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from abc import ABC, abstractmethod
 from collections import Counter
@@ -25,7 +26,7 @@ from ..config.names import VERSIONED, collection_pattern, namespace_of, versione
 from ..errors import ModelMismatchError
 from ..text.term_stats import TermStats, count_terms
 from .manifest import CollectionManifest
-from .points import METADATA_FIELDS, READERS, ChunkPoint, Hit, VectorQuery, Where
+from .points import METADATA_FIELDS, READERS, ChunkPayload, ChunkPoint, Hit, VectorQuery, Where
 
 __all__ = ["CollectionManifest", "Store"]
 
@@ -41,8 +42,11 @@ TextsSeen = Callable[[Iterable[str]], None]
 
 class Store(ABC):
     """A place for collections: the operations the pipeline needs, each given the project's own
-    ``Where`` to compile into the engine's filter. The abstract methods are what a store implements
-    (``store.conformance`` holds them to their semantics); the rest are built on them."""
+    ``Where`` to compile into the engine's filter. The eleven abstract methods are what a store
+    implements (``store.conformance`` holds them to their semantics); the rest are built on them.
+    ``count``, ``scroll_payloads`` and ``set_payload`` work through ``scroll_points`` and ``upsert``
+    as given; an engine that can count, read fields or write a payload in place overrides them to
+    be faster, as the built-in stores do."""
 
     #: whether searches of several collections gain from running at once (network round trips)
     concurrent_queries = False
@@ -81,20 +85,30 @@ class Store(ABC):
         """Delete the points ``where`` selects."""
 
     @abstractmethod
-    def scroll_payloads(self, name: str, fields: list[str], where: Where | None = None) -> Iterable[dict[str, Any]]:
-        """The ``fields`` of the payload of every point ``where`` selects (all, without it)."""
-
-    @abstractmethod
-    def scroll_points(self, name: str) -> Iterable[ChunkPoint]:
-        """Every point with its vectors and payload, e.g. to copy a collection."""
+    def scroll_points(self, name: str, where: Where | None = None) -> Iterable[ChunkPoint]:
+        """Every point ``where`` selects (all, without it) with its vectors and payload."""
 
     @abstractmethod
     def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
         """All of a collection's searches in one round trip, results in request order."""
 
-    @abstractmethod
+    def scroll_payloads(self, name: str, fields: list[str], where: Where | None = None) -> Iterable[dict[str, Any]]:
+        """The ``fields`` of the payload of every point ``where`` selects (all, without it)."""
+        for point in self.scroll_points(name, where):
+            payload = point.payload.as_dict()
+            yield {field: payload[field] for field in fields if field in payload}
+
     def count(self, name: str, where: Where | None = None) -> int:
         """The points ``where`` selects (all, without it)."""
+        return sum(1 for _ in self.scroll_payloads(name, [], where))
+
+    def set_payload(self, name: str, where: Where, payload: dict[str, Any]) -> None:
+        """Write ``payload``'s fields into every point ``where`` selects (the others kept)."""
+        points = [
+            dataclasses.replace(point, payload=ChunkPayload.of(point.payload.as_dict() | payload))
+            for point in self.scroll_points(name, where)
+        ]
+        self.upsert(name, points)
 
     def count_in_any_namespace(self, name: str) -> int:
         """``count`` for a listing of every namespace (the server checks the key)."""
@@ -292,10 +306,6 @@ class Store(ABC):
         if points:
             self.set_payload(name, where, payload)
         return points
-
-    @abstractmethod
-    def set_payload(self, name: str, where: Where, payload: dict[str, Any]) -> None:
-        """Write ``payload``'s fields into every point ``where`` selects (the others kept)."""
 
     def __enter__(self) -> Store:
         return self

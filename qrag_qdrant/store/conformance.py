@@ -127,6 +127,9 @@ class StoreConformance:
         assert [hit.payload.source for hit in bm25] == ["a.md", "c.md"]  # only the chunks holding term 1
         assert np.allclose(dense[0].dense, DOCUMENTS["a.md"][0])  # the stored dense vector, for clustering
         assert dense[0].score > dense[1].score
+        # BM25 weighs a term by its rarity among the collection's points (IDF): term 2 is in one, term 1 in two
+        rare_first = filled.query(ALIAS, [VectorQuery(SPARSE_VECTOR, SparseVec([1, 2], [1.2, 1.0]), 3)])[0]
+        assert [hit.payload.source for hit in rare_first] == ["b.md", "a.md", "c.md"]
         floor = filled.query(ALIAS, [VectorQuery(DENSE_VECTOR, [1.0, 0.0, 0.0, 0.0], 3, min_score=0.5)])[0]
         assert [hit.payload.source for hit in floor] == ["a.md"]
 

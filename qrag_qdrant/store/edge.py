@@ -16,7 +16,7 @@ import errno
 import json
 import shutil
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -283,30 +283,17 @@ class EdgeStore(QdrantStore):
             self.current_versions(name, None)
 
     def scroll_payloads(self, name: str, fields: list[str], where: Where | None = None) -> Iterable[dict[str, Any]]:
-        shard, offset = self._shard(name), None
-        while True:
-            records, offset = shard.scroll(
-                edge.ScrollRequest(
-                    offset=offset,
-                    limit=SCROLL_PAGE,
-                    filter=self.filter_of(where),
-                    with_payload=edge.PayloadSelector.Include(fields),
-                    with_vector=False,
-                )
-            )
-            for record in records:
-                yield record.payload or {}
-            if offset is None:
-                return
+        return (record.payload or {} for record in self._scroll(name, where, edge.PayloadSelector.Include(fields)))
 
-    def scroll_points(self, name: str) -> Iterable[ChunkPoint]:
+    def scroll_points(self, name: str, where: Where | None = None) -> Iterable[ChunkPoint]:
+        return (ChunkPoint.of(record) for record in self._scroll(name, where, True, vectors=True))
+
+    def _scroll(self, name: str, where: Where | None, payload: Any, vectors: bool = False) -> Iterator[Any]:
         shard, offset = self._shard(name), None
         while True:
-            records, offset = shard.scroll(
-                edge.ScrollRequest(offset=offset, limit=SCROLL_PAGE, with_payload=True, with_vector=True)
-            )
-            for record in records:
-                yield ChunkPoint.of(record)
+            page = {"offset": offset, "limit": SCROLL_PAGE, "filter": self.filter_of(where)}
+            records, offset = shard.scroll(edge.ScrollRequest(**page, with_payload=payload, with_vector=vectors))
+            yield from records
             if offset is None:
                 return
 

@@ -213,39 +213,29 @@ class ServerStore(QdrantStore):
         selector = models.FilterSelector(filter=self.filter_of(where))
         self.client.set_payload(name, payload=payload, points=selector, wait=True)
 
-    @server_errors
     def scroll_payloads(self, name: str, fields: list[str], where: Where | None = None) -> Iterable[dict[str, Any]]:
-        offset = None
-        payloads: list[dict[str, Any]] = []
+        return [record.payload or {} for record in self._scroll(name, where, fields)]
+
+    def scroll_points(self, name: str, where: Where | None = None) -> Iterable[ChunkPoint]:
+        return [ChunkPoint.of(record) for record in self._scroll(name, where, True, vectors=True)]
+
+    @server_errors
+    def _scroll(self, name: str, where: Where | None, payload: Any, vectors: bool = False) -> list[Any]:
+        """Read whole, page by page, so a server's error is raised here (``server_errors``)."""
+        offset, records = None, list[Any]()
         while True:
-            records, offset = self.client.scroll(
+            page, offset = self.client.scroll(
                 name,
                 scroll_filter=self.filter_of(where),
                 limit=SCROLL_PAGE,
                 offset=offset,
-                with_payload=fields,
-                with_vectors=False,
+                with_payload=payload,
+                with_vectors=vectors,
                 consistency=self._consistency,
             )
-            payloads.extend(record.payload or {} for record in records)
+            records.extend(page)
             if offset is None:
-                return payloads
-
-    @server_errors
-    def scroll_points(self, name: str) -> Iterable[ChunkPoint]:
-        offset, points = None, list[ChunkPoint]()
-        while True:
-            records, offset = self.client.scroll(
-                name,
-                limit=SCROLL_PAGE,
-                offset=offset,
-                with_payload=True,
-                with_vectors=True,
-                consistency=self._consistency,
-            )
-            points.extend(ChunkPoint.of(record) for record in records)
-            if offset is None:
-                return points
+                return records
 
     @server_errors
     def query(self, name: str, queries: Sequence[VectorQuery]) -> list[list[Hit]]:
