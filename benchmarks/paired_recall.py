@@ -9,7 +9,9 @@ The first compares the two systems; with ``--against-store`` each system is comp
 itself on another store of the same data set (e.g. built with another ``embedding.pooling``),
 and with ``--against-config`` under another config (e.g. another ``retrieval.top_k``).
 QA sets: answer recall, with the exact McNemar p-value (a binomial test on the questions only one
-side gets right), and MRR; relevance sets: nDCG@10 per query, with a Wilcoxon signed-rank test.
+side gets right), and MRR, and for questions that name their gold documents (MultiHop-RAG's) the
+context's coverage of them and all of them in it; relevance sets: nDCG@10 per query, with a
+Wilcoxon signed-rank test.
 That is what tells a real margin from noise on the same question set.
 """
 

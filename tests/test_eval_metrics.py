@@ -495,6 +495,24 @@ def test_gold_documents_in_the_context_per_kind_of_question():
     assert "evidence_docs" not in qa_metrics(questions[2:], answers[2:])  # no question names gold documents
 
 
+def test_paired_comparison_of_questions_that_need_several_documents_counts_their_gold_documents():
+    from qrag_qdrant.eval.metrics import paired_comparison
+
+    def shown(*sources: str) -> SystemAnswer:
+        passages = [Passage(citation=n, source=s, start=0, end=1, text="x") for n, s in enumerate(sources, 1)]
+        return SystemAnswer(units=[["x"]], passages=passages)
+
+    questions = [EvalQuestion(str(n), "q", ("Yes",), relevant_docs=("a", "b")) for n in range(8)]
+    first = [shown("a", "b")] * 7 + [shown("a")]
+    second = [shown("a")] * 6 + [shown("a", "b"), shown("z")]
+    paired = paired_comparison(questions, first, second, "qa")
+    every = paired["all_evidence"]
+    assert (every["wins"], every["losses"], every["ties"]) == (6, 0, 2) and every["p_value"] == pytest.approx(2 / 2**6)
+    coverage = paired["coverage"]
+    assert (coverage["wins"], coverage["losses"]) == (7, 0) and coverage["mean_difference"] == pytest.approx(3.5 / 8)
+    assert "coverage" not in paired_comparison(questions[:0], first[:0], second[:0], "qa")
+
+
 def test_answer_accuracy_by_kind_is_scored_as_the_multihop_paper_scores_it():
     """The gold answer in the reply as whole words, case aside ("Yes" for "yes"); a question with
     no answer is right only when it is declined; beside it, what answering "yes" to all would score."""

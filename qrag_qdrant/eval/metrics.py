@@ -215,17 +215,30 @@ def paired_comparison(
 ) -> dict[str, dict[str, Any]]:
     """``first`` against ``second`` on the same questions, two-sided, per metric. QA: answer
     recall, with an exact McNemar test (a binomial test on the questions only one of them
-    answers), and MRR; relevance: nDCG@10 per query. MRR and nDCG use a Wilcoxon signed-rank
+    answers), and MRR, and for questions that name their gold documents the context's coverage of
+    them and all of them in it (McNemar); relevance: nDCG@10 per query. MRR and nDCG use a Wilcoxon signed-rank
     test (ties split between the signs)."""
     if kind == "qa":
         answerable = [(q, a, b) for q, a, b in zip(questions, first, second) if q.answerable]
         ranks = [(first_answer_rank(a, q.answers), first_answer_rank(b, q.answers)) for q, a, b in answerable]
-        return {
+        compared = {
             "answer_recall": paired_test(
                 [(float(a is not None), float(b is not None)) for a, b in ranks], exact_mcnemar=True
             ),
             "mrr": paired_test([(1.0 / a if a else 0.0, 1.0 / b if b else 0.0) for a, b in ranks]),
         }
+
+        # questions that need several documents: the share of the gold ones in each context
+        def share(gold: set[str], answer: SystemAnswer) -> float:
+            return len(gold & {p.source for p in answer.passages}) / len(gold)
+
+        shares = [(share(gold, a), share(gold, b)) for q, a, b in answerable if (gold := set(q.relevant_docs))]
+        if shares:
+            compared["coverage"] = paired_test(shares)
+            compared["all_evidence"] = paired_test(
+                [(float(a == 1.0), float(b == 1.0)) for a, b in shares], exact_mcnemar=True
+            )
+        return compared
     firsts, seconds = per_question_ndcg(questions, first), per_question_ndcg(questions, second)
     return {"ndcg@10": paired_test([(firsts[qid], seconds[qid]) for qid in firsts])}
 
