@@ -49,6 +49,12 @@ QA_BY_DOC = {
     "chess.txt": [("Which machine defeated Kasparov in 1997?", "Deep Blue")],
     "lighthouses.txt": [("Who invented the lighthouse lens in 1822?", "Augustin Fresnel")],
 }
+#: ``QA_BY_DOC`` as a data set's question rows, each naming its document
+QA_BY_DOC_ROWS = [
+    {"id": f"{doc}-{n}", "question": question, "answers": [answer], "doc": doc}
+    for doc, qa in QA_BY_DOC.items()
+    for n, (question, answer) in enumerate(qa)
+]
 RELEVANCE = [
     {"id": "1", "question": "bees communicate the location of food with a dance", "relevant_docs": ["honeybees.txt"]},
     {"id": "2", "question": "steam and scoring help a loaf rise in the oven", "relevant_docs": ["sourdough.txt"]},
@@ -265,12 +271,7 @@ def test_eval_relevance_set(tmp_path):
 
 
 def test_held_out_documents_make_out_of_corpus_questions_and_rows_train_a_gate(tmp_path):
-    rows = [
-        {"id": f"{doc}-{n}", "question": question, "answers": [answer], "doc": doc}
-        for doc, qa in QA_BY_DOC.items()
-        for n, (question, answer) in enumerate(qa)
-    ]
-    dataset = write_dataset(tmp_path, "tiny-split", rows)
+    dataset = write_dataset(tmp_path, "tiny-split", QA_BY_DOC_ROWS)
     out, rows_out = tmp_path / "result.json", tmp_path / "rows.jsonl"
     result = run(
         "eval",
@@ -294,13 +295,13 @@ def test_held_out_documents_make_out_of_corpus_questions_and_rows_train_a_gate(t
     # a foreign question on a document this index holds is no out-of-corpus question: it is left out
     foreign = sum(all(doc in held for doc in row["relevant_docs"]) for row in RELEVANCE)
     assert data["categories"] == {
-        "answerable": len(rows) - on_held,
+        "answerable": len(QA_BY_DOC_ROWS) - on_held,
         "unanswerable": 0,
         "out_of_corpus": on_held + foreign,
     }
     assert "abstain (ans / ooc)" in result.stdout
     table = [json.loads(line) for line in rows_out.read_text().splitlines()]
-    assert len(table) == 7 * (len(rows) + foreign)  # every system, every question
+    assert len(table) == 7 * (len(QA_BY_DOC_ROWS) + foreign)  # every system, every question
     quorum_rows = [r for r in table if r["system"] == "quorum"]
     assert all(not r["label"] for r in quorum_rows if r["category"] == "out_of_corpus")
     assert {r["group"] for r in quorum_rows if not r["id"].startswith("foreign:")} == set(QA_BY_DOC)
@@ -342,15 +343,10 @@ def test_a_gate_is_trained_for_a_namespace_of_other_retrievers_and_answers_with_
         '  { kind = "bm25", size = 100, overlap = 50 },\n'
         "]\n"
     )
-    rows = [
-        {"id": f"{doc}-{n}", "question": question, "answers": [answer], "doc": doc}
-        for doc, qa in QA_BY_DOC.items()
-        for n, (question, answer) in enumerate(qa)
-    ]
     rows_out, model_path = tmp_path / "rows.jsonl", tmp_path / "gate.json"
-    store = tmp_path / "store"
+    store, dataset = tmp_path / "store", write_dataset(tmp_path, "tiny-three", QA_BY_DOC_ROWS)
     evaluated = run(
-        "eval", str(write_dataset(tmp_path, "tiny-three", rows)), "--config", str(config), "--store", str(store),
+        "eval", str(dataset), "--config", str(config), "--store", str(store),
         "--systems", "quorum", "--hold-out", "0.4", "--split-seed", "3", "--rows-out", str(rows_out),
     )  # fmt: skip
     assert evaluated.exit_code == 0, evaluated.stderr

@@ -289,10 +289,17 @@ class EdgeStore(QdrantStore):
         return (ChunkPoint.of(record) for record in self._scroll(name, where, True, vectors=True))
 
     def _scroll(self, name: str, where: Where | None, payload: Any, vectors: bool = False) -> Iterator[Any]:
-        shard, offset = self._shard(name), None
+        shard, selected, offset = self._shard(name), self.filter_of(where), None
         while True:
-            page = {"offset": offset, "limit": SCROLL_PAGE, "filter": self.filter_of(where)}
-            records, offset = shard.scroll(edge.ScrollRequest(**page, with_payload=payload, with_vector=vectors))
+            records, offset = shard.scroll(
+                edge.ScrollRequest(
+                    offset=offset,
+                    limit=SCROLL_PAGE,
+                    filter=selected,
+                    with_payload=payload,
+                    with_vector=vectors,
+                )
+            )
             yield from records
             if offset is None:
                 return

@@ -222,11 +222,11 @@ class ServerStore(QdrantStore):
     @server_errors
     def _scroll(self, name: str, where: Where | None, payload: Any, vectors: bool = False) -> list[Any]:
         """Read whole, page by page, so a server's error is raised here (``server_errors``)."""
-        offset, records = None, list[Any]()
+        selected, offset, records = self.filter_of(where), None, list[Any]()
         while True:
             page, offset = self.client.scroll(
                 name,
-                scroll_filter=self.filter_of(where),
+                scroll_filter=selected,
                 limit=SCROLL_PAGE,
                 offset=offset,
                 with_payload=payload,
