@@ -13,7 +13,7 @@ from .config.settings import Settings, load_settings
 from .embedding import Embedder, open_embedder
 from .errors import StoreError
 from .generation import GenerationBackend, loading_note, open_backend
-from .generation.answer import answer_from
+from .generation.answer import answer_from, computed_answer
 from .generation.scheduler import GenerationScheduler, QueuedCompleter
 from .results import Answer, Evidence
 from .retrieval import Coordinator
@@ -227,10 +227,13 @@ class QuorumRAG:
             self._generator = open_backend(self.settings)
         return self._generator
 
-    def loading_note(self) -> str | None:
-        """What the next answer waits for before its first token ("loading the model (1.1 GB,
-        once)"), to tell the user while they wait; None when nothing is to load."""
-        return loading_note(self.settings) if self._generator is None else None
+    def loading_note(self, evidence: Evidence | None = None) -> str | None:
+        """What the next answer (to ``evidence``, where given) waits for before its first token
+        ("loading the model (1.1 GB, once)"), to tell the user while they wait; None when nothing
+        is to load, or the answer needs no model (a time order the documents' dates give)."""
+        if self._generator is not None or (evidence is not None and computed_answer(evidence, self.settings)):
+            return None
+        return loading_note(self.settings)
 
     def answer(
         self,

@@ -237,7 +237,7 @@ def query(
         elif as_json or evidence.abstained:
             result = rag.answer(question, evidence=evidence)
         else:
-            if note := rag.loading_note():
+            if note := rag.loading_note(evidence):
                 err.print(f"{note} ...", markup=False, style="dim")
             stream = AnswerStream()
             result = rag.answer(question, evidence=evidence, on_token=stream)

@@ -77,7 +77,7 @@ class Chat:
             return
         if evidence.searched != evidence.question:
             out.print(f"searched for: {evidence.searched}", markup=False, style="dim")
-        if self.generate and not evidence.abstained and (note := self.rag.loading_note()):
+        if self.generate and not evidence.abstained and (note := self.rag.loading_note(evidence)):
             out.print(f"{note} ...", markup=False, style="dim")
         stream = AnswerStream()
         answer = (

@@ -223,6 +223,8 @@ def print_answer_checks(answer: Answer) -> None:
     interface shows it), each claim a check failed, and the warnings."""
     if answer.abstain_reason == "unsupported_answer":
         out.print("No answer: the answer is withheld; the evidence follows.", markup=False)
+    if answer.computed:
+        out.print(f"computed {answer.computed}", markup=False)
     agreement = answer.agreement
     if agreement is not None:
         out.print(f"{agreement.agreeing} of {agreement.readings} readings agree", markup=False)

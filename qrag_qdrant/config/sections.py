@@ -228,6 +228,11 @@ class GenerationSettings(Section):
         description="a claim is ambiguous, and not supported, when another sentence of its cited passages matches "
         "the question as well and gives a different value of its kind (a number, a date, a name)",
     )
+    time_order_from_dates: bool = Field(
+        True,
+        description="a question of two parts that asks only whether one event came before the other is "
+        "answered from the dates of the documents that report them, without the model; false: the model answers it",
+    )
     min_evidence_confidence: float = Field(
         0.0,
         ge=0.0,

@@ -22,6 +22,7 @@ from .checks.answer_check import check_answer
 from .checks.claims import answer_probability
 from .prompt import estimated_tokens, fit_passages, unescaped
 from .scheduler import LeftQueue
+from .time_order import DatedAnswer, dated_answer
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +42,19 @@ def answer_from(
     cancelled: threading.Event | None = None,
     turn: Turn | None = None,
 ) -> Answer:
-    """The checked answer to ``evidence``; the model is not called when retrieval abstained.
-    The CLI, the service and ``eval --generate`` all answer through here. ``turn``: waits for the
+    """The checked answer to ``evidence``; the model is not called when retrieval abstained, nor
+    for a time order the documents' dates give (``time_order``). The CLI, the service and
+    ``eval --generate`` all answer through here. ``turn``: waits for the
     model's turn first (the service's fair queue); a full queue raises ``QueueFull``."""
     result = Answer.from_evidence(evidence)
-    if not evidence.abstained:
+    options = settings.generation
+    if (dated := computed_answer(evidence, settings)) is not None:
+        result.answer, result.computed = dated.text, dated.how
+        if on_token is not None:
+            on_token(dated.text)
+        with timed(result.timings_ms, "checks"):
+            check_answer(result, evidence.passages, None, options)
+    elif not evidence.abstained:
         cancelled = cancelled or threading.Event()
         try:
             with turn(cancelled) if turn else nullcontext(0.0) as waited:
@@ -54,6 +63,13 @@ def answer_from(
         except LeftQueue as left:  # the client went away before the model took the question
             result.error, result.complete, result.client_left = str(left), False, True
     return result
+
+
+def computed_answer(evidence: Evidence, settings: Settings) -> DatedAnswer | None:
+    """The answer the documents' dates give ``evidence`` without the model (``time_order``), where
+    ``generation.time_order_from_dates`` lets them."""
+    options = settings.generation
+    return dated_answer(evidence, options.min_relevance) if options.time_order_from_dates else None
 
 
 def generate_answer(

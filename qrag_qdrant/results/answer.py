@@ -119,6 +119,10 @@ class Answer(Evidence):
     )
     agreement: AnswerAgreement | None = Field(None, description="the readings' agreement (generation.samples > 0)")
     claims: list[Claim] = Field(default_factory=list)
+    computed: str | None = Field(
+        None,
+        description="how an answer the model did not write was reached: a time order from the documents' dates",
+    )
     usage: TokenUsage | None = Field(None, description="the backend's token counts (backends that report them)")
     model: str | None = Field(None, description="the model that wrote the answer, as its backend names it")
     model_server: str | None = Field(

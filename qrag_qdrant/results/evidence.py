@@ -105,6 +105,9 @@ class QuestionPartEvidence(BaseModel):
     citations: list[int] = Field(default_factory=list, description="its passages' numbers")
     missing: str | None = Field(None, description="why it has no evidence; the question then abstains")
     round: int = Field(1, description="the search that found it; 2: searched again with what other parts found")
+    event: str | None = Field(
+        None, description="of a question that asks only the time order of two events: this part's, as worded"
+    )
 
 
 def uncited_part(parts: Sequence[QuestionPartEvidence], citations: Collection[int]) -> str | None:
@@ -137,6 +140,11 @@ class Evidence(BaseModel):
         default_factory=list,
         description="a question that names several documents (by publisher, date) is searched part by part; "
         "empty for a question searched whole",
+    )
+    time_order: Literal["before", "after"] | None = Field(
+        None,
+        description="a question of two parts that asks only whether the first part's event came before "
+        "(or after) the second's: answered from the dates of the documents that report them",
     )
     confidence: float | None = Field(None, description="the gate's confidence that the context holds the answer")
     gate_threshold: float | None = Field(

@@ -25,6 +25,9 @@ takes the one-question path, with the same evidence.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from .model_parts import needs_model_split
 from .parts import DATE, MONTHS, WHOLE, WRITTEN, QuestionPart, QuestionPlan, periods
@@ -57,8 +60,18 @@ PHRASE_WORDS = 2
 MAX_PARTS = 4
 #: "Was X before Y?", "Did X happen after Y?": an event ordered against another
 ORDERED = re.compile(
-    rf"^(?:was|were|did|does|do|is|has|had)\s+(?P<first>.+?)\s+(?:before|after|earlier than|later than)\s+"
+    rf"^(?:was|were|did|does|do|is|has|had)\s+(?P<first>.+?)\s+(?P<order>before|after|earlier than|later than)\s+"
     rf"(?!(?:\d|{'|'.join(MONTHS)}|the same\b|that\b|this\b))(?P<second>.+)$",
+    re.IGNORECASE,
+)
+#: what makes "Was X before Y?" ask more than the order of X and Y: whether a report changed, agreed
+#: or stayed the same, what a report suggests, a comparison beside it, or a negation ("Did X fail to
+#: ... before Y?")
+MORE_THAN_ORDER = re.compile(
+    r"\b(?:consisten\w*|inconsisten\w*|chang\w*|same|agree\w*|disagree\w*|differ\w*|contradict\w*|"
+    r"remain\w*|maintain\w*|similar\w*|align\w*|compar\w*|suggest\w*|claim\w*|impl\w*|indicat\w*|"
+    r"attribut\w*|while|whereas|or|not|no|never|fail\w*|"
+    r"\w+n't)\b",
     re.IGNORECASE,
 )
 #: a second question joined to the first: "Who leads the migration, and did it finish under budget?"
@@ -174,21 +187,58 @@ def paired(question: str) -> list[str]:
     return []
 
 
-def ordered(question: str) -> list[str]:
-    """The two events of "Was X before Y?", each with words of its own; a pronoun that starts the
-    second ("before it was removed") stands for the first's subject."""
-    match = ORDERED.match(question.strip().rstrip("?"))
-    if match is None:
-        return []
+def events_of(match: re.Match[str]) -> tuple[str, str]:
+    """The two events of an ``ORDERED`` match; a pronoun that starts the second ("before it was
+    removed") stands for the first's subject."""
     first, second = match["first"], match["second"]
     subject = re.match(
         rf"^(?:{DETERMINER}\s+)?(?:[\w'.-]+\s+){{0,3}}?[\w'.-]+(?=\s+(?:was|were|is|are|\w+ed)\b)", first
     )
     if PRONOUN.match(second) and subject is not None:
         second = PRONOUN.sub(subject[0], second, count=1)
+    return first, second
+
+
+def ordered(question: str) -> list[str]:
+    """The two events of "Was X before Y?" (``events_of``), each with words of its own."""
+    match = ORDERED.match(question.strip().rstrip("?"))
+    if match is None:
+        return []
+    first, second = events_of(match)
     if min(own_words(first), own_words(second)) < PHRASE_WORDS:
         return []
     return [first, second]
+
+
+@dataclass(frozen=True)
+class TimeOrder:
+    """A question that asks only whether its first event came ``order`` its second: the order, and
+    the two events as the question words them."""
+
+    order: Literal["before", "after"]
+    events: tuple[str, str]
+
+    def for_parts(self, labels: Sequence[str]) -> tuple[str, str]:
+        """The events in the order of two parts named ``labels``: swapped when the second event
+        names the first part's publisher and the first event the second's ("Did The Verge ...
+        after TechCrunch ...?" split as TechCrunch, The Verge)."""
+        first, second = (event.lower() for event in self.events)
+        names = [label.lower() for label in labels]
+        if len(names) == 2 and names[0] in second and names[1] in first and names[0] not in first:
+            return self.events[1], self.events[0]
+        return self.events
+
+
+def time_order(question: str) -> TimeOrder | None:
+    """Whether the question asks only whether one event came before (or after) another ("Did the
+    Platform Team deprecate the v1 API before removing it?"), and which: the events' order is
+    then the answer, as the dates of the documents that report them tell it. None for a question
+    that asks more ("Did X change its stance after Y reported ...?")."""
+    match = ORDERED.match(question.strip().rstrip("?"))
+    if match is None or MORE_THAN_ORDER.search(question):
+        return None
+    order: Literal["before", "after"] = "before" if match["order"].lower() in ("before", "earlier than") else "after"
+    return TimeOrder(order, events_of(match))
 
 
 def chained(question: str) -> list[str]:

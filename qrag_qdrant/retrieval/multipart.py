@@ -41,6 +41,26 @@ def best_document(one: PartFound) -> str | None:
     return one.ranked[0].cluster.leader.source if one.ranked else None
 
 
+def own_bests(found: Sequence[PartFound]) -> list[str | None]:
+    """Each part's own best document, no two parts the same one. Where two parts' rankings open
+    with one document (in a few short documents, a part's words match its sibling's too), it is
+    the best of the part that prefers it most over its next document (the larger margin of score),
+    and the other part's best is its next; without such a clash each part's best is its first."""
+    ranked = [{scored.cluster.leader.source: scored.score for scored in reversed(one.ranked)} for one in found]
+    bests: list[str | None] = [None] * len(found)
+    waiting = set(range(len(found)))
+    while waiting:
+        offers = []
+        for n in sorted(waiting):
+            free = sorted(((score, source) for source, score in ranked[n].items() if source not in bests), reverse=True)
+            margin = (free[0][0] - free[1][0] if len(free) > 1 else math.inf) if free else -math.inf
+            offers.append((margin, -n, free[0][1] if free else None))
+        _, part, source = max(offers)
+        bests[-part] = source
+        waiting.discard(-part)
+    return bests
+
+
 def interleaved(rankings: Sequence[Sequence[ScoredCluster]]) -> list[ScoredCluster]:
     """The parts' clusters as the question's one ranking, taken in turn: each part's best, then
     each part's second, ..."""
@@ -71,11 +91,12 @@ def shared_context(found: Sequence[PartFound], clusters: int, words: int) -> lis
     """Each part's clusters, in the order of ``found`` (none for a part without evidence): its
     share (``shares``), its passages numbered after the earlier parts' and marked with its
     number, text an earlier part sent left out (two parts in one publisher's documents send its
-    two best different places). A part sends no cluster of a document that is another part's best:
-    in a few documents, the first part would otherwise fill its share with the next part's answer."""
+    two best different places). A part sends no cluster of a document that is another part's own
+    best (``own_bests``): in a few documents, the first part would otherwise fill its share with the
+    next part's answer."""
     share_clusters, share_words = shares(found, clusters, words)
     sent: dict[str, list[tuple[int, int]]] = {}
-    bests = [best_document(one) for one in found]
+    bests = own_bests(found)
     citation, rank, joined = 0, 0, []
     for number, one in enumerate(found, start=1):
         others = {best for n, best in enumerate(bests, start=1) if n != number and best != bests[number - 1]}

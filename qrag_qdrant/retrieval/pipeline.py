@@ -29,7 +29,7 @@ from .alone_parts import chains, search_alone, second_round
 from .context import adaptive_plan, build_context
 from .conversation import Asked, Conversation
 from .expansion import ExpandedText, Expander, ExpansionPlan, no_completer
-from .form_parts import plan_by_form
+from .form_parts import plan_by_form, time_order
 from .gate import GateInput, GateModel, decide, quorum_features
 from .model_parts import ModelSplit
 from .multipart import PartFound, interleaved, joined_evidence
@@ -255,6 +255,11 @@ class Coordinator:
                 found = second_round(self.searcher, options, found, len(self.settings.retrievers))
             whole = self.whole_question(query, vectors) if plan.alone else None
             evidence = joined_evidence(vectors.question, found, options.parts.clusters, options.parts.words, whole)
+            if len(found) == 2 and (ordered := time_order(vectors.question)) is not None:
+                evidence.time_order = ordered.order
+                events = ordered.for_parts([one.part.label for one in found])
+                for part, event in zip(evidence.parts, events, strict=True):
+                    part.event = event
         if query.on_ranked is not None:
             query.on_ranked(interleaved([one.ranked for one in found]))
         evidence.timings_ms = {**query.timings, **evidence.timings_ms}

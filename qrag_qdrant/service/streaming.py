@@ -110,7 +110,7 @@ async def stream_answer(
     if result.abstained or not generate:
         yield sse("done", {"query_id": query_id, **Answer.from_evidence(result).model_dump()})
         return
-    if note := rag.loading_note():  # the first answer of the process waits for the model: say so
+    if note := rag.loading_note(result):  # the first answer of the process waits for the model: say so
         yield sse("loading", {"message": note})
     async with aclosing(answer_events(rag, result, on_done)) as events:  # closed with this generator
         async for item in events:

@@ -37,8 +37,9 @@ def is_verdict(words: str) -> bool:
 
 
 def own_words(part: QuestionPartEvidence) -> set[int]:
-    """The terms of a part's own words, not its outlet's name."""
-    return terms(part.searched_for) - terms(part.label)
+    """The terms of a part's own words (its event's, in a question of time order), not its
+    outlet's name."""
+    return terms(part.event or part.searched_for) - terms(part.label)
 
 
 def verdict_check(

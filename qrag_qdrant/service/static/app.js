@@ -177,6 +177,7 @@ function finish(done) {
   $("agreement").textContent = agreement ? `${agreement.agreeing} of ${agreement.readings} readings agree` : "";
   const warnings = $("warnings");
   warnings.replaceChildren(...(done.warnings || []).map((w) => element("li", "", w)));
+  if (done.computed) warnings.prepend(element("li", "", "computed " + done.computed));
   if (done.error) warnings.append(element("li", "", "error: " + done.error));
   $("feedback").hidden = false;
   setStatus("");

@@ -1,0 +1,100 @@
+"""A question that asks only whether one event came before another ("Was the v1 API deprecated
+before it was removed?", "Did Engadget report the discount before The Verge reported the sale?"),
+answered from the dates of the documents that report each event: the order of two dates is
+arithmetic, and the packaged model answers "Yes" to such questions whatever the dates say.
+
+Retrieval says which questions ask that (``Evidence.time_order``, read from the question's form)
+and searches each event as a part. The events' passages are chosen together among the passages
+shown (``dated_answer``): each with a dated document, holding in one sentence at least
+``generation.min_relevance`` of its event's words (the share the verdict check asks of a yes or
+no to such a question) and every number and name the event states. Two such passages on different
+days give the answer, "Yes [1][3]" or "No [1][3]", and the checks read it as they read the model's
+verdict; anything less (an event no dated passage tells, the same day, a tie between two answers)
+leaves the question to the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..results import Evidence, Passage, QuestionPartEvidence
+from .checks.reading import sentences_of
+from .checks.sentence import relevance_of
+from .checks.specifics import lacking
+from .checks.verdict import own_words
+
+
+@dataclass(frozen=True)
+class DatedAnswer:
+    """The verdict and the two passages whose documents' dates gave it."""
+
+    holds: bool
+    first: Passage
+    second: Passage
+
+    @property
+    def text(self) -> str:
+        """The answer as the model would write it: the verdict, then each side's passage."""
+        return f"{'Yes' if self.holds else 'No'} [{self.first.citation}][{self.second.citation}]"
+
+    @property
+    def how(self) -> str:
+        """What a reader is told of the computation."""
+        return (
+            f"from the documents' dates: [{self.first.citation}] {self.first.byline}, "
+            f"[{self.second.citation}] {self.second.byline}"
+        )
+
+
+def fit(part: QuestionPartEvidence, passage: Passage, min_relevance: float) -> float | None:
+    """How well ``passage`` tells the part's event: the most of the event's words (its publisher's
+    name aside) one of its sentences holds, among the sentences that, with the passage's heading,
+    title and publisher, state every number and name the event does (``specifics.lacking``:
+    "raised to 500 MB" is not the sentence that says 200); None below ``min_relevance``."""
+    event, asked = part.event or part.searched_for, own_words(part)
+    about = " ".join(filter(None, (passage.heading, passage.title, passage.publisher)))
+    shares = [
+        relevance_of(set(), asked, [sentence])
+        for sentence in sentences_of(passage.text) or (passage.text,)
+        if not lacking(event, f"{sentence} {about}")
+    ]
+    best = max(shares, default=0.0)
+    return best if best >= min_relevance else None
+
+
+def dated_answer(evidence: Evidence, min_relevance: float) -> DatedAnswer | None:
+    """The answer to a question that asks whether its first part's event came before (or after)
+    its second's, from their documents' dates; None where they do not tell it.
+
+    The two events' passages are chosen together, among every passage shown with a dated document:
+    the pair of passages of two documents that tell them best (the sum of each one's ``fit``), the
+    better ranked of two alike. A release note that says the v1 API "is deprecated and will be
+    removed" tells the removal as well as the one that says "is removed", but not both events at
+    once. A pair as good that gives the other answer, or the same day on both sides, leaves the
+    question to the model."""
+    if evidence.time_order is None or evidence.abstained or len(evidence.parts) != 2:
+        return None
+    dated = [passage for passage in evidence.passages if passage.published]
+    fits = [[fit(part, passage, min_relevance) for passage in dated] for part in evidence.parts]
+    pairs = [
+        (one + other, -(first + second), first, second)
+        for first, one in enumerate(fits[0])
+        if one is not None
+        for second, other in enumerate(fits[1])
+        if other is not None and dated[first].source != dated[second].source
+    ]
+    if not pairs:
+        return None
+    best = max(score for score, *_ in pairs)
+    tied = sorted((pair for pair in pairs if pair[0] == best), reverse=True)  # the better ranked first
+    before = evidence.time_order == "before"
+    answers = {(day(dated[a]) < day(dated[b])) == before for *_, a, b in tied if day(dated[a]) != day(dated[b])}
+    _, _, first, second = tied[0]
+    if day(dated[first]) == day(dated[second]) or len(answers) != 1:
+        return None
+    return DatedAnswer(answers.pop(), dated[first], dated[second])
+
+
+def day(passage: Passage) -> str:
+    """The day its document was published: ``YYYY-MM-DD``."""
+    return (passage.published or "")[:10]

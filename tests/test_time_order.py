@@ -1,0 +1,191 @@
+"""A question that asks only whether one event came before another is answered from the dates of
+the documents that report each event, through the answer path users get, without the model; the
+checks read the computed verdict as they read the model's, and a question the dates cannot answer
+goes to the model."""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar
+
+import pytest
+
+from qrag_qdrant import QuorumRAG
+from qrag_qdrant.config.settings import load_settings
+from qrag_qdrant.generation import BackendDefaults, register_backend
+from qrag_qdrant.retrieval.form_parts import time_order
+
+from .test_filters import news  # noqa: F401 (the fixture: four dated articles, two publishers)
+
+RELEASES = {
+    "release-2.1.md": (
+        "2023-03-02",
+        "# Release 2.1\n\nThe upload limit rises from 50 MB to 200 MB per file. Single sign-on through SAML is "
+        "now available to enterprise plans.\n",
+    ),
+    "release-2.2.md": (
+        "2023-06-20",
+        "# Release 2.2\n\nThe upload limit rises to 500 MB per file. Audit logs are kept for 180 days instead of "
+        "90. The legacy v1 API is deprecated and will be removed in release 3.0.\n",
+    ),
+    "release-3.0.md": (
+        "2023-11-14",
+        "# Release 3.0\n\nThe legacy v1 API is removed. The web app gets a dark mode, and the mobile app "
+        "works offline.\n",
+    ),
+    "travel.md": (
+        "2023-05-04",
+        "# Travel policy\n\nTrain travel is booked in second class. Hotels are booked through the travel desk.\n",
+    ),
+}
+#: what the model writes when it is asked: the dates' answer never asks it
+MODEL_WRITES = "No [1][2]"
+
+
+class Counted(BackendDefaults):
+    """A model that counts the questions it is asked and answers every one ``MODEL_WRITES``."""
+
+    asked: ClassVar[list[str]] = []
+
+    def __init__(self, settings):
+        pass
+
+    def stream(self, question, passages, result):
+        Counted.asked.append(question)
+        yield MODEL_WRITES
+
+
+@pytest.fixture(scope="module")
+def releases(tmp_path_factory, embedder):
+    """A store of release notes and a travel page, each dated in a metadata sidecar, and one of
+    the same texts without dates."""
+    register_backend("counted", Counted)
+    root = tmp_path_factory.mktemp("time-order")
+    stores = {}
+    for dated in (True, False):
+        folder = root / f"corpus-{dated}"
+        folder.mkdir()
+        for name, (_, text) in RELEASES.items():
+            (folder / name).write_text(text)
+        sidecar = root / f"metadata-{dated}.jsonl"
+        rows = [{"doc": name, "published_at": day} for name, (day, _) in RELEASES.items()] if dated else []
+        sidecar.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        stores[dated] = root / f"store-{dated}"
+        with QuorumRAG(load_settings(store=stores[dated]), embedder=embedder) as rag:
+            rag.ingest(folder, metadata=sidecar)
+    return stores
+
+
+def answered(store, embedder, question: str, **generation):
+    Counted.asked.clear()
+    settings = load_settings(store=store, generation={"backend": "counted", **generation})
+    with QuorumRAG(settings, embedder=embedder) as rag:
+        return rag.answer(question)
+
+
+@pytest.mark.parametrize(
+    ("question", "order"),
+    [
+        ("Was the v1 API deprecated before it was removed?", "before"),
+        ("Was the upload limit raised to 200 MB earlier than the audit logs were kept for 180 days?", "before"),
+        ("Did CBSSports.com report on the injury after Sporting News mentioned the absence of three players?", "after"),
+        # asks more than the order: a change, an agreement, a negation, what a report suggests
+        ("Did the Federal Reserve change its stance after The Sydney Morning Herald reported on it?", None),
+        ("Did The Guardian fail to report on the match before The Independent mentioned it?", None),
+        ("Does the article suggest that the coach had doubts before the season started?", None),
+        ("Was the upload limit raised before October 2023?", None),  # a date bounds it: no second event
+        ("What changed before the upload limit was raised?", None),
+    ],
+)
+def test_a_question_that_asks_only_the_order_of_two_events_is_recognised(question, order):
+    found = time_order(question)
+    assert (found.order if found else None) == order
+
+
+def test_each_part_is_given_the_event_that_names_its_publisher():
+    found = time_order("Did The Verge describe the new spacesuit after TechCrunch reported the flyby's delay?")
+    assert found is not None and found.events == (
+        "The Verge describe the new spacesuit",
+        "TechCrunch reported the flyby's delay",
+    )
+    assert found.for_parts(["TechCrunch", "The Verge"]) == found.events[::-1]
+    assert found.for_parts(["The Verge", "TechCrunch"]) == found.events
+    assert found.for_parts(["part 1", "part 2"]) == found.events
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("question", "order", "verdict", "first", "second"),
+    [
+        ("Was single sign-on through SAML released before dark mode in the web app?", "before", "Yes", "2.1", "3.0"),
+        ("Was dark mode added to the web app before single sign-on through SAML?", "before", "No", "3.0", "2.1"),
+        ("Was dark mode added to the web app after single sign-on through SAML?", "after", "Yes", "3.0", "2.1"),
+        # both parts' searches open with one document: each keeps one of its own, the one it prefers more
+        (
+            "Was the upload limit raised to 200 MB before it was raised to 500 MB per file?",
+            "before",
+            "Yes",
+            "2.1",
+            "2.2",
+        ),
+        (
+            "Was the upload limit raised to 500 MB per file before it was raised to 200 MB?",
+            "before",
+            "No",
+            "2.2",
+            "2.1",
+        ),
+        ("Was the v1 API deprecated before it was removed?", "before", "Yes", "2.2", "3.0"),
+        ("Was the v1 API removed before it was deprecated?", "before", "No", "3.0", "2.2"),
+    ],
+)
+def test_a_time_order_is_answered_from_the_documents_dates_without_the_model(
+    releases, embedder, question, order, verdict, first, second
+):
+    answer = answered(releases[True], embedder, question)
+    assert Counted.asked == []
+    assert answer.time_order == order
+    assert answer.short_answer == verdict and answer.mark == "supported", (answer.answer, answer.mark_reason)
+    cited = {p.citation: p for p in answer.passages}
+    sides = [cited[n] for n in answer.claims[0].citations]
+    assert [p.source for p in sides] == [f"release-{first}.md", f"release-{second}.md"]
+    assert answer.computed == (
+        f"from the documents' dates: [{sides[0].citation}] {sides[0].byline}, [{sides[1].citation}] {sides[1].byline}"
+    )
+
+
+@pytest.mark.slow
+def test_a_time_order_the_dates_cannot_give_goes_to_the_model(releases, embedder):
+    question = "Was single sign-on through SAML released before dark mode in the web app?"
+    undated = answered(releases[False], embedder, question)
+    assert Counted.asked and undated.answer == MODEL_WRITES and undated.computed is None
+    turned_off = answered(releases[True], embedder, question, time_order_from_dates=False)
+    assert Counted.asked and turned_off.answer == MODEL_WRITES and turned_off.computed is None
+    single = answered(releases[True], embedder, "How large may an uploaded file be?")
+    assert Counted.asked and single.computed is None and not single.parts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("question", "verdict"),
+    [
+        (
+            "Did The Verge describe the spacesuit Axiom Space unveiled before TechCrunch reported that NASA "
+            "delayed the crewed Artemis II flyby?",
+            "Yes",
+        ),
+        (
+            "Did TechCrunch report that NASA delayed the crewed Artemis II flyby before The Verge described the "
+            "spacesuit Axiom Space unveiled?",
+            "No",
+        ),
+    ],
+)
+def test_a_time_order_between_two_named_publishers_reads_each_ones_event(news, embedder, question, verdict):  # noqa: F811
+    answer = answered(news, embedder, question)
+    assert Counted.asked == [] and answer.short_answer == verdict and answer.mark == "supported"
+    by_label = {part.label: part for part in answer.parts}
+    assert by_label["The Verge"].event.startswith("The Verge describe")
+    assert by_label["TechCrunch"].event.startswith("TechCrunch report")
+    cited = {p.citation: p.source for p in answer.passages}
+    assert sorted(cited[n] for n in answer.claims[0].citations) == ["tech/artemis-delay.txt", "world/artemis-suits.txt"]
