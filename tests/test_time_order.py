@@ -13,6 +13,8 @@ import pytest
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.generation import BackendDefaults, register_backend
+from qrag_qdrant.generation.time_order import dated_answer
+from qrag_qdrant.results import Evidence, EvidenceCluster, Passage, QuestionPartEvidence
 from qrag_qdrant.retrieval.form_parts import time_order
 
 from .test_filters import news  # noqa: F401 (the fixture: four dated articles, two publishers)
@@ -111,6 +113,66 @@ def test_each_part_is_given_the_event_that_names_its_publisher():
     assert found.for_parts(["TechCrunch", "The Verge"]) == found.events[::-1]
     assert found.for_parts(["The Verge", "TechCrunch"]) == found.events
     assert found.for_parts(["part 1", "part 2"]) == found.events
+
+
+def shown(*passages: tuple[str, str, str, int]) -> list[EvidenceCluster]:
+    """One cluster a passage: (publisher, date, text, part)."""
+    return [
+        EvidenceCluster(
+            rank=n,
+            score=1.0,
+            support=4,
+            retrievers=[],
+            passages=[
+                Passage(
+                    citation=n,
+                    source=f"{n}.txt",
+                    start=0,
+                    end=len(text),
+                    text=text,
+                    publisher=by,
+                    published=day,
+                    part=part,
+                )
+            ],
+        )
+        for n, (by, day, text, part) in enumerate(passages, start=1)
+    ]
+
+
+def test_an_event_a_part_names_the_publisher_of_is_told_by_that_publishers_documents():
+    """The later Sporting News piece also says Walker was injured; the injury is CBSSports.com's to
+    tell, and its report came first."""
+    injury = "Seahawks running back Kenneth Walker III left the game with an oblique injury."
+    evidence = Evidence(
+        question="Did CBSSports.com report on Kenneth Walker III's injury before Sporting News mentioned the "
+        "absence of Tee Higgins?",
+        abstained=False,
+        retrievers=4,
+        timings_ms={},
+        time_order="before",
+        parts=[
+            QuestionPartEvidence(
+                label="CBSSports.com",
+                searched_for="",
+                citations=[1],
+                event="CBSSports.com report on Kenneth Walker III's injury",
+            ),
+            QuestionPartEvidence(
+                label="Sporting News",
+                searched_for="",
+                citations=[2, 3],
+                event="Sporting News mentioned the absence of Tee Higgins",
+            ),
+        ],
+        clusters=shown(
+            ("CBSSports.com", "2023-11-19", injury, 1),
+            ("Sporting News", "2023-11-29", "Tee Higgins is absent with a hamstring injury this week.", 2),
+            ("Sporting News", "2023-12-07", f"{injury} He may miss another week.", 2),
+        ),
+    )
+    answer = dated_answer(evidence, 0.3)
+    assert answer is not None and (answer.text, answer.first.publisher) == ("Yes [1][2]", "CBSSports.com")
 
 
 @pytest.mark.slow

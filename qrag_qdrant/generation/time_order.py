@@ -66,8 +66,9 @@ def dated_answer(evidence: Evidence, min_relevance: float) -> DatedAnswer | None
     """The answer to a question that asks whether its first part's event came before (or after)
     its second's, from their documents' dates; None where they do not tell it.
 
-    The two events' passages are chosen together, among every passage shown with a dated document:
-    the pair of passages of two documents that tell them best (the sum of each one's ``fit``), the
+    The two events' passages are chosen together, among every passage shown with a dated document
+    (an event a publisher's part names: among that publisher's, ``told_by``): the pair of passages
+    of two documents that tell them best (the sum of each one's ``fit``), the
     better ranked of two alike. A release note that says the v1 API "is deprecated and will be
     removed" tells the removal as well as the one that says "is removed", but not both events at
     once. A pair as good that gives the other answer, or the same day on both sides, leaves the
@@ -75,7 +76,11 @@ def dated_answer(evidence: Evidence, min_relevance: float) -> DatedAnswer | None
     if evidence.time_order is None or evidence.abstained or len(evidence.parts) != 2:
         return None
     dated = [passage for passage in evidence.passages if passage.published]
-    fits = [[fit(part, passage, min_relevance) for passage in dated] for part in evidence.parts]
+    publishers = {passage.publisher for passage in dated if passage.publisher}
+    fits = [
+        [fit(part, passage, min_relevance) if told_by(part, passage, publishers) else None for passage in dated]
+        for part in evidence.parts
+    ]
     pairs = [
         (one + other, -(first + second), first, second)
         for first, one in enumerate(fits[0])
@@ -93,6 +98,13 @@ def dated_answer(evidence: Evidence, min_relevance: float) -> DatedAnswer | None
     if day(dated[first]) == day(dated[second]) or len(answers) != 1:
         return None
     return DatedAnswer(answers.pop(), dated[first], dated[second])
+
+
+def told_by(part: QuestionPartEvidence, passage: Passage, publishers: set[str]) -> bool:
+    """Whether ``passage`` may tell the part's event: any passage, unless the part names a
+    publisher ("CBSSports.com", "TechCrunch, 2023-10-02"), whose documents alone then may."""
+    named = next((name for name in publishers if part.label == name or part.label.startswith(f"{name}, ")), None)
+    return named is None or passage.publisher == named
 
 
 def day(passage: Passage) -> str:
