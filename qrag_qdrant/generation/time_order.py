@@ -68,11 +68,11 @@ def dated_answer(evidence: Evidence, min_relevance: float) -> DatedAnswer | None
 
     The two events' passages are chosen together, among every passage shown with a dated document
     (an event a publisher's part names: among that publisher's, ``told_by``): the pair of passages
-    of two documents that tell them best (the sum of each one's ``fit``), the
-    better ranked of two alike. A release note that says the v1 API "is deprecated and will be
-    removed" tells the removal as well as the one that says "is removed", but not both events at
-    once. A pair as good that gives the other answer, or the same day on both sides, leaves the
-    question to the model."""
+    of two documents that tell them best (the sum of each one's ``fit``); of pairs alike, the one
+    whose passages are more of them their own part's, then the better ranked. A release note that
+    says the v1 API "is deprecated and will be removed" tells the removal as well as the one that
+    says "is removed", but not both events at once. A pair as good that gives the other answer, or
+    the same day on both sides, leaves the question to the model."""
     if evidence.time_order is None or evidence.abstained or len(evidence.parts) != 2:
         return None
     dated = [passage for passage in evidence.passages if passage.published]
@@ -81,20 +81,22 @@ def dated_answer(evidence: Evidence, min_relevance: float) -> DatedAnswer | None
         [fit(part, passage, min_relevance) if told_by(part, passage, publishers) else None for passage in dated]
         for part in evidence.parts
     ]
+    first_part, second_part = (set(part.citations) for part in evidence.parts)
     pairs = [
-        (one + other, -(first + second), first, second)
-        for first, one in enumerate(fits[0])
+        # how well, then how many of the two are their own part's passages, then the better ranked
+        (one + other, (dated[a].citation in first_part) + (dated[b].citation in second_part), -(a + b), a, b)
+        for a, one in enumerate(fits[0])
         if one is not None
-        for second, other in enumerate(fits[1])
-        if other is not None and dated[first].source != dated[second].source
+        for b, other in enumerate(fits[1])
+        if other is not None and dated[a].source != dated[b].source
     ]
     if not pairs:
         return None
     best = max(score for score, *_ in pairs)
-    tied = sorted((pair for pair in pairs if pair[0] == best), reverse=True)  # the better ranked first
+    tied = sorted((pair for pair in pairs if pair[0] == best), reverse=True)
     before = evidence.time_order == "before"
     answers = {(day(dated[a]) < day(dated[b])) == before for *_, a, b in tied if day(dated[a]) != day(dated[b])}
-    _, _, first, second = tied[0]
+    *_, first, second = tied[0]
     if day(dated[first]) == day(dated[second]) or len(answers) != 1:
         return None
     return DatedAnswer(answers.pop(), dated[first], dated[second])
