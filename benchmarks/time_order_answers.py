@@ -10,7 +10,7 @@ Each question is answered through ``QuorumRAG.answer`` twice, with
 answer against the gold yes or no; beside it, how often it was marked supported, how often a
 right and a wrong answer were, and the seconds to the answer. Our own questions are the documents
 of ``multidoc_questions.py``, each asked both ways round, so that a constant "Yes" scores half.
-MultiHop-RAG's are every question ``form_parts.time_order`` reads as asking only an order (13 of
+MultiHop-RAG's are every question ``form_parts.time_order`` reads as asking only an order (11 of
 1,022, the exclusions written after reading them; both halves), answered on a store of its
 corpus as ``qrag-qdrant eval`` builds it.
 """
