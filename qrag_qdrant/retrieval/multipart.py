@@ -50,14 +50,14 @@ def own_bests(found: Sequence[PartFound]) -> list[str | None]:
     bests: list[str | None] = [None] * len(found)
     waiting = set(range(len(found)))
     while waiting:
-        offers = []
+        offers = []  # (margin, earlier part first, part, the document it would take)
         for n in sorted(waiting):
             free = sorted(((score, source) for source, score in ranked[n].items() if source not in bests), reverse=True)
             margin = (free[0][0] - free[1][0] if len(free) > 1 else math.inf) if free else -math.inf
-            offers.append((margin, -n, free[0][1] if free else None))
-        _, part, source = max(offers)
-        bests[-part] = source
-        waiting.discard(-part)
+            offers.append((margin, -n, n, free[0][1] if free else None))
+        *_, taker, source = max(offers)
+        bests[taker] = source
+        waiting.discard(taker)
     return bests
 
 
@@ -99,7 +99,7 @@ def shared_context(found: Sequence[PartFound], clusters: int, words: int) -> lis
     bests = own_bests(found)
     citation, rank, joined = 0, 0, []
     for number, one in enumerate(found, start=1):
-        others = {best for n, best in enumerate(bests, start=1) if n != number and best != bests[number - 1]}
+        others = {best for n, best in enumerate(bests, start=1) if n != number}
         ranked = [scored for scored in one.ranked if scored.cluster.leader.source not in others]
         context = (
             build_context(one_per_document(ranked, sent), share_clusters, share_words, sent, citation)
