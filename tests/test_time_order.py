@@ -59,8 +59,8 @@ class Counted(BackendDefaults):
 
 @pytest.fixture(scope="module")
 def releases(tmp_path_factory, embedder):
-    """A store of release notes and a travel page, each dated in a metadata sidecar, and one of
-    the same texts without dates."""
+    """A store of release notes and a travel page, each dated and published by the Platform Team
+    in a metadata sidecar, and one of the same texts without metadata."""
     register_backend("counted", Counted)
     root = tmp_path_factory.mktemp("time-order")
     stores = {}
@@ -70,8 +70,8 @@ def releases(tmp_path_factory, embedder):
         for name, (_, text) in RELEASES.items():
             (folder / name).write_text(text)
         sidecar = root / f"metadata-{dated}.jsonl"
-        rows = [{"doc": name, "published_at": day} for name, (day, _) in RELEASES.items()] if dated else []
-        sidecar.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        rows = [{"doc": name, "source": "Platform Team", "published_at": day} for name, (day, _) in RELEASES.items()]
+        sidecar.write_text("".join(json.dumps(row) + "\n" for row in rows) if dated else "")
         stores[dated] = root / f"store-{dated}"
         with QuorumRAG(load_settings(store=stores[dated]), embedder=embedder) as rag:
             rag.ingest(folder, metadata=sidecar)
@@ -199,6 +199,15 @@ def test_an_event_a_part_names_the_publisher_of_is_told_by_that_publishers_docum
         ),
         ("Was the v1 API deprecated before it was removed?", "before", "Yes", "2.2", "3.0"),
         ("Was the v1 API removed before it was deprecated?", "before", "No", "3.0", "2.2"),
+        # one publisher named: each event a part, both in its documents
+        (
+            "Did the Platform Team deprecate the v1 API before removing it in release 3.0?",
+            "before",
+            "Yes",
+            "2.2",
+            "3.0",
+        ),
+        ("Did the Platform Team add dark mode before single sign-on through SAML?", "before", "No", "3.0", "2.1"),
     ],
 )
 def test_a_time_order_is_answered_from_the_documents_dates_without_the_model(

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from .model_parts import needs_model_split
@@ -239,6 +239,17 @@ def time_order(question: str) -> TimeOrder | None:
         return None
     order: Literal["before", "after"] = "before" if match["order"].lower() in ("before", "earlier than") else "after"
     return TimeOrder(order, events_of(match))
+
+
+def ordered_within(plan: QuestionPlan, question: str) -> QuestionPlan:
+    """A question that names one publisher and asks only the order of two events ("Did the
+    Platform Team deprecate the v1 API before removing it?"): each event a part, both searched in
+    that publisher's documents, so that each finds its own and their dates can order them; any
+    other plan as it is."""
+    asked = time_order(question)
+    if asked is None or len(plan.parts) != 1 or plan.parts[0].missing is not None:
+        return plan
+    return QuestionPlan(tuple(replace(plan.parts[0], clause=event) for event in asked.events))
 
 
 def chained(question: str) -> list[str]:

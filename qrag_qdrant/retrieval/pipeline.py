@@ -29,7 +29,7 @@ from .alone_parts import chains, search_alone, second_round
 from .context import adaptive_plan, build_context
 from .conversation import Asked, Conversation
 from .expansion import ExpandedText, Expander, ExpansionPlan, no_completer
-from .form_parts import plan_by_form, time_order
+from .form_parts import ordered_within, plan_by_form, time_order
 from .gate import GateInput, GateModel, decide, quorum_features
 from .model_parts import ModelSplit
 from .multipart import PartFound, interleaved, joined_evidence
@@ -100,13 +100,14 @@ class Coordinator:
         return self._gate
 
     def plan(self, question: str, access: Access = ALL) -> QuestionPlan:
-        """The question's parts (``retrieval.parts.mode``): by the publishers it names, else by
-        its form (``form_parts``), then by the model for a question they leave whole
-        (``model_parts``); or the whole question."""
+        """The question's parts (``retrieval.parts.mode``): by the publishers it names (one
+        publisher's two events ordered: a part each, ``ordered_within``), else by its form
+        (``form_parts``), then by the model for a question they leave whole (``model_parts``); or
+        the whole question."""
         how = self.settings.retrieval.parts.mode
         if how == "off":
             return WHOLE
-        plan = plan_question(question, self.views.publishers_for(access))
+        plan = ordered_within(plan_question(question, self.views.publishers_for(access)), question)
         if not plan.split:
             plan = plan_by_form(question)
         return self.model_split.plan(question) if how == "model" and not plan.split else plan
