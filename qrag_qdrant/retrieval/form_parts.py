@@ -218,12 +218,13 @@ class TimeOrder:
     order: Literal["before", "after"]
     events: tuple[str, str]
 
-    def for_parts(self, labels: Sequence[str]) -> tuple[str, str]:
-        """The events in the order of two parts named ``labels``: swapped when the second event
-        names the first part's publisher and the first event the second's ("Did The Verge ...
-        after TechCrunch ...?" split as TechCrunch, The Verge)."""
+    def for_parts(self, names: Sequence[str]) -> tuple[str, str]:
+        """The events in the order of two parts whose publishers are ``names`` (``QuestionPart.named``:
+        an outlet, or "part 1"): swapped when the second event names the first part's publisher and
+        the first event the second's ("Did The Verge ... after TechCrunch ...?" split as TechCrunch,
+        The Verge)."""
         first, second = (event.lower() for event in self.events)
-        names = [label.lower() for label in labels]
+        names = [name.lower() for name in names]
         if len(names) == 2 and names[0] in second and names[1] in first and names[0] not in first:
             return self.events[1], self.events[0]
         return self.events

@@ -258,7 +258,7 @@ class Coordinator:
             evidence = joined_evidence(vectors.question, found, options.parts.clusters, options.parts.words, whole)
             if len(found) == 2 and (ordered := time_order(vectors.question)) is not None:
                 evidence.time_order = ordered.order
-                events = ordered.for_parts([one.part.label for one in found])
+                events = ordered.for_parts([one.part.named for one in found])
                 for part, event in zip(evidence.parts, events, strict=True):
                     part.event = event
         if query.on_ranked is not None:
