@@ -233,6 +233,12 @@ class GenerationSettings(Section):
         description="a question of two parts that asks only whether one event came before the other is "
         "answered from the dates of the documents that report them, without the model; false: the model answers it",
     )
+    compare_values: bool = Field(
+        True,
+        description="a yes-or-no question of two parts that compares a value each states (the same notice period, "
+        "more remote days) is answered by reading the two amounts from the passages and comparing them, without the "
+        "model; false: the model answers it",
+    )
     min_evidence_confidence: float = Field(
         0.0,
         ge=0.0,

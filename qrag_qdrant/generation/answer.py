@@ -15,11 +15,12 @@ from contextlib import AbstractContextManager, nullcontext
 
 from ..config.settings import Settings
 from ..errors import GenerationError
-from ..results import Answer, Evidence, Passage, TokenUsage, timed
+from ..results import Answer, Evidence, Passage, QuestionPartEvidence, TokenUsage, timed
 from .base import GenerationBackend, GenerationResult, Judge, TokenCounter
 from .checks.agreement import read_again
 from .checks.answer_check import check_answer
 from .checks.claims import answer_probability
+from .compared_values import ComparedValues, compared_values
 from .prompt import estimated_tokens, fit_passages, unescaped
 from .scheduler import LeftQueue
 from .time_order import DatedAnswer, dated_answer
@@ -43,15 +44,16 @@ def answer_from(
     turn: Turn | None = None,
 ) -> Answer:
     """The checked answer to ``evidence``; the model is not called when retrieval abstained, nor
-    for a time order the documents' dates give (``time_order``). The CLI, the service and
-    ``eval --generate`` all answer through here. ``turn``: waits for the
+    for an answer the documents' dates or values give (``computed_answer``). The CLI, the service
+    and ``eval --generate`` all answer through here. ``turn``: waits for the
     model's turn first (the service's fair queue); a full queue raises ``QueueFull``."""
     result = Answer.from_evidence(evidence)
     options = settings.generation
-    if (dated := computed_answer(evidence, settings)) is not None:
-        result.answer, result.computed = dated.text, dated.how
+    if (computed := computed_answer(evidence, settings)) is not None:
+        result.answer, result.computed = computed.text, computed.how
+        result.parts = with_passages_read(result.parts, computed.read)
         if on_token is not None:
-            on_token(dated.text)
+            on_token(computed.text)
         with timed(result.timings_ms, "checks"):
             check_answer(result, evidence.passages, None, options)
     elif not evidence.abstained:
@@ -65,11 +67,27 @@ def answer_from(
     return result
 
 
-def computed_answer(evidence: Evidence, settings: Settings) -> DatedAnswer | None:
-    """The answer the documents' dates give ``evidence`` without the model (``time_order``), where
-    ``generation.time_order_from_dates`` lets them."""
+def computed_answer(evidence: Evidence, settings: Settings) -> DatedAnswer | ComparedValues | None:
+    """The answer the documents give ``evidence`` without the model: a time order from their dates
+    (``time_order``, where ``generation.time_order_from_dates`` lets them), two values compared
+    from the amounts the passages state (``compared_values``, where ``generation.compare_values``
+    does)."""
     options = settings.generation
-    return dated_answer(evidence, options.min_relevance) if options.time_order_from_dates else None
+    if options.time_order_from_dates and (dated := dated_answer(evidence, options.min_relevance)) is not None:
+        return dated
+    return compared_values(evidence, options.min_relevance) if options.compare_values else None
+
+
+def with_passages_read(
+    parts: Sequence[QuestionPartEvidence], read: tuple[Passage, Passage]
+) -> list[QuestionPartEvidence]:
+    """The parts of a computed answer, each with the passage its side was read from among its
+    evidence: a part's search may have ranked that passage under the other part, and the verdict
+    check reads each part's cited passages."""
+    return [
+        part.model_copy(update={"citations": sorted({*part.citations, passage.citation})})
+        for part, passage in zip(parts, read, strict=True)
+    ]
 
 
 def generate_answer(

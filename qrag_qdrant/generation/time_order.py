@@ -38,6 +38,11 @@ class DatedAnswer:
         return f"{'Yes' if self.holds else 'No'} [{self.first.citation}][{self.second.citation}]"
 
     @property
+    def read(self) -> tuple[Passage, Passage]:
+        """The passage each part's event was read from, in the parts' order."""
+        return self.first, self.second
+
+    @property
     def how(self) -> str:
         """What a reader is told of the computation."""
         return (

@@ -16,6 +16,7 @@ from .evidence import (
     Passage,
     QueryExpansion,
     QuestionPartEvidence,
+    ValueRelation,
     timed,
     uncited_part,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "QueryExpansion",
     "QuestionPartEvidence",
     "TokenUsage",
+    "ValueRelation",
     "timed",
     "uncited_part",
 ]

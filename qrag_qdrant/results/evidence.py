@@ -110,6 +110,11 @@ class QuestionPartEvidence(BaseModel):
     )
 
 
+#: how a yes-or-no question relates the values of its two parts: "the same notice period", "a different
+#: chair", "more remote days than", "fewer", "as long in release 2.2 as in release 3.0" ("at least")
+ValueRelation = Literal["same", "different", "more", "less", "at least"]
+
+
 def uncited_part(parts: Sequence[QuestionPartEvidence], citations: Collection[int]) -> str | None:
     """The first part with evidence of which ``citations`` cite no passage: what a yes or no
     to a question of several parts leaves out."""
@@ -145,6 +150,12 @@ class Evidence(BaseModel):
         None,
         description="a question of two parts that asks only whether the first part's event came before "
         "(or after) the second's: answered from the dates of the documents that report them",
+    )
+    comparison: ValueRelation | None = Field(
+        None,
+        description="a yes-or-no question of two parts that compares a value each states: whether they are "
+        "the same, different, or the first more, less or at least as much; answered from the values where "
+        "the passages state them",
     )
     confidence: float | None = Field(None, description="the gate's confidence that the context holds the answer")
     gate_threshold: float | None = Field(

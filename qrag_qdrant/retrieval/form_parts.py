@@ -14,8 +14,8 @@ is built, and cost no model call. The first that gives two parts or more is the 
   (``chained``);
 - a question that orders two events ("Was X before Y?") is searched for each (``ordered``);
 - a question that compares two short phrases ("the 2023 handbook and the 2024 one ... the same",
-  "more ... than the 2023 handbook") is searched once with each phrase in the place of both
-  (``paired``).
+  "more ... than the 2023 handbook", "as long in release 2.2 as in release 3.0") is searched once
+  with each phrase in the place of both (``paired``).
 
 Each part is searched by its own words alone in every document the caller may read, within two
 weeks of the date it gives where the namespace's documents carry dates. A question of one part
@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from ..results import ValueRelation
 from .model_parts import needs_model_split
 from .parts import DATE, MONTHS, WHOLE, WRITTEN, QuestionPart, QuestionPlan, periods
 
@@ -106,6 +107,30 @@ STOP = re.compile(
 #: "more ... than the 2023 handbook": the thing compared with, at the question's end
 THAN = re.compile(rf"\s+than\s+(?P<other>{DETERMINER}\s+[\w' .-]+?|[A-Za-z]+\s+\d[\w.]*)\s*\??$", re.I)
 PRONOUN = re.compile(r"^(?:it|they|he|she)\b", re.IGNORECASE)
+#: "keep audit logs as long in release 2.2 as in release 3.0": the thing compared in two places
+AS_AS = re.compile(
+    r"^(?P<head>.+?)\s+as\s+(?:much|many|long|high|large|big|often|far)\s+(?P<first>(?:in|by|at|for|under|from)\s+.+?)"
+    r"\s+as\s+(?P<second>(?:in|by|at|for|under|from)\s+.+?)\s*\??$",
+    re.IGNORECASE,
+)
+YES_OR_NO = re.compile(r"^(?:did|does|do|is|was|were|are|has|have|had)\b", re.IGNORECASE)
+RELATIONS: tuple[tuple[ValueRelation, re.Pattern[str]], ...] = (
+    ("more", re.compile(r"\b(?:more|higher|greater|larger|longer|bigger)\b.*\bthan\b", re.IGNORECASE)),
+    ("less", re.compile(r"\b(?:fewer|less|lower|smaller|shorter)\b.*\bthan\b", re.IGNORECASE)),
+    ("at least", re.compile(r"\bas\s+(?:much|many|long|high|large|big|often|far)\s+.+\bas\b", re.IGNORECASE)),
+    ("same", re.compile(r"\b(?:the same|equal|identical)\b", re.IGNORECASE)),
+    ("different", re.compile(r"\bdifferent\b", re.IGNORECASE)),
+)
+#: what makes a comparison more than one of two values: a stance ("suggest", "agree", "in the same
+#: way"), a change, a document compared ("the same source"), a second question or a time order
+#: beside it, a negation
+MORE_THAN_VALUES = re.compile(
+    r"\b(?:suggest\w*|claim\w*|impl\w*|indicat\w*|consisten\w*|inconsisten\w*|align\w*|agree\w*|disagree\w*|"
+    r"contradict\w*|similar\w*|chang\w*|way|while|whereas|or|not|no|never|\w+n't|also|before|after|"
+    r"and\s+(?:does|did|do|is|was|were|are|has|have)|"
+    r"same\s+(?:source|publication|outlet|article|report|author|publisher|day|date|time|month|year))\b",
+    re.IGNORECASE,
+)
 
 
 def own_words(text: str) -> int:
@@ -160,6 +185,8 @@ def paired(question: str) -> list[str]:
     """A question that compares two phrases ("the 2023 handbook and the 2024 one", "release 2.1 and
     release 2.2", "more remote days than the 2023 handbook"), once with each in the place of both;
     "one" as the second phrase's noun takes the first's ("the 2024 one": "the 2024 handbook")."""
+    if (alike := AS_AS.match(question.strip())) is not None:
+        return [f"{alike['head']} {alike['first']}", f"{alike['head']} {alike['second']}"]
     if (than := THAN.search(question)) is not None:
         other = than["other"].strip()
         head = head_noun(other).lower()
@@ -242,15 +269,30 @@ def time_order(question: str) -> TimeOrder | None:
     return TimeOrder(order, events_of(match))
 
 
-def ordered_within(plan: QuestionPlan, question: str) -> QuestionPlan:
+def value_comparison(question: str) -> ValueRelation | None:
+    """How a yes-or-no question relates the values its two parts state ("Did the 2023 handbook and
+    the 2024 one give the same notice period?": "same"; "Does the 2024 handbook allow more remote
+    days than the 2023 handbook?": "more", the first part's value against the second's); None for
+    a question that asks more than two values ("Does X suggest a higher price, while Y ...?")."""
+    text = question.strip()
+    if not YES_OR_NO.match(text) or MORE_THAN_VALUES.search(text):
+        return None
+    return next((relation for relation, form in RELATIONS if form.search(text)), None)
+
+
+def within(plan: QuestionPlan, question: str) -> QuestionPlan:
     """A question that names one publisher and asks only the order of two events ("Did the
-    Platform Team deprecate the v1 API before removing it?"): each event a part, both searched in
-    that publisher's documents, so that each finds its own and their dates can order them; any
-    other plan as it is."""
-    asked = time_order(question)
-    if asked is None or len(plan.parts) != 1 or plan.parts[0].missing is not None:
+    Platform Team deprecate the v1 API before removing it?") or compares two of its values ("Did
+    the People Team's 2023 handbook and its 2024 handbook give the same notice period?"): a part
+    each, both searched in that publisher's documents, so that each finds its own and their dates
+    or values can be compared; any other plan as it is."""
+    if len(plan.parts) != 1 or plan.parts[0].missing is not None:
         return plan
-    return QuestionPlan(tuple(replace(plan.parts[0], clause=event) for event in asked.events))
+    asked = time_order(question)
+    texts = asked.events if asked is not None else paired(question) if value_comparison(question) else ()
+    if len(texts) != 2:
+        return plan
+    return QuestionPlan(tuple(replace(plan.parts[0], clause=text) for text in texts))
 
 
 def chained(question: str) -> list[str]:

@@ -9,10 +9,14 @@ joins the parts into one ``Evidence``, numbered [1], [2], ... across them, group
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
+from ..generation.checks.specifics import missing_details, own_specifics
 from ..results import Evidence, EvidenceCluster, QuestionPartEvidence
+from .clustering import Cluster
 from .context import build_context
 from .parts import QuestionPart
 from .ranking import ScoredCluster
@@ -44,21 +48,77 @@ def best_document(one: PartFound) -> str | None:
 def own_bests(found: Sequence[PartFound]) -> list[str | None]:
     """Each part's own best document, no two parts the same one. Where two parts' rankings open
     with one document (in a few short documents, a part's words match its sibling's too), it is
-    the best of the part that prefers it most over its next document (the larger margin of score),
-    and the other part's best is its next; without such a clash each part's best is its first."""
-    ranked = [{scored.cluster.leader.source: scored.score for scored in reversed(one.ranked)} for one in found]
+    the best of the part whose own details it states (``claimed``: "the 2024 handbook" takes
+    handbook-2024.md from "the 2023 handbook"), else of the part that prefers it most over its
+    next document (the larger margin of score), and the other part's best is its next; without
+    such a clash each part's best is its first."""
+    ranked = [documents_ranked(one.ranked) for one in found]
+    claims = claimed(found)
     bests: list[str | None] = [None] * len(found)
     waiting = set(range(len(found)))
     while waiting:
         offers = []  # (margin, earlier part first, part, the document it would take)
         for n in sorted(waiting):
-            free = sorted(((score, source) for source, score in ranked[n].items() if source not in bests), reverse=True)
+            free = sorted(
+                (
+                    (score, source)
+                    for source, score in ranked[n].items()
+                    if source not in bests and claims.get(source, n) == n
+                ),
+                reverse=True,
+            )
             margin = (free[0][0] - free[1][0] if len(free) > 1 else math.inf) if free else -math.inf
             offers.append((margin, -n, n, free[0][1] if free else None))
         *_, taker, source = max(offers)
         bests[taker] = source
         waiting.discard(taker)
     return bests
+
+
+def claimed(found: Sequence[PartFound]) -> dict[str, int]:
+    """The documents the parts rank that state the own details of one part only (the details its
+    words state and no other part's do: ``own_specifics``), in the document's best chunk found, file
+    name, title, publisher or date: which part each belongs to."""
+    texts = [one.searched_for for one in found]
+    details = [own_specifics(text, texts[:n] + texts[n + 1 :]) for n, text in enumerate(texts)]
+    if sum(map(bool, details)) < 2:
+        return {}
+    claims: dict[str, int] = {}
+    for one in found:
+        for member in (member for scored in one.ranked for member in scored.cluster.members):
+            if member.source in claims:
+                continue
+            payload = member.hit.payload
+            name = re.sub(r"[-_.]+", " ", PurePosixPath(member.source).stem)
+            said = " ".join(filter(None, (payload.text, name, payload.title, payload.publisher, payload.published)))
+            stating = [n for n, own in enumerate(details) if own and not missing_details(own, said)]
+            if len(stating) == 1:
+                claims[member.source] = stating[0]
+    return claims
+
+
+def documents_ranked(ranked: Sequence[ScoredCluster]) -> dict[str, float]:
+    """Each document a part's clusters hold, at the score of the best cluster that holds it: a
+    cluster of two near-identical passages ("four weeks' notice", "six weeks' notice") ranks both
+    documents."""
+    scores: dict[str, float] = {}
+    for scored in ranked:
+        for member in scored.cluster.members:
+            scores.setdefault(member.source, scored.score)
+    return scores
+
+
+def without_documents(ranked: Sequence[ScoredCluster], others: Collection[str | None]) -> list[ScoredCluster]:
+    """The clusters, each without its chunks of ``others`` (other parts' own bests); a cluster of
+    nothing else left out."""
+    kept = []
+    for scored in ranked:
+        members = [member for member in scored.cluster.members if member.source not in others]
+        if len(members) == len(scored.cluster.members):
+            kept.append(scored)
+        elif members:
+            kept.append(ScoredCluster(Cluster(members), scored.score))
+    return kept
 
 
 def interleaved(rankings: Sequence[Sequence[ScoredCluster]]) -> list[ScoredCluster]:
@@ -100,7 +160,7 @@ def shared_context(found: Sequence[PartFound], clusters: int, words: int) -> lis
     citation, rank, joined = 0, 0, []
     for number, one in enumerate(found, start=1):
         others = {best for n, best in enumerate(bests, start=1) if n != number}
-        ranked = [scored for scored in one.ranked if scored.cluster.leader.source not in others]
+        ranked = without_documents(one.ranked, others)
         context = (
             build_context(one_per_document(ranked, sent), share_clusters, share_words, sent, citation)
             if one.evidence is not None

@@ -29,7 +29,7 @@ from .alone_parts import chains, search_alone, second_round
 from .context import adaptive_plan, build_context
 from .conversation import Asked, Conversation
 from .expansion import ExpandedText, Expander, ExpansionPlan, no_completer
-from .form_parts import ordered_within, plan_by_form, time_order
+from .form_parts import plan_by_form, time_order, value_comparison, within
 from .gate import GateInput, GateModel, decide, quorum_features
 from .model_parts import ModelSplit
 from .multipart import PartFound, interleaved, joined_evidence
@@ -101,13 +101,13 @@ class Coordinator:
 
     def plan(self, question: str, access: Access = ALL) -> QuestionPlan:
         """The question's parts (``retrieval.parts.mode``): by the publishers it names (one
-        publisher's two events ordered: a part each, ``ordered_within``), else by its form
+        publisher's two events ordered or two values compared: a part each, ``within``), else by its form
         (``form_parts``), then by the model for a question they leave whole (``model_parts``); or
         the whole question."""
         how = self.settings.retrieval.parts.mode
         if how == "off":
             return WHOLE
-        plan = ordered_within(plan_question(question, self.views.publishers_for(access)), question)
+        plan = within(plan_question(question, self.views.publishers_for(access)), question)
         if not plan.split:
             plan = plan_by_form(question)
         return self.model_split.plan(question) if how == "model" and not plan.split else plan
@@ -261,6 +261,8 @@ class Coordinator:
                 events = ordered.for_parts([one.part.named for one in found])
                 for part, event in zip(evidence.parts, events, strict=True):
                     part.event = event
+            elif len(found) == 2:
+                evidence.comparison = value_comparison(vectors.question)
         if query.on_ranked is not None:
             query.on_ranked(interleaved([one.ranked for one in found]))
         evidence.timings_ms = {**query.timings, **evidence.timings_ms}

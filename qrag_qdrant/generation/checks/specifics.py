@@ -11,6 +11,7 @@ exactly: no near spelling, and a name's words in their order.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ...text.terms import initials, with_initials
 from .sentence import MONTHS, NUMBER, values_of
@@ -50,13 +51,26 @@ def specifics(question: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def own_specifics(text: str, others: Sequence[str]) -> list[str]:
+    """The specifics of ``text`` that none of ``others`` states: what tells one part of a question
+    from its siblings ("2023" in "Did the 2023 handbook give the same notice period?" beside "Did
+    the 2024 handbook ...")."""
+    theirs = {detail for other in others for detail in specifics(other)}
+    return [detail for detail in specifics(text) if detail not in theirs]
+
+
 def lacking(question: str, text: str) -> list[str]:
     """The specifics of ``question`` that ``text`` does not state exactly."""
+    return missing_details(specifics(question), text)
+
+
+def missing_details(details: list[str], text: str) -> list[str]:
+    """The ``details`` (``specifics``) that ``text`` does not state exactly."""
     plain = text.lower()
     numbers = values_of(text).get("number", set())  # 1,200 and 1200 are one
     words = [POSSESSIVE.sub("", word.strip(".")) for word in re.findall(r"[\w'’.-]+", plain)]
     missing = []
-    for detail in specifics(question):
+    for detail in details:
         if NUMBER.fullmatch(detail):
             held = detail.replace(",", "") in numbers
         elif " " in detail or (detail[:1].isupper() and not DAY_OR_MONTH.fullmatch(detail)):
