@@ -16,24 +16,24 @@ from qrag_qdrant.generation.compared_values import Amount, amounts_stated, compa
 from qrag_qdrant.results import Evidence, EvidenceCluster, Passage, QuestionPartEvidence
 from qrag_qdrant.retrieval.form_parts import paired, value_comparison
 
-from .test_time_order import MODEL_WRITES, Counted
+from .test_time_order import MODEL_WRITES, Counted, answered
 
 #: two versions of a handbook, three release notes and two sets of minutes: (publisher, date, text)
 DOCUMENTS = {
     "handbook-2023.md": (
         "People Team",
         "2023-01-09",
-        "# Employee handbook 2023\n\n## Notice period\n\nAn employee who resigns gives four weeks' notice in "
-        "writing to their manager.\n\n## Remote work\n\nStaff may work remotely two days a week with their "
-        "manager's agreement.\n\n## Parental leave\n\nParents receive twelve weeks of paid parental leave.\n",
+        "# Employee handbook 2023\n\n## Notice period\n\nStaff who resign give four weeks' notice to their "
+        "manager, in writing.\n\n## Remote work\n\nStaff may work from home two days a week if their manager "
+        "agrees.\n\n## Parental leave\n\nParents are given twelve weeks of paid parental leave.\n",
     ),
     "handbook-2024.md": (
         "People Team",
         "2024-01-15",
-        "# Employee handbook 2024\n\n## Notice period\n\nAn employee who resigns gives six weeks' notice in "
-        "writing to their manager and to the People Team.\n\n## Remote work\n\nStaff may work remotely three "
-        "days a week; a fully remote contract needs a director's approval.\n\n## Parental leave\n\nParents "
-        "receive sixteen weeks of paid parental leave.\n",
+        "# Employee handbook 2024\n\n## Notice period\n\nStaff who resign give six weeks' notice to their "
+        "manager and to the People Team, in writing.\n\n## Remote work\n\nStaff may work from home three days "
+        "a week; a contract without office days needs a director's approval.\n\n## Parental leave\n\nParents "
+        "are given sixteen weeks of paid parental leave.\n",
     ),
     "release-2.1.md": (
         "Platform Team",
@@ -81,13 +81,6 @@ def documents(tmp_path_factory, embedder):
     with QuorumRAG(load_settings(store=root / "store"), embedder=embedder) as rag:
         rag.ingest(folder, metadata=sidecar)
     return root / "store"
-
-
-def answered(store, embedder, question: str, **generation):
-    Counted.asked.clear()
-    settings = load_settings(store=store, generation={"backend": "counted", **generation})
-    with QuorumRAG(settings, embedder=embedder) as rag:
-        return rag.answer(question)
 
 
 @pytest.mark.parametrize(
