@@ -52,8 +52,11 @@ def own_bests(found: Sequence[PartFound]) -> list[str | None]:
     handbook-2024.md from "the 2023 handbook"), else of the part that prefers it most over its
     next document (the larger margin of score), and the other part's best is its next; without
     such a clash each part's best is its first."""
-    ranked = [documents_ranked(one.ranked) for one in found]
     claims = claimed(found)
+    ranked = [
+        documents_ranked(one.ranked, {source for source, n in claims.items() if n == part})
+        for part, one in enumerate(found)
+    ]
     bests: list[str | None] = [None] * len(found)
     waiting = set(range(len(found)))
     while waiting:
@@ -77,8 +80,9 @@ def own_bests(found: Sequence[PartFound]) -> list[str | None]:
 
 def claimed(found: Sequence[PartFound]) -> dict[str, int]:
     """The documents the parts rank that state the own details of one part only (the details its
-    words state and no other part's do: ``own_specifics``), in the document's best chunk found, file
-    name, title, publisher or date: which part each belongs to."""
+    words state and no other part's do: ``own_specifics``) in what names the document (its file
+    name, title, publisher or date: not its text, where a sports article names every club): which
+    part each belongs to."""
     texts = [one.searched_for for one in found]
     details = [own_specifics(text, texts[:n] + texts[n + 1 :]) for n, text in enumerate(texts)]
     if sum(map(bool, details)) < 2:
@@ -90,21 +94,23 @@ def claimed(found: Sequence[PartFound]) -> dict[str, int]:
                 continue
             payload = member.hit.payload
             name = re.sub(r"[-_.]+", " ", PurePosixPath(member.source).stem)
-            said = " ".join(filter(None, (payload.text, name, payload.title, payload.publisher, payload.published)))
+            said = " ".join(filter(None, (name, payload.title, payload.publisher, payload.published)))
             stating = [n for n, own in enumerate(details) if own and not missing_details(own, said)]
             if len(stating) == 1:
                 claims[member.source] = stating[0]
     return claims
 
 
-def documents_ranked(ranked: Sequence[ScoredCluster]) -> dict[str, float]:
-    """Each document a part's clusters hold, at the score of the best cluster that holds it: a
-    cluster of two near-identical passages ("four weeks' notice", "six weeks' notice") ranks both
-    documents."""
+def documents_ranked(ranked: Sequence[ScoredCluster], claimed: Collection[str]) -> dict[str, float]:
+    """Each document a part's clusters lead, and each of its ``claimed`` documents a cluster holds,
+    at the score of the best cluster that does: a cluster of two near-identical passages ("four
+    weeks' notice", "six weeks' notice") led by the 2024 handbook ranks the 2023 one for the part
+    that names 2023."""
     scores: dict[str, float] = {}
     for scored in ranked:
         for member in scored.cluster.members:
-            scores.setdefault(member.source, scored.score)
+            if member is scored.cluster.leader or member.source in claimed:
+                scores.setdefault(member.source, scored.score)
     return scores
 
 
