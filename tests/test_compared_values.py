@@ -12,7 +12,7 @@ import pytest
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.generation import register_backend
-from qrag_qdrant.generation.compared_values import Amount, amounts_stated, compared_values
+from qrag_qdrant.generation.compared_values import Amount, MissingSide, amounts_stated, compared_values
 from qrag_qdrant.results import Evidence, EvidenceCluster, Passage, QuestionPartEvidence
 from qrag_qdrant.retrieval.form_parts import paired, value_comparison
 
@@ -182,6 +182,21 @@ def test_amounts_that_cannot_be_compared_leave_the_question_to_the_model():
         ("plan-2024.md", "The storage limit is 5 GB."),
     )
     assert compared_values(unnamed, 0.3) is None  # nothing tells the two sides apart
+
+
+def test_a_side_no_passage_names_is_the_part_missing():
+    parts = ("Did the 2023 plan set the same storage limit", "Did the 2025 plan set the same storage limit")
+    texts = (("plan-2023.md", "The storage limit is 2 GB."), ("plan-2024.md", "The storage limit is 5 GB."))
+    assert compared_values(evidence_of("same", *parts, *texts), 0.3) == MissingSide(1, ("2025",))
+    named_elsewhere = (*texts, ("roadmap.md", "Plans for 2025 are not settled."))
+    assert compared_values(evidence_of("same", *parts, *named_elsewhere), 0.3) is None  # the model reads it
+
+
+@pytest.mark.slow
+def test_a_comparison_with_a_side_no_document_names_abstains_naming_it(documents, embedder):
+    answer = answered(documents, embedder, "Did release 2.1 and release 2.4 set the same upload limit per file?")
+    assert Counted.asked == [] and answer.abstained and answer.abstain_reason == "part_missing"
+    assert [part.missing for part in answer.parts] == [None, "no passage shown names 2.4"]
 
 
 @pytest.mark.slow

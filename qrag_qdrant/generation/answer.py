@@ -20,7 +20,7 @@ from .base import GenerationBackend, GenerationResult, Judge, TokenCounter
 from .checks.agreement import read_again
 from .checks.answer_check import check_answer
 from .checks.claims import answer_probability
-from .compared_values import ComparedValues, compared_values
+from .compared_values import ComparedValues, MissingSide, compared_values
 from .prompt import estimated_tokens, fit_passages, unescaped
 from .scheduler import LeftQueue
 from .time_order import DatedAnswer, dated_answer
@@ -49,7 +49,12 @@ def answer_from(
     model's turn first (the service's fair queue); a full queue raises ``QueueFull``."""
     result = Answer.from_evidence(evidence)
     options = settings.generation
-    if (computed := computed_answer(evidence, settings)) is not None:
+    computed = computed_answer(evidence, settings)
+    if isinstance(computed, MissingSide):
+        result.abstained, result.abstain_reason = True, "part_missing"
+        missing = result.parts[computed.part].model_copy(update={"missing": computed.why})
+        result.parts = [missing if n == computed.part else part for n, part in enumerate(result.parts)]
+    elif computed is not None:
         result.answer, result.computed = computed.text, computed.how
         result.parts = with_passages_read(result.parts, computed.read)
         if on_token is not None:
@@ -67,11 +72,11 @@ def answer_from(
     return result
 
 
-def computed_answer(evidence: Evidence, settings: Settings) -> DatedAnswer | ComparedValues | None:
+def computed_answer(evidence: Evidence, settings: Settings) -> DatedAnswer | ComparedValues | MissingSide | None:
     """The answer the documents give ``evidence`` without the model: a time order from their dates
     (``time_order``, where ``generation.time_order_from_dates`` lets them), two values compared
-    from the amounts the passages state (``compared_values``, where ``generation.compare_values``
-    does)."""
+    from the amounts the passages state, or the side of them no passage is of
+    (``compared_values``, where ``generation.compare_values`` does)."""
     options = settings.generation
     if options.time_order_from_dates and (dated := dated_answer(evidence, options.min_relevance)) is not None:
         return dated

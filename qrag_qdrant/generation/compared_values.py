@@ -12,8 +12,10 @@ the side's own details (those its part states and the other does not: "2023", "r
 file name. The sentence must state one amount, old values aside ("rises from 50 MB to 200 MB":
 200 MB; "180 days instead of 90": 180 days). Two amounts in one unit, or in units one converts to
 the other (weeks and days, GB and MB), give the answer, "Yes [2][5]" or "No [2][5]", and the checks
-read it as they read the model's verdict; anything less (a side no sentence states, sentences as
-good that state different amounts, units that do not compare) leaves the question to the model.
+read it as they read the model's verdict. Where one side is read and no passage shown is of the
+other's document at all (its details nowhere: "release 2.4" among releases 2.1 to 3.0), the
+question abstains, naming that part; anything else (a side no sentence states, sentences as good
+that state different amounts, units that do not compare) leaves the question to the model.
 """
 
 from __future__ import annotations
@@ -113,6 +115,20 @@ class ComparedValues:
         return self.first.passage, self.second.passage
 
 
+@dataclass(frozen=True)
+class MissingSide:
+    """A comparison whose other side is read while no passage shown is of this one's document
+    ("release 2.4" in a namespace of releases 2.1 to 3.0): the question abstains, naming it."""
+
+    part: int
+    details: tuple[str, ...]
+
+    @property
+    def why(self) -> str:
+        """What the part lacks, as its ``missing`` says it."""
+        return f"no passage shown names {' '.join(self.details)}"
+
+
 def amount_of(match: re.Match[str]) -> Amount:
     """The amount ``match`` (of ``AMOUNT``) states, in the unit it is compared in: a currency
     before it, else the word after it unless that word only joins ("40 for", "90 and")."""
@@ -176,9 +192,10 @@ def side_of(
     return tied[0] if len({(side.amount.value, side.amount.unit) for side in tied}) == 1 else None
 
 
-def compared_values(evidence: Evidence, min_relevance: float) -> ComparedValues | None:
+def compared_values(evidence: Evidence, min_relevance: float) -> ComparedValues | MissingSide | None:
     """The answer to a question that compares a value of its first part with one of its second,
-    from the amounts the passages state; None where they do not tell it (see the module)."""
+    from the amounts the passages state; the side no passage shown is of, where the other is read;
+    None where they do not tell it (see the module)."""
     if evidence.comparison is None or evidence.abstained or len(evidence.parts) != 2:
         return None
     one, other = evidence.parts
@@ -193,6 +210,10 @@ def compared_values(evidence: Evidence, min_relevance: float) -> ComparedValues 
     shown = list(evidence.passages)
     first = side_of(sides[0], compared, asked, shown, min_relevance)
     second = side_of(sides[1], compared, asked, shown, min_relevance)
+    if (first is None) != (second is None):
+        absent = 0 if first is None else 1
+        of_it = [p for p in shown if not missing_details(sides[absent], f"{p.text} {document_words(p)}")]
+        return None if of_it else MissingSide(absent, tuple(sides[absent]))
     if first is None or second is None or first.passage.citation == second.passage.citation:
         return None
     a, b = first.amount, second.amount
