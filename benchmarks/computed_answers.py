@@ -10,7 +10,9 @@ and ``generation.compare_values`` on, and with both off (the packaged model answ
 its short answer against the gold yes or no; beside it, how often it was marked supported, how often
 a right and a wrong answer were, and the seconds to the answer. Our own questions are over the
 documents of ``multidoc_questions.py``, asked both ways round, so that a constant "Yes" scores
-about half. MultiHop-RAG's are every question ``form_parts.time_order`` reads as asking only an
+about half; the time orders again over the same documents ingested without their metadata, dated
+only by what their titles, file names and sentences state (computed, then the model where they
+do not tell it). MultiHop-RAG's are every question ``form_parts.time_order`` reads as asking only an
 order (11 of 1,022) or ``form_parts.value_comparison`` as comparing two values (6), the exclusions
 written after reading them (both halves), answered on a store of its corpus as ``qrag-qdrant eval``
 builds it.
@@ -95,9 +97,10 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def answered(store: Path, namespace: str, questions: list[tuple[str, str]]) -> dict[str, Any]:
+def answered(store: Path, namespace: str, questions: list[tuple[str, str]], model: bool = True) -> dict[str, Any]:
+    """Each question answered computed, then (``model``) by the model alone."""
     result: dict[str, Any] = {}
-    for computed in (True, False):
+    for computed in (True, False) if model else (True,):
         switches = {"time_order_from_dates": computed, "compare_values": computed}
         settings = load_settings(store=store, namespace=namespace, generation=switches)
         with QuorumRAG(settings) as rag:
@@ -119,6 +122,10 @@ def main() -> None:
         ingest(Path(folder), store)
         result["own time orders"] = answered(store, "default", OWN_ORDERS)
         result["own comparisons"] = answered(store, "default", OWN_COMPARISONS)
+    with tempfile.TemporaryDirectory() as folder:  # no sidecar: the dates the documents state
+        store = Path(folder) / "store"
+        ingest(Path(folder), store, metadata=False)
+        result["own time orders, no metadata"] = answered(store, "default", OWN_ORDERS, model=False)
     if args.mh_store and args.data:
         with (args.data / "questions.jsonl").open() as lines:
             said = {"true": "yes", "false": "no"}

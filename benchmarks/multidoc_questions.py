@@ -278,7 +278,9 @@ QUESTIONS = [
 ]
 
 
-def ingest(folder: Path, store: Path) -> None:
+def ingest(folder: Path, store: Path, metadata: bool = True) -> None:
+    """The documents into ``store``, with their publishers and dates in a sidecar (``metadata``), or
+    as bare files."""
     corpus = folder / "corpus"
     corpus.mkdir(parents=True)
     rows = []
@@ -286,7 +288,7 @@ def ingest(folder: Path, store: Path) -> None:
         (corpus / name).write_text(text)
         rows.append({"doc": name, "source": publisher, "published_at": published})
     sidecar = folder / "metadata.jsonl"
-    sidecar.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    sidecar.write_text("".join(json.dumps(row) + "\n" for row in rows) if metadata else "")
     with QuorumRAG(load_settings(store=store)) as rag:
         rag.ingest(corpus, metadata=sidecar)
 

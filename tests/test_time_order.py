@@ -260,3 +260,63 @@ def test_a_time_order_between_two_named_publishers_reads_each_ones_event(news, e
     assert by_label["TechCrunch"].event.startswith("TechCrunch report")
     cited = {p.citation: p.source for p in answer.passages}
     assert sorted(cited[n] for n in answer.claims[0].citations) == ["tech/artemis-delay.txt", "world/artemis-suits.txt"]
+
+
+#: minutes with no metadata: dated by their titles, their file names or a date a sentence states
+MINUTES = {
+    "minutes-2023-02.md": "# Steering committee minutes, February 2023\n\nThe office move to the Harbour building was "
+    "postponed to autumn. Omar Haddad will lead the data centre migration.\n",
+    "minutes-2023-05.md": "# Steering committee minutes, May 2023\n\nThe committee chose the Harbour building for the "
+    "office move in October. Priya Nair joins as security lead.\n",
+    "notes-2023-09.md": "# Steering committee notes\n\nThe data centre migration finished two weeks early.\n",
+    "security.md": "# Security\n\nThe penetration test was passed on 4 July 2023, after the new firewall went live.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def minutes(tmp_path_factory, embedder):
+    register_backend("counted", Counted)
+    root = tmp_path_factory.mktemp("undated")
+    (root / "corpus").mkdir()
+    for name, text in MINUTES.items():
+        (root / "corpus" / name).write_text(text)
+    with QuorumRAG(load_settings(store=root / "store"), embedder=embedder) as rag:
+        rag.ingest(root / "corpus")
+    return root / "store"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("question", "verdict", "computed"),
+    [
+        # the titles' months
+        (
+            "Was the office move postponed before the Harbour building was chosen?",
+            "Yes",
+            "from the documents' dates: [{}] 2023-02, [{}] 2023-05",
+        ),
+        (
+            "Was the Harbour building chosen for the office move before the move was postponed to autumn?",
+            "No",
+            "from the documents' dates: [{}] 2023-05, [{}] 2023-02",
+        ),
+        # a file name's month, and the day a sentence states
+        (
+            "Did Priya Nair join as security lead before the data centre migration finished?",
+            "Yes",
+            "from the documents' dates: [{}] 2023-05, [{}] 2023-09",
+        ),
+        (
+            "Was the penetration test passed before the data centre migration finished?",
+            "Yes",
+            "from the documents' dates: [{}] 2023-07-04, [{}] 2023-09",
+        ),
+    ],
+)
+def test_a_time_order_is_answered_from_dates_the_documents_state_without_metadata(
+    minutes, embedder, question, verdict, computed
+):
+    answer = answered(minutes, embedder, question)
+    assert Counted.asked == []
+    assert answer.short_answer == verdict and answer.mark == "supported", (answer.answer, answer.mark_reason)
+    assert answer.computed == computed.format(*answer.claims[0].citations)

@@ -30,8 +30,9 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..results import ValueRelation
+from ..text.dates import DATE, MONTHS
 from .model_parts import needs_model_split
-from .parts import DATE, MONTHS, WHOLE, WRITTEN, QuestionPart, QuestionPlan, periods
+from .parts import WHOLE, WRITTEN, QuestionPart, QuestionPlan, periods
 
 #: where a question's clauses meet, for a question that refers to documents: a comma (and a word
 #: that joins), a conjunction of clauses, or "and" before a second subject or verb

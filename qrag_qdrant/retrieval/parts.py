@@ -20,28 +20,8 @@ from datetime import date, timedelta
 from functools import lru_cache
 
 from ..store.filters import DocumentFilter
+from ..text.dates import DATE, MONTHS, day_of
 
-MONTHS = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
-#: "October 2, 2023", "2 October 2023", "2023-10-02"
-DATE = re.compile(
-    rf"\b(?:(?P<month>{'|'.join(MONTHS)})\s+(?P<day>\d{{1,2}}),?\s+(?P<year>\d{{4}})"
-    rf"|(?P<day2>\d{{1,2}})\s+(?P<month2>{'|'.join(MONTHS)})\s+(?P<year2>\d{{4}})"
-    r"|(?P<iso>\d{4}-\d{2}-\d{2}))\b",
-    re.IGNORECASE,
-)
 #: where a question's clauses meet: a part's own words run from one to the next
 CLAUSE_BREAK = re.compile(
     r",?\s+(?:while|whereas|but|compared (?:to|with)|than|versus|and then|and|or)\s+|;\s*|,\s+", re.IGNORECASE
@@ -269,16 +249,6 @@ def period_of(match: re.Match[str], today: date) -> Period:
         return Period.months(year, 3 * quarter + 1, 3, f"{year}-Q{quarter + 1}")
     year, month = divmod(today.year * 12 + today.month - 1 - back, 12)
     return Period.months(year, month + 1, 1, f"{year}-{month + 1:02d}")
-
-
-def day_of(match: re.Match[str]) -> date | None:
-    try:
-        if match["iso"]:
-            return date.fromisoformat(match["iso"])
-        month = (match["month"] or match["month2"]).lower()
-        return date(int(match["year"] or match["year2"]), MONTHS.index(month) + 1, int(match["day"] or match["day2"]))
-    except ValueError:
-        return None
 
 
 def clauses(question: str, mentions: Sequence[Mention]) -> list[str]:
