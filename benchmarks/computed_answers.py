@@ -64,6 +64,8 @@ OWN_COMPARISONS = [
     ("Did the Platform Team keep audit logs as long in release 2.2 as in release 3.0?", "no"),
     ("Did the February minutes and the May minutes approve the same migration budget?", "no"),
     ("Do the May minutes set a higher migration budget than the February minutes?", "yes"),
+    ("Do the February minutes and the May minutes agree on the migration budget?", "no"),
+    ("Do the 2023 handbook and the 2024 one differ on the paid parental leave?", "yes"),
     ("Did the February minutes and the September minutes name the same chair?", "no"),
 ]
 

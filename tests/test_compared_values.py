@@ -91,6 +91,9 @@ def documents(tmp_path_factory, embedder):
         ("Does release 2.1 allow a smaller upload than release 2.2?", "less"),
         ("Did the Platform Team keep audit logs as long in release 2.2 as in release 3.0?", "at least"),
         ("Did the February minutes and the May minutes name a different budget?", "different"),
+        ("Do the February minutes and the May minutes agree on the migration budget?", "same"),
+        ("Do the 2023 handbook and the 2024 one differ on the notice period?", "different"),
+        ("Does the Guardian article agree with the BBC article that prices rose?", None),
         # more than two values: a stance, a second clause, a document compared, a negation, no yes or no
         ("Does the Guardian article suggest a higher price than the BBC article?", None),
         ("Did the 2023 handbook give the same notice period, while the 2024 one raised it?", None),
@@ -241,6 +244,18 @@ def test_a_comparison_with_a_side_no_document_names_abstains_naming_it(documents
             "No",
             "minutes-2023-02",
             "minutes-2023-05",
+        ),
+        (
+            "Do the February minutes and the May minutes agree on the migration budget?",
+            "No",
+            "minutes-2023-02",
+            "minutes-2023-05",
+        ),
+        (
+            "Do the 2023 handbook and the 2024 one differ on the notice period?",
+            "Yes",
+            "handbook-2023",
+            "handbook-2024",
         ),
     ],
 )

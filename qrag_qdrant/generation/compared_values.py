@@ -47,7 +47,8 @@ OLD_VALUE = re.compile(r"(?:\bfrom|\binstead of|\brather than|\bup from|\bdown f
 TITLE = re.compile(r"^#\s+(.+)$", re.MULTILINE)
 #: the words that say how two values compare, not what they are values of
 COMPARING = (
-    "same different equal identical more less fewer higher lower greater larger longer shorter smaller bigger than"
+    "same different equal identical agree disagree differ more less fewer higher lower greater larger longer shorter "
+    "smaller bigger than"
 )
 #: words after a number that join it to the rest of the sentence, not its unit
 NOT_UNIT_WORDS = "a an and at by for from in instead of on or per than the to with"

@@ -119,14 +119,16 @@ RELATIONS: tuple[tuple[ValueRelation, re.Pattern[str]], ...] = (
     ("more", re.compile(r"\b(?:more|higher|greater|larger|longer|bigger)\b.*\bthan\b", re.IGNORECASE)),
     ("less", re.compile(r"\b(?:fewer|less|lower|smaller|shorter)\b.*\bthan\b", re.IGNORECASE)),
     ("at least", re.compile(r"\bas\s+(?:much|many|long|high|large|big|often|far)\s+.+\bas\b", re.IGNORECASE)),
-    ("same", re.compile(r"\b(?:the same|equal|identical)\b", re.IGNORECASE)),
+    ("different", re.compile(r"\b(?:disagree|differ)s?\s+(?:on|about|over|in)\b", re.IGNORECASE)),
+    ("same", re.compile(r"\b(?:the same|equal|identical|agrees?\s+(?:on|about|over))\b", re.IGNORECASE)),
     ("different", re.compile(r"\bdifferent\b", re.IGNORECASE)),
 )
-#: what makes a comparison more than one of two values: a stance ("suggest", "agree", "in the same
-#: way"), a change, a document compared ("the same source"), a second question or a time order
-#: beside it, a negation
+#: what makes a comparison more than one of two values: a stance ("suggest", "agree with", "in the
+#: same way"; "agree on the budget" compares values), a change, a document compared ("the same
+#: source"), a second question or a time order beside it, a negation
 MORE_THAN_VALUES = re.compile(
-    r"\b(?:suggest\w*|claim\w*|impl\w*|indicat\w*|consisten\w*|inconsisten\w*|align\w*|agree\w*|disagree\w*|"
+    r"\b(?:suggest\w*|claim\w*|impl\w*|indicat\w*|consisten\w*|inconsisten\w*|align\w*|"
+    r"(?:dis)?agree\w*(?!\s+(?:on|about|over)\b)|"
     r"contradict\w*|similar\w*|chang\w*|way|while|whereas|or|not|no|never|\w+n't|also|before|after|"
     r"and\s+(?:does|did|do|is|was|were|are|has|have)|"
     r"same\s+(?:source|publication|outlet|article|report|author|publisher|day|date|time|month|year))\b",
