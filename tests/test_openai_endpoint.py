@@ -9,6 +9,7 @@ import pytest
 
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
+from qrag_qdrant.results import Answer, Claim
 
 from .live_server import live_server
 from .ollama_standin import ollama_standin
@@ -19,6 +20,7 @@ pytest.importorskip("fastapi", reason="the service extra brings FastAPI")
 openai = pytest.importorskip("openai", reason="the test extra brings the openai SDK")
 from qrag_qdrant.service.app import create_app  # noqa: E402
 from qrag_qdrant.service.auth.keys import KeyFile  # noqa: E402
+from qrag_qdrant.service.routes.openai import with_notes  # noqa: E402
 
 pytestmark = pytest.mark.slow  # (-m "not slow": CONTRIBUTING.md)
 
@@ -184,3 +186,23 @@ def test_a_chat_client_that_shows_only_the_text_is_told_an_answer_is_not_support
             assert reply.model_extra["qrag"]["mark"] == "not supported"
             assert content.startswith("a swarm of locusts [1]")
             assert ("\n\nNot supported: " in content) is marked, content
+
+
+def test_a_chat_client_that_shows_only_the_text_is_told_how_a_computed_answer_was_computed():
+    """A comparison or time order answered from the documents reads "No [1][2]" alone; the line
+    under it says which values or dates gave it, as the CLI and the web page do."""
+    computed = Answer(
+        question="Did release 2.1 and release 2.2 set the same upload limit per file?",
+        abstained=False,
+        retrievers=4,
+        clusters=[],
+        timings_ms={},
+        answer="No [1][2]",
+        computed="from the values the passages state: [1] 200 MB, [2] 500 MB",
+        claims=[Claim(text="No [1][2]", citations=[1, 2], grounded=True, supported=True)],
+    )
+    assert with_notes("No [1][2]", computed, True) == (
+        "No [1][2]\n\nComputed from the values the passages state: [1] 200 MB, [2] 500 MB."
+    )
+    assert with_notes("No [1][2]", computed, False) == "No [1][2]"
+    assert with_notes("Yes [1]", Answer.from_evidence(computed, computed=None), True).endswith("Yes [1]")

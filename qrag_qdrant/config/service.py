@@ -233,8 +233,9 @@ class ServiceSettings(Section):
     openai_mark_in_text: bool = Field(
         True,
         description="the OpenAI-compatible endpoint writes an answer's mark other than supported as one plain line "
-        "under the answer ('Not supported: ...', 'Ambiguous: ...'), so a chat client that shows only the message "
-        "text shows it; false: the text is the answer alone. The mark is always in the response's qrag field",
+        "under the answer ('Not supported: ...', 'Ambiguous: ...'), and how an answer computed from the documents "
+        "was computed ('Computed from the values the passages state: ...'), so a chat client that shows only the "
+        "message text shows them; false: the text is the answer alone. Both are always in the response's qrag field",
     )
     stream_ping_seconds: PositiveFloat = Field(
         15.0,

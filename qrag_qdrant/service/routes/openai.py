@@ -170,7 +170,7 @@ async def chat_completions(
                 {
                     "index": 0,
                     "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": with_mark(message(answer, generate), answer, in_text)},
+                    "message": {"role": "assistant", "content": with_notes(message(answer, generate), answer, in_text)},
                 }
             ],
             "usage": usage(answer),
@@ -211,13 +211,13 @@ async def chunks(
                     answer = item
                     if answer.abstained or answer.error:  # the streamed text is not the answer: say why
                         yield chunk({"content": "\n\n" + message(answer, generate)})
-                    elif (marked := with_mark("", answer, mark_in_text)) != "":  # the mark, as one line
+                    elif (marked := with_notes("", answer, mark_in_text)) != "":  # how computed, the mark
                         yield chunk({"content": marked})
                 elif isinstance(item, str):  # a queue position has no place in OpenAI's chunks
                     yield chunk({"content": item})
     else:
         answer = result if isinstance(result, Answer) else Answer.from_evidence(result)
-        yield chunk({"content": with_mark(message(answer, generate), answer, mark_in_text)})
+        yield chunk({"content": with_notes(message(answer, generate), answer, mark_in_text)})
     yield chunk({}, "stop", usage=usage(answer), qrag=qrag_field(answer))
     yield sse(None, "[DONE]")
 
@@ -239,11 +239,17 @@ def message(answer: Answer, generate: bool) -> str:
     return answer.answer or ""
 
 
-def with_mark(text: str, answer: Answer, in_text: bool) -> str:
-    """The message with its mark as one plain line under it (``service.openai_mark_in_text``), for
-    clients that show only the text: "Not supported: ...", "Ambiguous: ...". A supported answer
-    reads as itself; an abstention's message already says why there is no answer."""
-    if not in_text or answer.mark in (None, "supported", "no evidence", "clarifying question", "declined"):
+def with_notes(text: str, answer: Answer, in_text: bool) -> str:
+    """The message with what a client that shows only the text needs under it
+    (``service.openai_mark_in_text``), a plain line each: how an answer computed from the
+    documents was computed ("Computed from the values the passages state: [1] four weeks, [5] six
+    weeks."), and its mark where it is not supported ("Not supported: ...", "Ambiguous: ..."). A
+    supported answer reads as itself; an abstention's message already says why there is no answer."""
+    if not in_text:
+        return text
+    if answer.computed and not answer.abstained:
+        text = f"{text}\n\nComputed {answer.computed}."
+    if answer.mark in (None, "supported", "no evidence", "clarifying question", "declined"):
         return text
     return f"{text}\n\n{answer.mark.capitalize()}: {answer.mark_reason}"
 
