@@ -28,7 +28,7 @@ from pathlib import PurePosixPath
 from ..results import Evidence, Passage
 from ..text.terms import terms
 from .checks.reading import sentences_of
-from .checks.sentence import heading_above, relevance_of
+from .checks.sentence import NUMBER, heading_above, relevance_of
 from .checks.specifics import missing_details, own_specifics
 
 #: amounts written in words, as documents write small counts
@@ -157,14 +157,26 @@ def amounts_stated(sentence: str, asked: set[str]) -> set[Amount]:
     return found
 
 
+def file_name_words(source: str) -> str:
+    """A document's file name as words: "handbook-2024.md" reads "handbook 2024"."""
+    return re.sub(r"[-_.]+", " ", PurePosixPath(source).stem)
+
+
 def document_words(passage: Passage) -> str:
     """What a passage says of its document: its heading path, title, publisher, date (with the
     month's name), file name, and the Markdown title its text opens with."""
     day = (passage.published or "")[:10]
     dated = date.fromisoformat(day).strftime("%d %B %Y") if len(day) == 10 else ""
-    name = re.sub(r"[-_.]+", " ", PurePosixPath(passage.source).stem)
     title = TITLE.match(passage.text)
-    words = (title[1] if title else None, passage.heading, passage.title, passage.publisher, day, dated, name)
+    words = (
+        title[1] if title else None,
+        passage.heading,
+        passage.title,
+        passage.publisher,
+        day,
+        dated,
+        file_name_words(passage.source),
+    )
     return " ".join(filter(None, words))
 
 
@@ -207,7 +219,7 @@ def compared_values(evidence: Evidence, min_relevance: float) -> ComparedValues 
     compared = terms(one.searched_for) & terms(other.searched_for) - terms(COMPARING)
     if not all(sides) or not compared:  # nothing tells the sides apart, or names what they compare
         return None
-    asked = {n.replace(",", "") for part in evidence.parts for n in re.findall(r"\d+(?:[.,]\d+)*", part.searched_for)}
+    asked = {n.replace(",", "") for part in evidence.parts for n in NUMBER.findall(part.searched_for)}
     shown = list(evidence.passages)
     first = side_of(sides[0], compared, asked, shown, min_relevance)
     second = side_of(sides[1], compared, asked, shown, min_relevance)

@@ -108,9 +108,11 @@ STOP = re.compile(
 #: "more ... than the 2023 handbook": the thing compared with, at the question's end
 THAN = re.compile(rf"\s+than\s+(?P<other>{DETERMINER}\s+[\w' .-]+?|[A-Za-z]+\s+\d[\w.]*)\s*\??$", re.I)
 PRONOUN = re.compile(r"^(?:it|they|he|she)\b", re.IGNORECASE)
+#: "as long", "as much": the first half of "as ... as"
+AS_MUCH = r"as\s+(?:much|many|long|high|large|big|often|far)"
 #: "keep audit logs as long in release 2.2 as in release 3.0": the thing compared in two places
 AS_AS = re.compile(
-    r"^(?P<head>.+?)\s+as\s+(?:much|many|long|high|large|big|often|far)\s+(?P<first>(?:in|by|at|for|under|from)\s+.+?)"
+    rf"^(?P<head>.+?)\s+{AS_MUCH}\s+(?P<first>(?:in|by|at|for|under|from)\s+.+?)"
     r"\s+as\s+(?P<second>(?:in|by|at|for|under|from)\s+.+?)\s*\??$",
     re.IGNORECASE,
 )
@@ -118,7 +120,7 @@ YES_OR_NO = re.compile(r"^(?:did|does|do|is|was|were|are|has|have|had)\b", re.IG
 RELATIONS: tuple[tuple[ValueRelation, re.Pattern[str]], ...] = (
     ("more", re.compile(r"\b(?:more|higher|greater|larger|longer|bigger)\b.*\bthan\b", re.IGNORECASE)),
     ("less", re.compile(r"\b(?:fewer|less|lower|smaller|shorter)\b.*\bthan\b", re.IGNORECASE)),
-    ("at least", re.compile(r"\bas\s+(?:much|many|long|high|large|big|often|far)\s+.+\bas\b", re.IGNORECASE)),
+    ("at least", re.compile(rf"\b{AS_MUCH}\s+.+\bas\b", re.IGNORECASE)),
     ("different", re.compile(r"\b(?:disagree|differ)s?\s+(?:on|about|over|in)\b", re.IGNORECASE)),
     ("same", re.compile(r"\b(?:the same|equal|identical|agrees?\s+(?:on|about|over))\b", re.IGNORECASE)),
     ("different", re.compile(r"\bdifferent\b", re.IGNORECASE)),

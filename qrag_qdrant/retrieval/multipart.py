@@ -9,12 +9,11 @@ joins the parts into one ``Evidence``, numbered [1], [2], ... across them, group
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from ..generation.checks.specifics import missing_details, own_specifics
+from ..generation.compared_values import file_name_words
 from ..results import Evidence, EvidenceCluster, QuestionPartEvidence
 from .clustering import Cluster
 from .context import build_context
@@ -93,8 +92,8 @@ def claimed(found: Sequence[PartFound]) -> dict[str, int]:
             if member.source in claims:
                 continue
             payload = member.hit.payload
-            name = re.sub(r"[-_.]+", " ", PurePosixPath(member.source).stem)
-            said = " ".join(filter(None, (name, payload.title, payload.publisher, payload.published)))
+            named = (file_name_words(member.source), payload.title, payload.publisher, payload.published)
+            said = " ".join(filter(None, named))
             stating = [n for n, own in enumerate(details) if own and not missing_details(own, said)]
             if len(stating) == 1:
                 claims[member.source] = stating[0]
