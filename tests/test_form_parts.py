@@ -93,9 +93,9 @@ def test_each_unnamed_part_finds_its_own_article_and_the_whole_question_decides(
         evidence = rag.retrieve(UNNAMED)
     with QuorumRAG(load_settings(store=news, retrieval={"parts": {"mode": "off"}}), embedder=embedder) as rag:
         whole = rag.retrieve(UNNAMED)
-    assert [(p.label, p.filter, p.missing, p.round) for p in evidence.parts] == [
-        ("part 1", None, None, 1),
-        ("part 2", None, None, 1),
+    assert [(p.label, p.filter, p.missing, p.names_first) for p in evidence.parts] == [
+        ("part 1", None, None, []),
+        ("part 2", None, None, []),
     ]
     by_part = {number: [p.source for p in evidence.passages if p.part == number] for number in (1, 2)}
     assert by_part[1][0] == "tech/artemis-delay.txt" and by_part[2][0] == "world/artemis-suits.txt"
@@ -151,19 +151,20 @@ def test_the_cli_shows_the_unnamed_parts(news):  # noqa: F811
     result = run("query", "--no-generate", "--json", UNNAMED, "--store", str(news))
     assert result.exit_code == 0, result.output
     shown = json.loads(result.output)
-    assert [(part["label"], part["round"]) for part in shown["parts"]] == [("part 1", 1), ("part 2", 1)]
+    assert [part["label"] for part in shown["parts"]] == ["part 1", "part 2"]
 
 
 CHAIN_ARTICLES = {
     "robot.txt": "Acme Robotics unveiled a warehouse robot that lifts pallets of 500 kilograms on its own.",
+    "factory.txt": "Acme Robotics opened a new factory in Lyon that will employ 300 people.",
     "fine.txt": "Regulators fined Acme Robotics 2 million euros for hiding safety reports from inspectors.",
-    "globex.txt": "Regulators fined the shipping company Globex 3 million euros for breaking emission rules.",
-    "initech.txt": "Regulators fined the bank Initech 5 million euros for misleading customers about fees.",
+    "globex.txt": "Regulators fined the shipping company Globex 2 million euros for breaking emission rules.",
+    "initech.txt": "Regulators fined the bank Initech 2 million euros for misleading customers about fees.",
     "weather.txt": "Heavy rain flooded the harbour district and closed two tram lines for a day.",
 }
 CHAIN = (
-    "Which company unveiled a warehouse robot that lifts pallets on its own, and was fined by regulators, "
-    "as reported by one article and another article?"
+    "Which company unveiled a warehouse robot that lifts pallets on its own, opened a new factory in Lyon, "
+    "and was fined 2 million euros by regulators, as reported by three articles?"
 )
 
 
@@ -179,17 +180,19 @@ def chain_store(tmp_path, embedder):
 
 
 @pytest.mark.slow
-def test_a_chain_part_that_found_another_thing_is_searched_again_with_the_name_the_others_found(chain_store, embedder):
-    def parts_found(rounds: int):
-        settings = load_settings(store=chain_store, retrieval={"parts": {"rounds": rounds, "clusters": 2}})
-        with QuorumRAG(settings, embedder=embedder) as rag:
-            evidence = rag.retrieve(CHAIN)
-        return evidence, {n: [p.source for p in evidence.passages if p.part == n] for n in (1, 2)}
-
-    once, first_search = parts_found(1)
-    twice, second_search = parts_found(2)
-    assert first_search[1][0] == "robot.txt" and first_search[2][0] != "fine.txt"  # the control
-    assert [part.round for part in twice.parts] == [1, 2]
-    assert twice.parts[1].searched_for == "was fined by regulators Acme Robotics"
-    assert second_search[2][0] == "fine.txt"
-    assert [part.round for part in once.parts] == [1, 1]
+def test_a_chain_part_ranks_first_the_passages_naming_what_the_other_parts_agree_on(chain_store, embedder):
+    settings = load_settings(store=chain_store, retrieval={"parts": {"clusters": 2}})
+    with QuorumRAG(settings, embedder=embedder) as rag:
+        evidence = rag.retrieve(CHAIN)
+    by_part = {n: [p.source for p in evidence.passages if p.part == n] for n in (1, 2, 3)}
+    assert [part.searched_for for part in evidence.parts] == [
+        "Which company unveiled a warehouse robot that lifts pallets on its own",
+        "opened a new factory in Lyon",
+        "was fined 2 million euros by regulators",
+    ]
+    assert evidence.parts[2].names_first[0] == "Acme Robotics"
+    assert [sources[0] for sources in by_part.values()] == ["robot.txt", "factory.txt", "fine.txt"]
+    # the control: the part's own words alone rank another company's fine first
+    with QuorumRAG(load_settings(store=chain_store, retrieval={"parts": {"mode": "off"}}), embedder=embedder) as rag:
+        alone = rag.retrieve("was fined 2 million euros by regulators")
+    assert alone.passages[0].source != "fine.txt"

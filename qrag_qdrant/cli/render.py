@@ -278,7 +278,7 @@ def print_evidence(evidence: Evidence, quorum: int) -> None:
         return
     for number, part in enumerate(evidence.parts, 1):
         found = f"passages {', '.join(f'[{n}]' for n in part.citations)}" if part.citations else "no passage"
-        found += " (searched again with what the other parts found)" if part.round > 1 else ""
+        found += f" (passages naming {' or '.join(part.names_first)} first)" if part.names_first else ""
         named = f'"{part.searched_for}"' if part.label == f"part {number}" else part.label
         out.print(f"Part {number} ({named}): {part.missing or found}", markup=False)
     if evidence.abstain_reason == "part_missing":

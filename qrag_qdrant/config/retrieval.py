@@ -61,14 +61,6 @@ class PartsSettings(Section):
         description="the clusters the parts share (rounded up per part), within words; more, shorter windows "
         "let each of the question's documents in",
     )
-    rounds: int = Field(
-        1,
-        ge=1,
-        le=2,
-        description="a chain question split by its form: 2 searches a part again, with the names the other "
-        "parts agree on, when its first search found no document of its own (all evidence 0.600 to 0.603 on "
-        "held-out questions, at 30% more time: docs/benchmarks.md); 1: one search a part",
-    )
     words: PositiveInt = Field(
         300,
         description="the context words the parts share (the same documents reached the context at 300 as at "
@@ -113,7 +105,6 @@ FORMER_KEYS = {
     "question_parts": ("parts", "mode"),
     "part_top_k": ("parts", "top_k"),
     "part_clusters": ("parts", "clusters"),
-    "part_rounds": ("parts", "rounds"),
     "part_words": ("parts", "words"),
     "readings": ("conversation", "readings"),
     "history_window": ("conversation", "history_window"),

@@ -104,7 +104,11 @@ class QuestionPartEvidence(BaseModel):
     filter: str | None = Field(None, description="the documents it was searched in")
     citations: list[int] = Field(default_factory=list, description="its passages' numbers")
     missing: str | None = Field(None, description="why it has no evidence; the question then abstains")
-    round: int = Field(1, description="the search that found it; 2: searched again with what other parts found")
+    names_first: list[str] = Field(
+        default_factory=list,
+        description="of a question asking for one thing its parts describe: the names the other parts' passages "
+        "agree on; this part's passages that hold one were ranked first",
+    )
     event: str | None = Field(
         None, description="of a question that asks only the time order of two events: this part's, as worded"
     )

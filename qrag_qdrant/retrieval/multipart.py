@@ -33,15 +33,10 @@ class PartFound:
     evidence: Evidence | None = None
     ranked: Sequence[ScoredCluster] = ()
     missing: str | None = None
-    #: the search that found it: 1, or 2 when it was searched again with what the others found
-    round: int = 1
     #: the documents a part searched by its own words was searched in (``alone_parts``)
     scope: Scope | None = None
-
-
-def best_document(one: PartFound) -> str | None:
-    """The source of the part's best cluster (None: nothing reached quorum)."""
-    return one.ranked[0].cluster.leader.source if one.ranked else None
+    #: of a chain question: the names the other parts agree on, whose clusters it ranks first
+    names_first: tuple[str, ...] = ()
 
 
 def own_bests(found: Sequence[PartFound]) -> list[str | None]:
@@ -207,7 +202,7 @@ def joined_evidence(
                 filter=one.filter,
                 citations=[p.citation for cluster in context for p in cluster.passages],
                 missing=missing,
-                round=one.round,
+                names_first=list(one.names_first),
             )
         )
         if one.evidence is not None:

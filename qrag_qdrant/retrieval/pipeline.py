@@ -25,7 +25,7 @@ from ..store.access import ALL, Access
 from ..store.base import CALIBRATED_GATE
 from ..store.filters import NoDocumentPasses
 from ..text.term_stats import key_term_weights, unseen_words
-from .alone_parts import chains, search_alone, second_round
+from .alone_parts import bridged, chains, search_alone
 from .context import adaptive_plan, build_context
 from .conversation import Asked, Conversation
 from .expansion import ExpandedText, Expander, ExpansionPlan, no_completer
@@ -252,8 +252,8 @@ class Coordinator:
             vectors = vectors if vectors is not None else self.searcher.embed(query.question)
             unnamed = plan.unnamed(vectors.question)
             found = [self.search_part(query, vectors, part, unnamed) for part in plan.parts]
-            if plan.alone and options.parts.rounds > 1 and chains(vectors.question):
-                found = second_round(self.searcher, options, found, len(self.settings.retrievers))
+            if plan.alone and chains(vectors.question):
+                found = bridged(found)
             whole = self.whole_question(query, vectors) if plan.alone else None
             evidence = joined_evidence(vectors.question, found, options.parts.clusters, options.parts.words, whole)
             if len(found) == 2 and (ordered := time_order(vectors.question)) is not None:
