@@ -13,6 +13,7 @@ from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.generation import BackendDefaults, register_backend
 from qrag_qdrant.generation.checks.sentence import coverage, rival_of
+from qrag_qdrant.generation.checks.specifics import lacking
 from qrag_qdrant.results import Passage
 
 ROOMS = """# Room C310: laser lab
@@ -171,6 +172,16 @@ def test_a_value_the_question_states_is_no_rival_answer():
     )
     alone = playbook.model_copy(update={"text": playbook.text.rsplit(" Tom", 1)[0]})
     assert rival_of("Peyton Manning", holding, 0.0, [alone], weights) is None
+
+
+def test_a_plural_the_stemmer_leaves_alone_covers_the_word():
+    """ "DVDs may be borrowed for 7 days" answers "How long can I borrow a DVD?"."""
+    weights = {"DVD": 1.0, "borrow": 0.4}
+    assert coverage("DVDs may be borrowed for 7 days.", weights) == (1.0, ())
+    assert coverage("Books may be borrowed for 28 days.", weights) == (round(0.4 / 1.4, 4), ("DVD",))
+    # and the name the question states is stated
+    assert lacking("How long can I borrow a DVD?", "DVDs may be borrowed for 7 days.") == []
+    assert lacking("How long can I borrow a DVD?", "Books may be borrowed for 28 days.") == ["DVD"]
 
 
 def test_an_abbreviation_matches_its_expansion_both_ways():

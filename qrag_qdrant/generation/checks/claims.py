@@ -16,7 +16,8 @@ from collections.abc import Collection, Sequence
 from ...results import Answer, Claim, Passage
 from ...text.sentences import sentences
 from ..prompt import NOT_IN_DOCUMENTS
-from .reading import CITATION, bare, holds, normalised
+from .reading import CITATION, bare, holding_sentences, holds, normalised
+from .sentence import kinds_of, values_of
 
 #: the quote format's answer line, and a line's leading label
 ANSWER_LINE = re.compile(r"^\s*answer\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
@@ -92,13 +93,23 @@ def first_holder(claim: Claim, passages: Sequence[Passage], numbers: Collection[
 
 
 def repointed(claim: Claim, passages: Sequence[Passage], answer: Answer) -> Passage | None:
-    """A claim that cites only passages that were not shown ("[3]" of two), while a shown passage
-    holds its words: read as citing that one, in the answer's text too, with a warning; its other
-    checks then read that passage. A claim that cites a shown passage is held to it: re-pointed
-    too, 7 right answers of 400 recorded were marked supported, and 3 wrong ones."""
-    if not claim.citations or claim.citations != claim.invalid_citations:
+    """A claim whose cited passages do not hold its words, while a shown passage does: read as
+    citing that one, in the answer's text too, with a warning; its other checks then read that
+    passage. A claim citing only passages that were not shown ("[3]" of two) takes the first shown
+    passage that holds its words; one citing a shown passage that does not ("7 days [2]" where
+    [1] says it: a small model numbers passages loosely) only the one shown passage that holds
+    them, since with two it is not known which was meant, and only where its number or time is
+    the one of its kind that passage's sentence states (``one_value_held``). A claim citing nothing
+    is left as it is: its answer says it cites nothing."""
+    if not claim.citations:
         return None
-    holder = first_holder(claim, passages, [p.citation for p in passages])
+    shown = [p.citation for p in passages]
+    if claim.citations == claim.invalid_citations:
+        holder = first_holder(claim, passages, shown)
+    else:
+        words = normalised(bare(claim.text))
+        holding = [p for p in passages if holds(p.text, words)] if words.strip() else []
+        holder = holding[0] if len(holding) == 1 and one_value_held(claim, holding[0]) else None
     if holder is None:
         return None
     cited, text = ", ".join(f"[{n}]" for n in claim.citations), cites_only(claim.text, holder.citation)
@@ -108,6 +119,15 @@ def repointed(claim: Claim, passages: Sequence[Passage], answer: Answer) -> Pass
         f"the answer cited {cited} for words passage [{holder.citation}] holds: read as [{holder.citation}]"
     )
     return holder
+
+
+def one_value_held(claim: Claim, passage: Passage) -> bool:
+    """Whether each sentence of ``passage`` that holds the claim states no other number or time
+    than the claim's: a mis-cited "20:00" for "When does the gym open?" is the wrong time of "opens
+    at 08:00 and closes at 20:00", and the model that mis-cited it may have misread it too."""
+    own = kinds_of(bare(claim.text))
+    held = holding_sentences(bare(claim.text), passage.text)
+    return all(values_of(sentence).get(kind, set()) == own[kind] for sentence in held for kind in own if kind != "name")
 
 
 def answer_probability(answer: str, tokens: Sequence[tuple[str, float]] | None) -> float | None:

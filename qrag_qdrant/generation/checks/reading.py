@@ -14,6 +14,9 @@ from ...text.sentences import sentences
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 LABEL = re.compile(r"^\s*(?:answer|quote)\s*:\s*", re.IGNORECASE)
 NOT_WORD = re.compile(r"[\W_]+")
+#: currency symbols, kept as words where other punctuation goes: "£71,000" is not what "$71,000" says
+CURRENCIES = {"$": "usd", "£": "gbp", "€": "eur", "¥": "jpy", "₹": "inr"}
+CURRENCY = re.compile("|".join(map(re.escape, CURRENCIES)))
 #: the punctuation and quotes around a claim's words, or a piece's
 STRIPPED = " .,;:\"'“”‘’"
 
@@ -32,8 +35,10 @@ def bare(text: str) -> str:
 
 @lru_cache(maxsize=4096)
 def normalised(text: str) -> str:
-    """Case, accents' forms, punctuation and spacing aside: `` 19 march 1932 ``."""
-    return f" {' '.join(NOT_WORD.sub(' ', unicodedata.normalize('NFKC', text).casefold()).split())} "
+    """Case, accents' forms, punctuation and spacing aside: `` 19 march 1932 ``; a currency symbol
+    is a word (`` gbp 71 000 ``)."""
+    text = CURRENCY.sub(lambda symbol: f" {CURRENCIES[symbol[0]]} ", unicodedata.normalize("NFKC", text))
+    return f" {' '.join(NOT_WORD.sub(' ', text.casefold()).split())} "
 
 
 @lru_cache(maxsize=1024)

@@ -54,10 +54,10 @@ class SentenceCheck:
 
 
 def coverage(text: str, weights: Mapping[str, float]) -> tuple[float, tuple[str, ...]]:
-    """The share of ``weights`` whose words ``text`` holds (by the analyser's stems, as a near
-    spelling: "Counil" for "Council", as an abbreviation either way: "EU", or in ``PARAPHRASES``'
-    words), and the words it lacks that weigh enough to name, weightiest first. A question without
-    key words is covered whole."""
+    """The share of ``weights`` whose words ``text`` holds (by the analyser's stems, in the plural
+    the stemmer leaves alone: "DVDs" for "DVD", as a near spelling: "Counil" for "Council", as an
+    abbreviation either way: "EU", or in ``PARAPHRASES``' words), and the words it lacks that
+    weigh enough to name, weightiest first. A question without key words is covered whole."""
     total = sum(weights.values())
     if not total:
         return 1.0, ()
@@ -66,7 +66,10 @@ def coverage(text: str, weights: Mapping[str, float]) -> tuple[float, tuple[str,
     missing = [
         word
         for word in weights
-        if not word_terms(word) <= held and not near_spelling(word, spelled) and not paraphrased(word, text)
+        if not word_terms(word) <= held
+        and not {f"{word.lower()}s", f"{word.lower()}es"} & spelled
+        and not near_spelling(word, spelled)
+        and not paraphrased(word, text)
     ]
     short = abbreviations(text) if missing else set()
     missing = sorted(

@@ -96,10 +96,15 @@ def as_written(question: str, text: str) -> str:
 
 
 def name_held(name: list[str], words: list[str]) -> bool:
-    """A name is held when its last word is, and those of its words the text holds come in its
-    order ("Frank Burnet" by "Burnet"; "Newman Thomas" not by "Thomas Newman")."""
+    """A name is held when its last word is (or its plural: "DVD" by "DVDs"), and those of its
+    words the text holds come in its order ("Frank Burnet" by "Burnet"; "Newman Thomas" not by
+    "Thomas Newman")."""
+
+    def place(part: str) -> int | None:
+        return next((words.index(said) for said in (part, f"{part}s", f"{part}es") if said in words), None)
+
     name = [part.strip(".") for part in name]
-    if name[-1] not in words:
+    if place(name[-1]) is None:
         return False
-    places = [words.index(part) for part in name if part in words]
+    places = [at for part in name if (at := place(part)) is not None]
     return places == sorted(places)
