@@ -143,6 +143,10 @@ def test_a_claim_citing_a_shown_passage_without_its_words_is_read_as_citing_the_
     misread = answer_of("20:00 [1]", "When does the gym open on weekends?")
     check_answer(misread, hours, None, MARK)
     assert (misread.claims[0].citations, misread.claims[0].supported) == ([1], False)
+    # the time the sentence states right after the question's word is the one asked
+    closing = answer_of("20:00 [1]", "When does the gym close on weekends?")
+    check_answer(closing, hours, None, MARK)
+    assert (closing.claims[0].citations, closing.claims[0].supported) == ([2], True)
     # a claim citing nothing is not given a citation
     uncited = answer_of("Santa Clara")
     check_answer(uncited, PASSAGES, None, MARK)

@@ -92,12 +92,16 @@ def check_claim(
         claim.unsupported = claim.unsupported or answer_doubt(answer, options)
         claim.supported = claim.unsupported is None
         return
-    holder = grounding(claim, passages, valid) or repointed(claim, passages, answer)
+    holder = grounding(claim, passages, valid)
+    # a claim that cites a shown passage without its words: the model misread the passages' numbers,
+    # so its hesitation is not excused by a sentence that says every word of the question
+    miscited = holder is None and claim.citations != claim.invalid_citations
+    holder = holder or repointed(claim, passages, answer)
     if holder is None and (pieces := pieces_of(words)):
         read, checks = read_pieces(claim, pieces, cited_by(claim, valid), answer, passages), PIECES
     else:
         read, checks = read_whole(claim, holder, answer, passages), WHOLE
-    covered = read.sentence is not None and read.sentence.coverage >= COVERED
+    covered = read.sentence is not None and read.sentence.coverage >= COVERED and not miscited
     claim.unsupported = first_finding(checks, read, options) or answer_doubt(answer, options, covered)
     if judge is not None and claim.unsupported is None:
         claim.score = round(judge.yes_probability(JUDGE_SYSTEM, judge_prompt(claim, passages)), 4)

@@ -15,9 +15,10 @@ from collections.abc import Collection, Sequence
 
 from ...results import Answer, Claim, Passage
 from ...text.sentences import sentences
+from ...text.terms import terms
 from ..prompt import NOT_IN_DOCUMENTS
 from .reading import CITATION, bare, holding_sentences, holds, normalised
-from .sentence import kinds_of, values_of
+from .sentence import NUMBER, TIME, kinds_of, value_of, values_of
 
 #: the quote format's answer line, and a line's leading label
 ANSWER_LINE = re.compile(r"^\s*answer\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
@@ -109,7 +110,7 @@ def repointed(claim: Claim, passages: Sequence[Passage], answer: Answer) -> Pass
     else:
         words = normalised(bare(claim.text))
         holding = [p for p in passages if holds(p.text, words)] if words.strip() else []
-        holder = holding[0] if len(holding) == 1 and one_value_held(claim, holding[0]) else None
+        holder = holding[0] if len(holding) == 1 and one_value_held(claim, holding[0], answer.searched) else None
     if holder is None:
         return None
     cited, text = ", ".join(f"[{n}]" for n in claim.citations), cites_only(claim.text, holder.citation)
@@ -121,13 +122,30 @@ def repointed(claim: Claim, passages: Sequence[Passage], answer: Answer) -> Pass
     return holder
 
 
-def one_value_held(claim: Claim, passage: Passage) -> bool:
+def one_value_held(claim: Claim, passage: Passage, question: str) -> bool:
     """Whether each sentence of ``passage`` that holds the claim states no other number or time
-    than the claim's: a mis-cited "20:00" for "When does the gym open?" is the wrong time of "opens
-    at 08:00 and closes at 20:00", and the model that mis-cited it may have misread it too."""
+    than the claim's, or, stating several, says the claim's right after a word of ``question``
+    and no other so: a mis-cited "20:00" for "When does the gym open?" is the wrong time of "opens
+    at 08:00 and closes at 20:00" (the model that mis-cited it may have misread it too), and the
+    right one for "When does it close?"."""
     own = kinds_of(bare(claim.text))
-    held = holding_sentences(bare(claim.text), passage.text)
-    return all(values_of(sentence).get(kind, set()) == own[kind] for sentence in held for kind in own if kind != "name")
+    asked = terms(question)
+    for sentence in holding_sentences(bare(claim.text), passage.text):
+        stated = values_of(sentence)
+        for kind in (kind for kind in own if kind != "name" and stated.get(kind, set()) != own[kind]):
+            pattern = TIME if kind == "time" else NUMBER
+            after_asked = {
+                value_of(kind, found[0])
+                for found in pattern.finditer(sentence)
+                if terms(" ".join(sentence[: found.start()].split()[-AFTER_WORDS:])) & asked
+            }
+            if after_asked != own[kind]:
+                return False
+    return True
+
+
+#: the words before a value in which the question's word must be for the value to be the one asked
+AFTER_WORDS = 3
 
 
 def answer_probability(answer: str, tokens: Sequence[tuple[str, float]] | None) -> float | None:

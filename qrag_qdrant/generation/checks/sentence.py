@@ -135,13 +135,15 @@ def near_spelling(word: str, spelled: set[str]) -> bool:
     )
 
 
+def value_of(kind: str, match: str) -> str:
+    """A number, date or name as ``values_of`` keeps it: ``1,200`` and ``1200`` are one."""
+    return match.replace(",", "") if kind == "number" else match.lower()
+
+
 def values_of(text: str) -> dict[str, set[str]]:
-    """The numbers, dates and names ``text`` holds, normalised (``1,200`` and ``1200`` are one)."""
-    found: dict[str, set[str]] = {
-        "number": {match.replace(",", "") for match in NUMBER.findall(text)},
-        "time": {match.lower() for match in TIME.findall(text)},
-        "name": {match.lower() for match in NAME.findall(text)},
-    }
+    """The numbers, dates and names ``text`` holds, normalised (``value_of``)."""
+    patterns = {"number": NUMBER, "time": TIME, "name": NAME}
+    found = {kind: {value_of(kind, match) for match in pattern.findall(text)} for kind, pattern in patterns.items()}
     return {kind: held for kind, held in found.items() if held}
 
 
