@@ -106,8 +106,8 @@ class QuestionPartEvidence(BaseModel):
     missing: str | None = Field(None, description="why it has no evidence; the question then abstains")
     names_first: list[str] = Field(
         default_factory=list,
-        description="of a question asking for one thing its parts describe: the names the other parts' passages "
-        "agree on; this part's passages that hold one were ranked first",
+        description="of a question asking for one thing its parts describe: the names the best passages of two "
+        "parts or more agree on; this part's passages that hold one were ranked first",
     )
     event: str | None = Field(
         None, description="of a question that asks only the time order of two events: this part's, as worded"

@@ -35,7 +35,7 @@ class PartFound:
     missing: str | None = None
     #: the documents a part searched by its own words was searched in (``alone_parts``)
     scope: Scope | None = None
-    #: of a chain question: the names the other parts agree on, whose clusters it ranks first
+    #: of a chain question: the names two parts' best passages agree on, whose clusters it ranks first
     names_first: tuple[str, ...] = ()
 
 

@@ -122,6 +122,10 @@ def repointed(claim: Claim, passages: Sequence[Passage], answer: Answer) -> Pass
     return holder
 
 
+#: the words before a value in which the question's word must be for the value to be the one asked
+AFTER_WORDS = 3
+
+
 def one_value_held(claim: Claim, passage: Passage, question: str) -> bool:
     """Whether each sentence of ``passage`` that holds the claim states no other number or time
     than the claim's, or, stating several, says the claim's right after a word of ``question``
@@ -142,10 +146,6 @@ def one_value_held(claim: Claim, passage: Passage, question: str) -> bool:
             if after_asked != own[kind]:
                 return False
     return True
-
-
-#: the words before a value in which the question's word must be for the value to be the one asked
-AFTER_WORDS = 3
 
 
 def answer_probability(answer: str, tokens: Sequence[tuple[str, float]] | None) -> float | None:
