@@ -56,25 +56,25 @@ def names_in(text: str) -> list[str]:
     return names
 
 
-def bridge(found: Sequence[PartFound], part: int) -> tuple[str, ...]:
+def bridge(names: Sequence[list[str] | None], part: int, own: str) -> tuple[str, ...]:
     """The names held by the best passages of two parts or more (of every part, when there are
-    two), one of them another part than ``part``, that ``part``'s words do not hold; most parts
-    first, then most often: what a chain question's clauses share without naming it. With two
+    two), one of them another part than ``part``, that ``part``'s words (``own``) do not hold; most
+    parts first, then most often: what a chain question's clauses share without naming it.
+    ``names``: each part's best passages' names (``names_in``), None for a part with none. With two
     parts, a name only the other part's passages hold is not taken: where that part's best passage
     is about another thing (a fine of another company), it would lead this part astray."""
-    own = (found[part].searched_for or "").lower()
     holding: Counter[str] = Counter()
     others_holding: Counter[str] = Counter()
     mentions: Counter[str] = Counter()
-    for n, one in enumerate(found):
-        if not one.ranked:
+    for n, held in enumerate(names):
+        if held is None:
             continue
-        names = names_in(best_texts(one))
-        mentions.update(names)
-        holding.update(set(names))
+        mentions.update(held)
+        holding.update(set(held))
         if n != part:
-            others_holding.update(set(names))
-    agreed = min(2, sum(bool(one.ranked) for one in found))
+            others_holding.update(set(held))
+    agreed = min(2, sum(held is not None for held in names))
+    own = own.lower()
     ranked = sorted(
         (name for name, held in holding.items() if held >= agreed and others_holding[name] and name.lower() not in own),
         key=lambda name: (-holding[name], -mentions[name], name),
@@ -88,15 +88,18 @@ def names_held(scored: ScoredCluster, names: Sequence[str]) -> bool:
 
 
 def bridged(found: Sequence[PartFound]) -> list[PartFound]:
-    """A chain question's parts, each with its clusters that hold a name the other parts' best
-    passages agree on (``bridge``, read from every part's first ranking) first, in their order, and
-    the rest after."""
-    names = [bridge(found, n) for n in range(len(found))]
+    """A chain question's parts, each with its clusters that hold a name the best passages of two
+    parts or more agree on (``bridge``, read from every part's first ranking) first, in their
+    order, and the rest after."""
+    names = [names_in(best_texts(one)) if one.ranked else None for one in found]
     kept = []
-    for one, agreed in zip(found, names, strict=True):
+    for n, one in enumerate(found):
+        agreed = bridge(names, n, one.searched_for or "")
         if agreed and one.scope is not None:
-            holding = [scored for scored in one.ranked if names_held(scored, agreed)]
-            rest = [scored for scored in one.ranked if not names_held(scored, agreed)]
+            holding: list[ScoredCluster] = []
+            rest: list[ScoredCluster] = []
+            for scored in one.ranked:
+                (holding if names_held(scored, agreed) else rest).append(scored)
             one = replace(one, ranked=[*holding, *rest], names_first=agreed if holding else ())
         kept.append(one)
     return kept

@@ -104,12 +104,11 @@ def repointed(claim: Claim, passages: Sequence[Passage], answer: Answer) -> Pass
     is left as it is: its answer says it cites nothing."""
     if not claim.citations:
         return None
-    shown = [p.citation for p in passages]
+    words = normalised(bare(claim.text))
+    holding = [p for p in passages if holds(p.text, words)] if words.strip() else []
     if claim.citations == claim.invalid_citations:
-        holder = first_holder(claim, passages, shown)
+        holder = holding[0] if holding else None
     else:
-        words = normalised(bare(claim.text))
-        holding = [p for p in passages if holds(p.text, words)] if words.strip() else []
         holder = holding[0] if len(holding) == 1 and one_value_held(claim, holding[0], answer.searched) else None
     if holder is None:
         return None

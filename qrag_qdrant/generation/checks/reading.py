@@ -41,10 +41,20 @@ def normalised(text: str) -> str:
     return f" {' '.join(NOT_WORD.sub(' ', text.casefold()).split())} "
 
 
+#: the endings a word's plural may add ("thursdays", "dvds", "boxes"): a word is said in its plural too
+PLURAL_ENDINGS = ("s", "es")
+
+
+def said_forms(word: str) -> tuple[str, ...]:
+    """``word`` and its plurals (``PLURAL_ENDINGS``), as a sentence may say it: "dvd", "dvds", "dvdes"."""
+    return (word, *(word + ending for ending in PLURAL_ENDINGS))
+
+
 @lru_cache(maxsize=1024)
 def _as_said(words: str) -> re.Pattern[str]:
     """``words`` (normalised) where a word may also be said in its plural: "thursday" in "on thursdays"."""
-    plural = [re.escape(word) + ("(?:s|es)?" if word.isalpha() else "") for word in words.split()]
+    endings = f"(?:{'|'.join(PLURAL_ENDINGS)})?"
+    plural = [re.escape(word) + (endings if word.isalpha() else "") for word in words.split()]
     return re.compile(" " + " ".join(plural) + " ")
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ...results import Passage
 from ...text.terms import CAPITALISED_RUN, initials, terms, word_terms
-from .reading import sentences_of
+from .reading import said_forms, sentences_of
 
 #: how alike two spellings must be (difflib's ratio) for a question's word to be a typo of a sentence's
 NEAR_SPELLING = 0.8
@@ -67,7 +67,7 @@ def coverage(text: str, weights: Mapping[str, float]) -> tuple[float, tuple[str,
         word
         for word in weights
         if not word_terms(word) <= held
-        and not {f"{word.lower()}s", f"{word.lower()}es"} & spelled
+        and not set(said_forms(word.lower())) & spelled
         and not near_spelling(word, spelled)
         and not paraphrased(word, text)
     ]

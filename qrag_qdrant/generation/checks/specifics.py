@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 
 from ...text.terms import initials, with_initials
+from .reading import said_forms
 from .sentence import MONTHS, NUMBER, values_of
 
 #: a month or weekday alone (numbers are the answer check's ``NUMBER``), a quoted phrase
@@ -101,7 +102,7 @@ def name_held(name: list[str], words: list[str]) -> bool:
     "Thomas Newman")."""
 
     def place(part: str) -> int | None:
-        return next((words.index(said) for said in (part, f"{part}s", f"{part}es") if said in words), None)
+        return next((words.index(said) for said in said_forms(part) if said in words), None)
 
     name = [part.strip(".") for part in name]
     if place(name[-1]) is None:
