@@ -55,6 +55,11 @@ FILMS = """# Spectre
 Thomas Newman composed the score of Spectre. Scenes were filmed in Austria, in the Solden ski resort.
 
 The shop on the harbour opened on 12 March 1990 and closed in 2016.
+
+The Ujazdow Park lies behind the harbour. Since 2011 the Harbour Gallery Weekend is held on the last weekend of
+September. The lack of a cinema remained an important complaint of the harbour's residents.
+
+The Old Pier was rebuilt in 1995, and the New Pier in 2004. The Harbour Film Society meets on Fridays.
 """
 #: the question -> what the model writes
 WRITES: dict[str, str] = {}
@@ -221,11 +226,19 @@ def test_a_follow_up_asks_for_what_the_user_asked_for(rag):
         ("Scenes of Spectre were filmed in Australia at which ski resort?", "Solden [1]", "Australia"),
         ("What did Thomas Newman compose?", "the score of Spectre [1]", None),
         ("Newman Thomas composed what for Spectre?", "the score of Spectre [1]", "Newman Thomas"),
+        ("When is the Harbour Gallery Weekend held?", "the last weekend of September [1]", None),
+        ("When is the Ujazdow Gallery Weekend held?", "the last weekend of September [1]", "Ujazdow Gallery Weekend"),
+        ("What remained an important complaint of the harbour's residents?", "the lack of a cinema [1]", None),
+        ("What was not an important complaint of the harbour's residents?", "the lack of a cinema [1]", "not"),
+        ("When was the New Pier rebuilt?", "2004 [1]", None),  # "New" after the Old Pier's "Pier"
+        ("When was the Long Pier rebuilt?", "2004 [1]", "Long Pier"),
+        ("When does the harbour's HFS meet for films?", "on Fridays [1]", None),  # the Harbour Film Society
     ],
 )
 def test_a_detail_the_question_swapped_is_not_supported(rag, question, written, swapped):
     """A question that states a detail its sentence does not (a number, a name, a name's words in
-    another order) is about something else, however many of its other words match."""
+    another order, another name's word where the sentence's name has its own, a "not" the sentence
+    does not deny) is about something else, however many of its other words match."""
     answer = marked(rag, question, written)
     if swapped is None:
         assert answer.mark == "supported", answer.mark_reason

@@ -105,7 +105,8 @@ def read_sentence(
     heading = next((h for at, h in reversed(holder.heading_marks) if at <= offset), holder.heading)
     heading = heading or heading_above(text, offset)
     cited = [p for p in passages if p.citation in claim.citations] or [holder]
-    left_out = lacking(answer.searched, f"{heading or ''} {sentence} {holder.title or ''} {holder.publisher or ''}")
+    read = f"{heading or ''} {sentence} {holder.title or ''} {holder.publisher or ''}"
+    left_out = lacking(answer.searched, read, bare(claim.text))
     weights, unseen = answer.key_terms, answer.unseen_terms
     return sentence_check(bare(claim.text), sentence, heading, cited, weights, unseen, left_out)
 

@@ -176,7 +176,12 @@ def sentence_check(
     rival = rival_of(claim_words, holding, own, cited, weights)
     spelled = {word for passage in cited for word in re.findall(r"\w+", passage.text.lower())}
     text = " ".join(passage.text for passage in cited)
-    absent = [word for word in unseen if not near_spelling(word, spelled) and not paraphrased(word, text)]
+    short = abbreviations(text) if unseen else set()  # "PO" for the Presiding Officer
+    absent = [
+        word
+        for word in unseen
+        if not near_spelling(word, spelled) and not paraphrased(word, text) and word not in short
+    ]
     absent = [*lacking, *(word for word in absent if word not in lacking)]  # a swapped detail named first
     if absent:  # the question is about something else; a rival still has to beat what the sentence says
         own, missing = 0.0, (*absent, *(word for word in missing if word not in absent))

@@ -2,10 +2,12 @@
 
 A question written to look answerable swaps one detail of a sentence: "opened on 11 of what month"
 over a sentence that says 12, "Scenes filmed in Australia" over one that says Austria, "Newman
-Thomas" for Thomas Newman. The rest of its words match, so coverage and relevance pass it. So every
-specific the question states (a number, a year, a month or weekday, a capitalised name, a quoted
-phrase) must be found in the answer's sentence, its heading or its document's title or publisher,
-exactly: no near spelling, and a name's words in their order.
+Thomas" for Thomas Newman, "the Ujazdow Gallery Weekend" for the Warsaw one, or asks what was
+*not* so of a sentence that denies nothing. The rest of its words match, so coverage and relevance
+pass it. So every specific the question states (a number, a year, a month or weekday, a
+capitalised name, a quoted phrase) must be found in the answer's sentence, its heading or its
+document's title or publisher, exactly: no near spelling, a name's words in their order and no
+other name's word in the place of one of them; and a question's "not" needs a sentence that denies.
 """
 
 from __future__ import annotations
@@ -15,15 +17,16 @@ from collections.abc import Sequence
 
 from ...text.terms import initials, with_initials
 from .reading import said_forms
-from .sentence import MONTHS, NUMBER, values_of
+from .sentence import MONTHS, NUMBER, abbreviations, near_spelling, values_of
 
 #: a month or weekday alone (numbers are the answer check's ``NUMBER``), a quoted phrase
 DAY_OR_MONTH = re.compile(rf"\b(?:{MONTHS})\b", re.IGNORECASE)
 QUOTED = re.compile(r"[\"“]([^\"”]{2,60})[\"”]")
 #: a run of capitalised words (a name): after the question's first word, or from it when the run has
 #: two words or more ("Newman Thomas was ...?"; "Scenes were ...?" names nothing)
+CAPITALISED = r"[A-Z][\w'’.–—-]*"
 NAME = re.compile(
-    r"(?:(?<=\S )[A-Z][\w'’.-]*|^[A-Z][\w'’.-]*(?=\s+[A-Z]))(?:\s+(?:(?:of|the|de|von|van|del|da)\s+)?[A-Z][\w'’.-]*)*"
+    rf"(?:(?<=\S ){CAPITALISED}|^{CAPITALISED}(?=\s+[A-Z]))(?:\s+(?:(?:of|the|de|von|van|del|da)\s+)?{CAPITALISED})*"
 )
 #: a possessive's ending: "Spectre's" names Spectre
 POSSESSIVE = re.compile(r"['’]s$")
@@ -46,7 +49,7 @@ def specifics(question: str) -> list[str]:
         if m.group()[0].isupper() and not (m.start() == 0 and m.group() == "May")
     ]
     for match in NAME.finditer(question):
-        words = [POSSESSIVE.sub("", w) for w in match.group().split() if w.lower() not in NOT_NAMES]
+        words = [word for w in match.group().split() if (word := POSSESSIVE.sub("", w)).lower() not in NOT_NAMES]
         if words and not any(DAY_OR_MONTH.fullmatch(w) for w in words):
             found.append(" ".join(words))
     return list(dict.fromkeys(found))
@@ -60,27 +63,81 @@ def own_specifics(text: str, others: Sequence[str]) -> list[str]:
     return [detail for detail in specifics(text) if detail not in theirs]
 
 
-def lacking(question: str, text: str) -> list[str]:
-    """The specifics of ``question`` that ``text`` does not state exactly."""
-    return missing_details(specifics(question), text)
+#: a question that asks what is not so ("What was not considered ...?")
+NEGATED = re.compile(r"(?<!\bor )\b(?:not|never|cannot)\b|n['’]t\b", re.IGNORECASE)  # "whether or not" denies nothing
+#: the ways a sentence denies or excludes something, any of which may be what such a question asks
+DENIAL = re.compile(
+    r"\b(?:not|never|cannot|no|nor|neither|none|nobody|nothing|without|lacks?|lacking|lacked|except|excluding|"
+    r"fail(?:s|ed)?|unable|instead|rather|only|absent|outside|den(?:y|ies|ied)|refus(?:e|es|ed|al))\b|n['’]t\b",
+    re.IGNORECASE,
+)
+#: the prefixes that negate a word: "not formal" is "informal", "did not agree" "disagreed"
+NEGATING_PREFIX = r"(?:un|in|im|ir|il|non-?|dis)"
+
+
+def lacking(question: str, text: str, answer: str = "") -> list[str]:
+    """The specifics of ``question`` that ``text`` does not state exactly, and its "not" where it
+    asks what is not so and ``text``, the ``answer`` it holds aside, denies nothing: "What was not
+    considered an important element?" over "the lack of X remained an important element" asks the
+    opposite of what the sentence says, whatever the answer's own "lack"."""
+    missing = missing_details(specifics(question), text)
+    denied = NEGATED.search(question)
+    rest = re.sub(re.escape(answer), " ", text, flags=re.IGNORECASE) if answer.strip() else text
+    return [*missing, denied.group()] if denied and not denies(question, rest) else missing
+
+
+def denies(question: str, text: str) -> bool:
+    """Whether ``text`` denies or excludes anything: a word of denial, or one of the question's words
+    with a negating prefix ("informal" for "not formal")."""
+    negated = "|".join(re.escape(word) for word in re.findall(r"[a-z]{4,}", question.lower()))
+    return bool(DENIAL.search(text) or (negated and re.search(rf"\b{NEGATING_PREFIX}(?:{negated})", text, re.I)))
+
+
+#: an en or em dash, read as a hyphen in a name: "Polish–Lithuanian" is "Polish-Lithuanian"
+DASH = re.compile("[–—]")
+#: words that stand before a name in its first name's place: "President Wilson" is Woodrow Wilson
+TITLE_WORDS = "president king queen prince princess sir dr mr mrs ms saint st pope emperor general lord lady"
+TITLES = frozenset(TITLE_WORDS.split())
 
 
 def missing_details(details: list[str], text: str) -> list[str]:
     """The ``details`` (``specifics``) that ``text`` does not state exactly."""
     plain = text.lower()
     numbers = values_of(text).get("number", set())  # 1,200 and 1200 are one
-    words = [POSSESSIVE.sub("", word.strip(".")) for word in re.findall(r"[\w'’.-]+", plain)]
+    tokens = list(re.finditer(r"[\w'’.-]+", DASH.sub("-", text)))
+    written = [POSSESSIVE.sub("", token.group().strip(".")) for token in tokens]
+    words = [word.lower() for word in written]
+    before = names_before(tokens, written)
     missing = []
     for detail in details:
         if NUMBER.fullmatch(detail):
             held = detail.replace(",", "") in numbers
         elif " " in detail or (detail[:1].isupper() and not DAY_OR_MONTH.fullmatch(detail)):
-            held = name_held(detail.lower().split(), words) or abbreviated(detail, text)
+            held = name_stated(detail, text, words, before)
         else:
             held = re.search(rf"\b{re.escape(detail.lower())}\b", plain) is not None
         if not held:
             missing.append(detail)
     return missing
+
+
+def name_stated(detail: str, text: str, words: list[str], before: Sequence[str | None]) -> bool:
+    """Whether ``text`` states a name: its words (``name_held``), its initials in capitals ("EU" for
+    "European Union"), or, where the name is itself an abbreviation, the capitalised words it
+    abbreviates ("UMC" by "the United Methodist Church")."""
+    held = name_held(DASH.sub("-", detail).lower().split(), words, before) or abbreviated(detail, text)
+    return held or (detail.isupper() and detail.lower() in abbreviations(text))
+
+
+def names_before(tokens: Sequence[re.Match[str]], written: Sequence[str]) -> list[str | None]:
+    """For each word, the capitalised word right before it in one run of a name (a space between
+    them, no punctuation; not a title or a word like "The"), lower case; None where there is none."""
+    before: list[str | None] = [None]
+    for prior, token, word in zip(tokens, tokens[1:], written):
+        joined = token.string[prior.end() : token.start()].isspace()
+        lowered = word.lower()
+        before.append(lowered if joined and word[:1].isupper() and lowered not in NOT_NAMES | TITLES else None)
+    return before
 
 
 def abbreviated(name: str, text: str) -> bool:
@@ -96,16 +153,28 @@ def as_written(question: str, text: str) -> str:
     return with_initials(question, lambda run: abbreviated(run, text))
 
 
-def name_held(name: list[str], words: list[str]) -> bool:
-    """A name is held when its last word is (or its plural: "DVD" by "DVDs"), and those of its
-    words the text holds come in its order ("Frank Burnet" by "Burnet"; "Newman Thomas" not by
-    "Thomas Newman")."""
-
-    def place(part: str) -> int | None:
-        return next((words.index(said) for said in said_forms(part) if said in words), None)
-
+def name_held(name: list[str], words: list[str], before: Sequence[str | None]) -> bool:
+    """A name is held where its last word is (or its plural: "DVD" by "DVDs") with those of its
+    words the text holds before it, in its order ("Frank Burnet" by "Burnet"; "Newman Thomas" not
+    by "Thomas Newman"; "the Irish Channel" by "the English Channel, the Irish Channel"), and no
+    other name's word where a word of it is missing ("Ujazdow Gallery Weekend" is not held by
+    "Warsaw Gallery Weekend"; ``before``: ``names_before``). A near spelling there is the name's
+    word misspelled ("Sigimund's Column")."""
     name = [part.strip(".") for part in name]
-    if place(name[-1]) is None:
-        return False
-    places = [at for part in name if (at := place(part)) is not None]
-    return places == sorted(places)
+    spots = [[at for at, word in enumerate(words) if word in said_forms(part)] for part in name]
+    for end in spots[-1]:
+        follower, held = end, True
+        for part, found in zip(reversed(name[:-1]), reversed(spots[:-1])):
+            earlier = [at for at in found if at < follower]
+            if earlier:
+                follower = earlier[-1]
+                continue
+            rival = before[follower]
+            if found or (
+                rival and rival not in name and part not in rival.split("-") and not near_spelling(part, {rival})
+            ):
+                held = False  # the word only after it, out of order, or another name's word in its place
+                break
+        if held:
+            return True
+    return False
