@@ -51,6 +51,27 @@ def test_each_report_of_a_time_order_question_keeps_its_date_and_the_attribution
     ]
 
 
+def test_a_last_clause_that_judges_how_the_reports_relate_is_no_part():
+    """ "Was there a change in the narrative regarding ...?" describes no report: searched alone it
+    finds none, and would take the slots of the two that are described."""
+    dated = (
+        "Between a report on the Artemis II crew training published on October 7, 2023, and another report "
+        "on the heat shield erosion published on December 5, 2023, was there a change in the narrative "
+        "regarding NASA's launch schedule and crew safety?"
+    )
+    assert [part.when.label for part in plan_by_form(dated).parts] == ["2023-10-07", "2023-12-05"]
+    third = (
+        "Did one article report that NASA delayed the crewed Artemis II flyby, while another described the "
+        "spacesuit Axiom Space unveiled, and does a third article focus on the heat shield erosion of Orion?"
+    )
+    assert clauses(third)[-1] == "does a third article focus on the heat shield erosion of Orion"
+    two = (
+        "Did one article report that NASA delayed the crewed Artemis II flyby, or do they present differing "
+        "accounts of the heat shield erosion and crew safety?"
+    )
+    assert len(clauses(two)) == 2  # the judging clause is kept where it is one of two
+
+
 @pytest.mark.parametrize(
     "question,parts",
     [

@@ -60,6 +60,15 @@ OWN_WORDS = 4
 PHRASE_WORDS = 2
 #: the most parts a question is searched in (MultiHop-RAG's questions need two to four documents)
 MAX_PARTS = 4
+#: a clause that asks how the reports relate, after the clauses that describe them ("..., was there
+#: a change in the narrative regarding X", "indicating a difference in Y"): it describes no report
+#: of its own, so searched alone it finds none and takes the slots of those that do
+JUDGEMENT = re.compile(
+    r"^(?:or\s+)?(?:was|were|is|are|did|do|does|has|have|indicating|suggesting|implying)\b.*\b(?:"
+    r"chang\w*|consisten\w*|inconsisten\w*|discrepanc\w*|differ\w*|agree\w*|disagree\w*|similar\w*|"
+    r"align\w*|contradict\w*|narrative|portrayal)\b",
+    re.IGNORECASE,
+)
 #: "Was X before Y?", "Did X happen after Y?": an event ordered against another
 ORDERED = re.compile(
     rf"^(?:was|were|did|does|do|is|has|had)\s+(?P<first>.+?)\s+(?P<order>before|after|earlier than|later than)\s+"
@@ -150,7 +159,8 @@ def part_of(text: str, number: int) -> QuestionPart:
 
 
 def clauses_of(question: str) -> list[str]:
-    """The clauses of a question that refers to documents, each with words of its own; the
+    """The clauses of a question that refers to documents, each with words of its own, less a last
+    one that only judges how the others relate (``judges_the_others``), where two remain; the
     shortest two joined while there are more than ``MAX_PARTS``."""
     text = question.strip().rstrip("?")
     dates = [match.span() for match in (*DATE.finditer(text), *re.finditer(r"\d,\d{3}\b", text))]
@@ -158,10 +168,18 @@ def clauses_of(question: str) -> list[str]:
     bounds = [0, *(at for m in cuts for at in m.span()), len(text)]
     found = [text[start:end].strip() for start, end in zip(bounds[::2], bounds[1::2], strict=True)]
     kept = [text for text in found if own_words(text) >= OWN_WORDS]
+    if len(kept) > 2 and judges_the_others(kept[-1]):
+        kept.pop()
     while len(kept) > MAX_PARTS:
         shortest = min(range(len(kept) - 1), key=lambda n: own_words(kept[n]) + own_words(kept[n + 1]))
         kept[shortest : shortest + 2] = [f"{kept[shortest]}, {kept[shortest + 1]}"]
     return kept
+
+
+def judges_the_others(clause: str) -> bool:
+    """Whether ``clause`` asks how the reports the other clauses describe relate (``JUDGEMENT``),
+    naming no date of a report of its own."""
+    return JUDGEMENT.search(clause) is not None and not periods(clause) and DATE.search(clause) is None
 
 
 def head_noun(phrase: str) -> str:
