@@ -161,7 +161,7 @@ def name_held(name: list[str], words: list[str], before: Sequence[str | None]) -
     "Warsaw Gallery Weekend"; ``before``: ``names_before``). A near spelling there is the name's
     word misspelled ("Sigimund's Column")."""
     name = [part.strip(".") for part in name]
-    spots = [[at for at, word in enumerate(words) if word in said_forms(part)] for part in name]
+    spots = [[at for at, word in enumerate(words) if word in forms] for forms in map(said_forms, name)]
     for end in spots[-1]:
         follower, held = end, True
         for part, found in zip(reversed(name[:-1]), reversed(spots[:-1])):
