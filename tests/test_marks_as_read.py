@@ -61,6 +61,13 @@ September. The lack of a cinema remained an important complaint of the harbour's
 
 The Old Pier was rebuilt in 1995, and the New Pier in 2004. The Harbour Film Society meets on Fridays.
 """
+#: a file whose sentences speak of what its name says without saying it
+FERRIES = """They leave the harbour every 20 minutes from 06:00, and the last one sails at 23:40.
+
+Some Huguenot families on the island keep the feast of their patron Saint Nicolas.
+
+One of the first captains to serve on the night crossing was Hervé, in the 1990s.
+"""
 #: the question -> what the model writes
 WRITES: dict[str, str] = {}
 #: the question -> how sure the model was of what it writes (unset: it does not say)
@@ -95,6 +102,7 @@ def rag(tmp_path_factory, embedder):
         ("trains.md", TRAINS),
         ("schedule.md", SCHEDULE),
         ("films.md", FILMS),
+        ("harbour-ferries.txt", FERRIES),
     ):
         (root / "corpus" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "corpus" / name).write_text(text)
@@ -187,6 +195,29 @@ def test_a_plural_the_stemmer_leaves_alone_covers_the_word():
     # and the name the question states is stated
     assert lacking("How long can I borrow a DVD?", "DVDs may be borrowed for 7 days.") == []
     assert lacking("How long can I borrow a DVD?", "Books may be borrowed for 28 days.") == ["DVD"]
+
+
+@pytest.mark.parametrize(
+    ("question", "written"),
+    [
+        ("How often do the harbour ferries leave?", "every 20 minutes [1]"),  # the file's name says "ferries"
+        ("Who is the patron saint of the Huguenots?", "Saint Nicolas [1]"),  # "Huguenot families"
+        ("When did Herve serve on the night crossing?", "in the 1990s [1]"),  # "Hervé"
+    ],
+)
+def test_a_sentence_states_what_its_file_name_says_and_a_name_in_the_plural_or_unaccented(rag, question, written):
+    """A sentence of a file about the harbour ferries need not say "ferries" (the file's name stands
+    for the title its metadata does not give), a name the question says in the plural is stated
+    in the singular, and one without its accent is stated with it."""
+    answer = marked(rag, question, written)
+    assert answer.mark == "supported", answer.mark_reason
+
+
+def test_a_name_in_the_plural_is_held_by_its_singular_but_an_abbreviation_keeps_its_letters():
+    assert lacking("Where did the Huguenots settle?", "The Huguenot families settled in Dublin.") == []
+    assert lacking("What does FISS stand for?", "The FIS or Front Islamique de Salut was founded.") == ["FISS"]
+    assert lacking("What did 'Da Yuan Tong Zhi' mean?", "The Da Yuan Tong Zhi was a code of laws.") == []
+    assert lacking("What is the Mongols' capital?", "The Mongol capital was Karakorum.") == []
 
 
 def test_an_abbreviation_matches_its_expansion_both_ways():

@@ -3,9 +3,11 @@ confidence, the parts of a question of several parts), and the stage timings it 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import PurePosixPath
 from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
@@ -40,6 +42,13 @@ class Passage(BaseModel):
             first, last = self.pages
             return f"{self.source} p. {first}" + (f"–{last}" if last != first else "")
         return f"{self.source} › {self.heading}" if self.heading else self.source
+
+    @property
+    def document_name(self) -> str:
+        """What its document is called: its title, or where its metadata holds none, its file's
+        name in words ("super-bowl-50.txt": "super bowl 50"). A sentence of an article on the
+        Huguenots speaks of them without naming them; the checks read this name beside it."""
+        return self.title or re.sub(r"[-_.\s]+", " ", PurePosixPath(self.source).stem).strip()
 
     @property
     def byline(self) -> str:

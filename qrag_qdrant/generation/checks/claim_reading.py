@@ -98,17 +98,18 @@ def read_sentence(
     claim: Claim, holder: Passage, holding: Sequence[str], passages: Sequence[Passage], answer: Answer
 ) -> SentenceCheck:
     """The sentence of ``holder`` that holds the claim (the first of ``holding``), with the heading
-    over it: what it says of the question, and a rival sentence in the passages the claim cites."""
+    over it and its document's name: what it says of the question, and a rival sentence in the
+    passages the claim cites."""
     sentence = holding[0] if holding else holder.text
     text = unwrapped(holder.text)
     offset = max(text.find(sentence.strip()), 0)
     heading = next((h for at, h in reversed(holder.heading_marks) if at <= offset), holder.heading)
     heading = heading or heading_above(text, offset)
     cited = [p for p in passages if p.citation in claim.citations] or [holder]
-    read = f"{heading or ''} {sentence} {holder.title or ''} {holder.publisher or ''}"
-    left_out = lacking(answer.searched, read, bare(claim.text))
+    above = f"{holder.document_name} {heading or ''}"  # what the sentence is about without saying it
+    left_out = lacking(answer.searched, f"{above} {sentence} {holder.publisher or ''}", bare(claim.text))
     weights, unseen = answer.key_terms, answer.unseen_terms
-    return sentence_check(bare(claim.text), sentence, heading, cited, weights, unseen, left_out)
+    return sentence_check(bare(claim.text), sentence, above, cited, weights, unseen, left_out)
 
 
 def holding_offset(passage: str, holding: Sequence[str]) -> int:

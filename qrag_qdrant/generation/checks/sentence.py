@@ -174,8 +174,8 @@ def sentence_check(
     (``specifics.lacking``), makes the coverage 0: the answer is to another question."""
     own, missing = coverage(f"{heading or ''} {holding}", weights)
     rival = rival_of(claim_words, holding, own, cited, weights)
-    spelled = {word for passage in cited for word in re.findall(r"\w+", passage.text.lower())}
-    text = " ".join(passage.text for passage in cited)
+    text = " ".join(f"{passage.document_name} {passage.text}" for passage in cited)  # a word its file's name says
+    spelled = set(re.findall(r"\w+", text.lower()))
     short = abbreviations(text) if unseen else set()  # "PO" for the Presiding Officer
     absent = [
         word

@@ -6,13 +6,15 @@ Thomas" for Thomas Newman, "the Ujazdow Gallery Weekend" for the Warsaw one, or 
 *not* so of a sentence that denies nothing. The rest of its words match, so coverage and relevance
 pass it. So every specific the question states (a number, a year, a month or weekday, a
 capitalised name, a quoted phrase) must be found in the answer's sentence, its heading or its
-document's title or publisher, exactly: no near spelling, a name's words in their order and no
-other name's word in the place of one of them; and a question's "not" needs a sentence that denies.
+document's title (its file's name where there is none) or publisher, exactly: no near spelling
+(accents aside), a name's words in their order and no other name's word in the place of one of
+them; and a question's "not" needs a sentence that denies.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 
 from ...text.terms import initials, with_initials
@@ -49,10 +51,16 @@ def specifics(question: str) -> list[str]:
         if m.group()[0].isupper() and not (m.start() == 0 and m.group() == "May")
     ]
     for match in NAME.finditer(question):
-        words = [word for w in match.group().split() if (word := POSSESSIVE.sub("", w)).lower() not in NOT_NAMES]
+        words = [word for w in match.group().split() if (word := quoteless(w)).lower() not in NOT_NAMES]
         if words and not any(DAY_OR_MONTH.fullmatch(w) for w in words):
             found.append(" ".join(words))
     return list(dict.fromkeys(found))
+
+
+def quoteless(word: str) -> str:
+    """A name's word without its possessive or a closing quote: "Spectre's" and "Zhi'" (of 'Da
+    Yuan Tong Zhi') are "Spectre" and "Zhi"."""
+    return POSSESSIVE.sub("", word).rstrip("'’")
 
 
 def own_specifics(text: str, others: Sequence[str]) -> list[str]:
@@ -80,10 +88,16 @@ def lacking(question: str, text: str, answer: str = "") -> list[str]:
     asks what is not so and ``text``, the ``answer`` it holds aside, denies nothing: "What was not
     considered an important element?" over "the lack of X remained an important element" asks the
     opposite of what the sentence says, whatever the answer's own "lack"."""
+    question, text, answer = unaccented(question), unaccented(text), unaccented(answer)
     missing = missing_details(specifics(question), text)
     denied = NEGATED.search(question)
     rest = re.sub(re.escape(answer), " ", text, flags=re.IGNORECASE) if answer.strip() else text
     return [*missing, denied.group()] if denied and not denies(question, rest) else missing
+
+
+def unaccented(text: str) -> str:
+    """``text`` without its accents: "the Ming dynasty" is what "the Míng dynasty" says."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
 def denies(question: str, text: str) -> bool:
@@ -125,7 +139,7 @@ def name_stated(detail: str, text: str, words: list[str], before: Sequence[str |
     """Whether ``text`` states a name: its words (``name_held``), its initials in capitals ("EU" for
     "European Union"), or, where the name is itself an abbreviation, the capitalised words it
     abbreviates ("UMC" by "the United Methodist Church")."""
-    held = name_held(DASH.sub("-", detail).lower().split(), words, before) or abbreviated(detail, text)
+    held = name_held(DASH.sub("-", detail).split(), words, before) or abbreviated(detail, text)
     return held or (detail.isupper() and detail.lower() in abbreviations(text))
 
 
@@ -154,14 +168,14 @@ def as_written(question: str, text: str) -> str:
 
 
 def name_held(name: list[str], words: list[str], before: Sequence[str | None]) -> bool:
-    """A name is held where its last word is (or its plural: "DVD" by "DVDs") with those of its
+    """A name (its words as written) is held where its last word is (``name_forms``) with those of its
     words the text holds before it, in its order ("Frank Burnet" by "Burnet"; "Newman Thomas" not
     by "Thomas Newman"; "the Irish Channel" by "the English Channel, the Irish Channel"), and no
     other name's word where a word of it is missing ("Ujazdow Gallery Weekend" is not held by
     "Warsaw Gallery Weekend"; ``before``: ``names_before``). A near spelling there is the name's
     word misspelled ("Sigimund's Column")."""
-    name = [part.strip(".") for part in name]
-    spots = [[at for at, word in enumerate(words) if word in forms] for forms in map(said_forms, name)]
+    spots = [[at for at, word in enumerate(words) if word in forms] for forms in map(name_forms, name)]
+    name = [part.strip(".").lower() for part in name]
     for end in spots[-1]:
         follower, held = end, True
         for part, found in zip(reversed(name[:-1]), reversed(spots[:-1])):
@@ -178,3 +192,18 @@ def name_held(name: list[str], words: list[str], before: Sequence[str | None]) -
         if held:
             return True
     return False
+
+
+#: the plural endings a name's word said in the plural may lose: "Huguenots", "Marches"
+PLURAL_END = re.compile(r"(?<=[a-z]{3})(?:e?s)$")
+
+
+def name_forms(word: str) -> set[str]:
+    """A name's word (as the question writes it) as a sentence may say it, lower case: itself, its
+    plurals ("DVDs" for "DVD"), and where the question says it in the plural, its singular ("a
+    Huguenot family" for "the Huguenots"). An abbreviation keeps its last letter: "FISS" is no "FIS"."""
+    lowered = word.strip(".").lower()
+    forms = set(said_forms(lowered))
+    if not word.isupper() and PLURAL_END.search(lowered):
+        forms |= {lowered[:-1], PLURAL_END.sub("", lowered)}  # "churches": "churche", "church"
+    return forms
