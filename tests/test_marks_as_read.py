@@ -185,6 +185,10 @@ def test_a_value_the_question_states_is_no_rival_answer():
     )
     alone = playbook.model_copy(update={"text": playbook.text.rsplit(" Tom", 1)[0]})
     assert rival_of("Peyton Manning", holding, 0.0, [alone], weights) is None
+    # "Who" of "Doctor Who" opening a sentence says nothing: no rival to "Trevor Martin"
+    staged = alone.model_copy(update={"text": "Doctor Who has appeared on stage numerous times."})
+    played = "In the 1970s, Trevor Martin played the role on stage."
+    assert rival_of("Trevor Martin", played, 0.0, [staged], {"stage": 1.0, "doctor": 0.5}) is None
 
 
 def test_a_plural_the_stemmer_leaves_alone_covers_the_word():
@@ -218,6 +222,7 @@ def test_a_name_in_the_plural_is_held_by_its_singular_but_an_abbreviation_keeps_
     assert lacking("What does FISS stand for?", "The FIS or Front Islamique de Salut was founded.") == ["FISS"]
     assert lacking("What did 'Da Yuan Tong Zhi' mean?", "The Da Yuan Tong Zhi was a code of laws.") == []
     assert lacking("What is the Mongols' capital?", "The Mongol capital was Karakorum.") == []
+    assert lacking("When did Börte give birth?", "She gave birth to a son.") == ["Börte"]  # as the question spells it
 
 
 def test_an_abbreviation_matches_its_expansion_both_ways():

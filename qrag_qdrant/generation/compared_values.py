@@ -23,9 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date
-from pathlib import PurePosixPath
 
-from ..results import Evidence, Passage
+from ..results import Evidence, Passage, file_name_words
 from ..text.terms import terms
 from .checks.reading import sentences_of
 from .checks.sentence import NUMBER, heading_above, relevance_of
@@ -155,11 +154,6 @@ def amounts_stated(sentence: str, asked: set[str]) -> set[Amount]:
             continue
         found.add(amount_of(match))
     return found
-
-
-def file_name_words(source: str) -> str:
-    """A document's file name as words: "handbook-2024.md" reads "handbook 2024"."""
-    return re.sub(r"[-_.]+", " ", PurePosixPath(source).stem)
 
 
 def document_words(passage: Passage) -> str:

@@ -17,6 +17,7 @@ from .evidence import (
     QueryExpansion,
     QuestionPartEvidence,
     ValueRelation,
+    file_name_words,
     timed,
     uncited_part,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "QuestionPartEvidence",
     "TokenUsage",
     "ValueRelation",
+    "file_name_words",
     "timed",
     "uncited_part",
 ]

@@ -17,6 +17,11 @@ AbstainReason = Literal[
 ]
 
 
+def file_name_words(source: str) -> str:
+    """A document's file name as words: "handbook-2024.md" reads "handbook 2024"."""
+    return re.sub(r"[-_.]+", " ", PurePosixPath(source).stem)
+
+
 class Passage(BaseModel):
     """A contiguous piece of one source; ``start``/``end`` are character offsets into it."""
 
@@ -48,7 +53,7 @@ class Passage(BaseModel):
         """What its document is called: its title, or where its metadata holds none, its file's
         name in words ("super-bowl-50.txt": "super bowl 50"). A sentence of an article on the
         Huguenots speaks of them without naming them; the checks read this name beside it."""
-        return self.title or re.sub(r"[-_.\s]+", " ", PurePosixPath(self.source).stem).strip()
+        return self.title or file_name_words(self.source)
 
     @property
     def byline(self) -> str:

@@ -13,8 +13,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ..generation.checks.specifics import missing_details, own_specifics
-from ..generation.compared_values import file_name_words
-from ..results import Evidence, EvidenceCluster, QuestionPartEvidence
+from ..results import Evidence, EvidenceCluster, QuestionPartEvidence, file_name_words
 from .clustering import Cluster
 from .context import build_context
 from .parts import QuestionPart

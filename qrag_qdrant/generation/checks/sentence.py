@@ -191,10 +191,12 @@ def sentence_check(
 def offered_values(sentence: str, weights: Mapping[str, float]) -> dict[str, set[str]]:
     """The values ``sentence`` offers as an answer: those it holds (``values_of``) less the ones
     the question states itself, every word of them a key word of the question ("Super Bowl" in
-    "the oldest quarterback to play in a Super Bowl" is asked about, not an answer to it)."""
+    "the oldest quarterback to play in a Super Bowl" is asked about, not an answer to it), and
+    the capitalised words that say nothing ("Who" of "Doctor Who" opening a sentence)."""
     asked = set(weights)
     found = {
-        kind: {value for value in held if not set(value.split()) <= asked} for kind, held in values_of(sentence).items()
+        kind: {value for value in held if terms(value) and not set(value.split()) <= asked}
+        for kind, held in values_of(sentence).items()
     }
     return {kind: held for kind, held in found.items() if held}
 

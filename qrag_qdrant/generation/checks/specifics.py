@@ -88,7 +88,6 @@ def lacking(question: str, text: str, answer: str = "") -> list[str]:
     asks what is not so and ``text``, the ``answer`` it holds aside, denies nothing: "What was not
     considered an important element?" over "the lack of X remained an important element" asks the
     opposite of what the sentence says, whatever the answer's own "lack"."""
-    question, text, answer = unaccented(question), unaccented(text), unaccented(answer)
     missing = missing_details(specifics(question), text)
     denied = NEGATED.search(question)
     rest = re.sub(re.escape(answer), " ", text, flags=re.IGNORECASE) if answer.strip() else text
@@ -115,7 +114,8 @@ TITLES = frozenset(TITLE_WORDS.split())
 
 
 def missing_details(details: list[str], text: str) -> list[str]:
-    """The ``details`` (``specifics``) that ``text`` does not state exactly."""
+    """The ``details`` (``specifics``) that ``text`` does not state exactly, accents aside."""
+    text = unaccented(text)
     plain = text.lower()
     numbers = values_of(text).get("number", set())  # 1,200 and 1200 are one
     tokens = list(re.finditer(r"[\w'’.-]+", DASH.sub("-", text)))
@@ -123,7 +123,8 @@ def missing_details(details: list[str], text: str) -> list[str]:
     words = [word.lower() for word in written]
     before = names_before(tokens, written)
     missing = []
-    for detail in details:
+    for asked in details:
+        detail = unaccented(asked)
         if NUMBER.fullmatch(detail):
             held = detail.replace(",", "") in numbers
         elif " " in detail or (detail[:1].isupper() and not DAY_OR_MONTH.fullmatch(detail)):
@@ -131,7 +132,7 @@ def missing_details(details: list[str], text: str) -> list[str]:
         else:
             held = re.search(rf"\b{re.escape(detail.lower())}\b", plain) is not None
         if not held:
-            missing.append(detail)
+            missing.append(asked)  # as the question spells it
     return missing
 
 
