@@ -217,6 +217,21 @@ def test_a_sentence_states_what_its_file_name_says_and_a_name_in_the_plural_or_u
     assert answer.mark == "supported", answer.mark_reason
 
 
+def test_a_question_that_points_at_what_it_does_not_name_is_not_supported_until_a_conversation_names_it(rag):
+    """ "this pier" with two piers in the documents: the answer may be about the other one."""
+    answer = marked(rag, "When was this pier rebuilt?", "2004 [1]")
+    assert answer.mark == "not supported"
+    assert answer.mark_reason == 'the question says "this" or "these" without naming which one it means'
+    REWRITES["When was this pier rebuilt?"] = "When was the New Pier rebuilt?"
+    WRITES["When was the New Pier rebuilt?"] = "2004 [1]"
+    history = [{"role": "user", "content": "What is the New Pier?"}, {"role": "assistant", "content": "a pier [1]"}]
+    followed = rag.answer("When was this pier rebuilt?", history=history)
+    assert followed.searched_for == "When was the New Pier rebuilt?"
+    assert followed.mark == "supported", followed.mark_reason
+    this_year = marked(rag, "When is the Harbour Gallery Weekend held this year?", "the last weekend of September [1]")
+    assert this_year.mark == "supported", this_year.mark_reason  # a time the calendar names
+
+
 def test_a_name_in_the_plural_is_held_by_its_singular_but_an_abbreviation_keeps_its_letters():
     assert lacking("Where did the Huguenots settle?", "The Huguenot families settled in Dublin.") == []
     assert lacking("What does FISS stand for?", "The FIS or Front Islamique de Salut was founded.") == ["FISS"]

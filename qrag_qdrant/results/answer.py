@@ -71,6 +71,7 @@ class Claim(BaseModel):
             "doubted",
             "one-sided",
             "wrong kind",
+            "unclear",
         ]
         | None
     ) = Field(

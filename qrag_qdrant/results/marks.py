@@ -30,6 +30,7 @@ REASONS = {
     "doubted": "the judge doubted it (score {score:.2f})",
     "one-sided": "it cites no passage of {part}",
     "wrong kind": "it is not what the question asks for (a time or number where it asks where or who)",
+    "unclear": 'the question says "this" or "these" without naming which one it means',
 }
 FAILED_A_CHECK = "it failed a check"
 #: the answer's warning for the claims that failed each check: "2 of 3 claims ..."
@@ -45,6 +46,7 @@ WARNINGS = {
     "instruction": "come from a sentence that reads as an instruction to the assistant, not a fact",
     "one-sided": "answer yes or no citing the evidence of only some of the question's parts",
     "wrong kind": "are not of the kind the question asks for (a time or number where it asks where or who)",
+    "unclear": 'answer a question that says "this" or "these" without naming which one it means',
 }
 #: what an answer copied from a planted instruction becomes: withheld, with this warning
 INSTRUCTION_WITHHELD = (

@@ -9,6 +9,7 @@ parts by ``VERDICT``. The model's confidence, the readings' agreement and the ga
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -18,7 +19,7 @@ from .instructions import reads_as_instruction
 from .sentence import fits_the_question
 
 #: what a check of the claim's own reading can find
-Finding = Literal["not found", "one-sided", "instruction", "wrong kind", "ambiguous", "off the question"]
+Finding = Literal["not found", "one-sided", "instruction", "wrong kind", "unclear", "ambiguous", "off the question"]
 #: the checks any claim can fail beside its own: the model's confidence, agreement, the gate's
 Doubt = Literal["unsure", "disputed", "weak evidence"]
 Check = Callable[[ClaimRead, GenerationSettings], Finding | None]
@@ -44,6 +45,21 @@ def wrong_kind(read: ClaimRead, options: GenerationSettings) -> Finding | None:
     return None if fits_the_question(read.question, read.words) else "wrong kind"
 
 
+#: a question that points at something it does not name: "this edict", "these reports" (a verb
+#: after the word, or a time the calendar names, "this year", points at nothing unnamed)
+POINTING = re.compile(
+    r"\b(?i:this|these|those)\s+(?!(?:is|was|are|were|has|had|have|does|did|do|can|could|will|would|may|might|"
+    r"must|should|year|month|week|day|quarter|season|time|morning|afternoon|evening|weekend|summer|winter|"
+    r"spring|autumn|fall|semester|term)s?\b)[a-z]"  # "those Tesla received" names what it means
+)
+
+
+def unclear(read: ClaimRead, options: GenerationSettings) -> Finding | None:
+    """The question points at something it does not name ("When was this edict declared?"), and
+    no conversation said which: a passage about one edict answers a question about another."""
+    return "unclear" if POINTING.search(read.question) else None
+
+
 def ambiguous(read: ClaimRead, options: GenerationSettings) -> Finding | None:
     """Another sentence of the cited passages answers the question as well with another value
     (``generation.rivals``)."""
@@ -57,8 +73,8 @@ def off_the_question(read: ClaimRead, options: GenerationSettings) -> Finding | 
     return "off the question" if read.relevance < options.min_relevance or uncovered else None
 
 
-WHOLE: tuple[Check, ...] = (not_found, instruction, wrong_kind, ambiguous, off_the_question)
-PIECES: tuple[Check, ...] = (not_found, instruction, off_the_question)
+WHOLE: tuple[Check, ...] = (not_found, instruction, wrong_kind, unclear, ambiguous, off_the_question)
+PIECES: tuple[Check, ...] = (not_found, instruction, unclear, off_the_question)
 VERDICT: tuple[Check, ...] = (one_sided, off_the_question)
 
 
