@@ -12,9 +12,12 @@ import pytest
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.generation import BackendDefaults, register_backend
+from qrag_qdrant.generation.checks.answer_check import check_answer
 from qrag_qdrant.generation.checks.sentence import coverage, rival_of
 from qrag_qdrant.generation.checks.specifics import lacking
-from qrag_qdrant.results import Passage
+from qrag_qdrant.results import Answer, Passage
+
+MARK = load_settings().generation
 
 ROOMS = """# Room C310: laser lab
 
@@ -165,6 +168,23 @@ def test_a_hesitant_model_is_trusted_where_the_sentence_says_every_word_of_the_q
     partly = "How long does the trip to the airport take on Sundays?"
     SURE[partly] = 0.75
     assert marked(rag, partly, "22 minutes [1]").mark != "supported"
+
+
+@pytest.mark.parametrize(("weight_left_out", "supported"), [(0.4, True), (0.8, False)])
+def test_a_hesitant_model_is_trusted_where_the_sentence_says_nearly_every_word_of_the_question(
+    weight_left_out, supported
+):
+    """ "How long does the whole trip from the central station to the airport take?": the sentence
+    leaves out "whole". Where that word weighs little (0.9 of the question's weight said), 75% is
+    enough; where it weighs more (0.83 said), it is not."""
+    question = "How long does the whole trip from the central station to the airport take?"
+    said = "The trip from the central station to the airport takes 22 minutes."
+    answer = Answer(question=question, abstained=False, retrievers=4, clusters=[], timings_ms={})
+    answer.answer = "22 minutes [1]"
+    answer.key_terms = {"trip": 1.0, "central": 1.0, "station": 1.0, "airport": 1.0, "whole": weight_left_out}
+    answer.answer_probability = 0.75
+    check_answer(answer, [Passage(citation=1, source="trains.md", start=0, end=len(said), text=said)], None, MARK)
+    assert (answer.mark == "supported") is supported, answer.mark_reason
 
 
 def test_a_value_the_question_states_is_no_rival_answer():

@@ -196,8 +196,9 @@ class GenerationSettings(Section):
         ge=0.0,
         le=1.0,
         description="the model's confidence a claim needs in place of min_answer_probability when the sentence "
-        "that holds it carries every key word of the question (coverage 1): the passage says what was asked, so "
-        "a hesitant model is less likely wrong (chosen on the tuning articles' recorded answers: docs/benchmarks.md)",
+        "that holds it carries nearly every key word of the question (coverage 0.9): the passage says what was "
+        "asked, so a hesitant model is less likely wrong (chosen on the tuning articles' recorded answers: "
+        "docs/benchmarks.md)",
     )
     samples: NonNegativeInt = Field(
         0,
