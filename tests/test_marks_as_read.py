@@ -248,6 +248,8 @@ def test_a_question_that_points_at_what_it_does_not_name_is_not_supported_until_
     followed = rag.answer("When was this pier rebuilt?", history=history)
     assert followed.searched_for == "When was the New Pier rebuilt?"
     assert followed.mark == "supported", followed.mark_reason
+    ferries = marked(rag, "How often do these ferries leave?", "every 20 minutes [1]")  # harbour-ferries.txt
+    assert ferries.mark == "supported", ferries.mark_reason  # the document is named for them
     this_year = marked(rag, "When is the Harbour Gallery Weekend held this year?", "the last weekend of September [1]")
     assert this_year.mark == "supported", this_year.mark_reason  # a time the calendar names
 

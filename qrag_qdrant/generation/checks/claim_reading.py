@@ -35,6 +35,8 @@ class ClaimRead:
     sentences: Sequence[str] = ()
     relevance: float = 0.0
     sentence: SentenceCheck | None = None
+    #: the name of the document that holds it (``Passage.document_name``), for a claim held whole
+    document: str = ""
 
 
 def read_whole(claim: Claim, holder: Passage | None, answer: Answer, passages: Sequence[Passage]) -> ClaimRead:
@@ -53,7 +55,7 @@ def read_whole(claim: Claim, holder: Passage | None, answer: Answer, passages: S
     read = read_sentence(claim, holder, holding, passages, answer)
     claim.sentence, claim.coverage, claim.rival = read.sentence, read.coverage, read.rival
     claim.missing_terms = list(read.missing) if read.coverage < 1 else []
-    return ClaimRead(words, answer.searched, True, holding, claim.relevance, read)
+    return ClaimRead(words, answer.searched, True, holding, claim.relevance, read, holder.document_name)
 
 
 def read_pieces(

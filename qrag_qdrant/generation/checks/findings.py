@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from ...config.sections import GenerationSettings
+from ...text.terms import terms, word_terms
 from .claim_reading import ClaimRead
 from .instructions import reads_as_instruction
 from .sentence import fits_the_question
@@ -50,14 +51,18 @@ def wrong_kind(read: ClaimRead, options: GenerationSettings) -> Finding | None:
 POINTING = re.compile(
     r"\b(?i:this|these|those)\s+(?!(?:is|was|are|were|has|had|have|does|did|do|can|could|will|would|may|might|"
     r"must|should|year|month|week|day|quarter|season|time|morning|afternoon|evening|weekend|summer|winter|"
-    r"spring|autumn|fall|semester|term)s?\b)[a-z]"  # "those Tesla received" names what it means
+    r"spring|autumn|fall|semester|term)s?\b)(?P<thing>[a-z][\w-]*)"  # "those Tesla received" names what it means
 )
 
 
 def unclear(read: ClaimRead, options: GenerationSettings) -> Finding | None:
     """The question points at something it does not name ("When was this edict declared?"), and
-    no conversation said which: a passage about one edict answers a question about another."""
-    return "unclear" if POINTING.search(read.question) else None
+    no conversation said which: a passage about one edict answers a question about another. A
+    document named for it is the one meant: "this handbook" of a passage of `handbook-2024.md`."""
+    pointing = POINTING.search(read.question)
+    if pointing is None or word_terms(pointing["thing"]) <= terms(read.document):
+        return None
+    return "unclear"
 
 
 def ambiguous(read: ClaimRead, options: GenerationSettings) -> Finding | None:
