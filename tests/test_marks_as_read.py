@@ -258,6 +258,7 @@ def test_a_name_in_the_plural_is_held_by_its_singular_but_an_abbreviation_keeps_
     assert lacking("Where did the Huguenots settle?", "The Huguenot families settled in Dublin.") == []
     assert lacking("What does FISS stand for?", "The FIS or Front Islamique de Salut was founded.") == ["FISS"]
     assert lacking("What did 'Da Yuan Tong Zhi' mean?", "The Da Yuan Tong Zhi was a code of laws.") == []
+    assert lacking("When was the Forest tapestry woven?", "Morris designed 'The Forest' tapestry of 1887.") == []
     assert lacking("What is the Mongols' capital?", "The Mongol capital was Karakorum.") == []
     assert lacking("When did Börte give birth?", "She gave birth to a son.") == ["Börte"]  # as the question spells it
 

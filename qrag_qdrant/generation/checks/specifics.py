@@ -58,9 +58,9 @@ def specifics(question: str) -> list[str]:
 
 
 def quoteless(word: str) -> str:
-    """A name's word without its possessive or a closing quote: "Spectre's" and "Zhi'" (of 'Da
-    Yuan Tong Zhi') are "Spectre" and "Zhi"."""
-    return POSSESSIVE.sub("", word).rstrip("'’")
+    """A name's word without its possessive or the single quotes around it: "Spectre's", "Zhi'"
+    (of 'Da Yuan Tong Zhi') and "'Forest'" are "Spectre", "Zhi" and "Forest"."""
+    return POSSESSIVE.sub("", word).strip("'’")
 
 
 def own_specifics(text: str, others: Sequence[str]) -> list[str]:
@@ -119,7 +119,7 @@ def missing_details(details: list[str], text: str) -> list[str]:
     plain = text.lower()
     numbers = values_of(text).get("number", set())  # 1,200 and 1200 are one
     tokens = list(re.finditer(r"[\w'’.-]+", DASH.sub("-", text)))
-    written = [POSSESSIVE.sub("", token.group().strip(".")) for token in tokens]
+    written = [quoteless(token.group().strip(".")) for token in tokens]
     words = [word.lower() for word in written]
     before = names_before(tokens, written)
     missing = []
