@@ -259,6 +259,14 @@ def test_a_name_in_the_plural_is_held_by_its_singular_but_an_abbreviation_keeps_
     assert lacking("What does FISS stand for?", "The FIS or Front Islamique de Salut was founded.") == ["FISS"]
     assert lacking("What did 'Da Yuan Tong Zhi' mean?", "The Da Yuan Tong Zhi was a code of laws.") == []
     assert lacking("When was the Forest tapestry woven?", "Morris designed 'The Forest' tapestry of 1887.") == []
+
+
+def test_a_number_is_stated_in_figures_in_words_or_in_roman_numerals():
+    assert lacking("In what year did ABC apply for 5 licences?", "In 1947, ABC submitted five applications.") == []
+    assert lacking("Where did de Gaulle operate in World War 2?", "In World War II, de Gaulle used the colonies.") == []
+    assert lacking("What did the 1,200 members vote?", "The 1200 members voted to strike.") == []
+    assert lacking("In what year did ABC apply for 6 licences?", "In 1947, ABC submitted five applications.") == ["6"]
+    assert lacking("What did I say in chapter 1?", "I said it in chapter one.") == []
     assert lacking("What is the Mongols' capital?", "The Mongol capital was Karakorum.") == []
     assert lacking("When did Börte give birth?", "She gave birth to a son.") == ["Börte"]  # as the question spells it
 

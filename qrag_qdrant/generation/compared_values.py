@@ -25,18 +25,15 @@ from dataclasses import dataclass
 from datetime import date
 
 from ..results import Evidence, Passage, file_name_words
+from ..text.numbers import NUMBER_NAMES
 from ..text.terms import terms
 from .checks.reading import sentences_of
 from .checks.sentence import NUMBER, heading_above, relevance_of
 from .checks.specifics import missing_details, own_specifics
 
-#: amounts written in words, as documents write small counts
-COUNTS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
-TENS = {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100}
-WORDS = {word: n for n, word in enumerate([*COUNTS.split(), "seventeen", "eighteen", "nineteen", "twenty"])} | TENS
 #: an amount and the unit after it ("four weeks'", "55,000 euros", "500 MB"), or a currency before it ("€40")
 AMOUNT = re.compile(
-    rf"(?:(?P<currency>[€$£])\s?)?(?P<amount>\b\d+(?:[.,]\d+)*\b|\b(?:{'|'.join(WORDS)})\b)"
+    rf"(?:(?P<currency>[€$£])\s?)?(?P<amount>\b\d+(?:[.,]\d+)*\b|\b(?:{'|'.join(NUMBER_NAMES)})\b)"
     r"(?:\s*(?P<unit>%|[A-Za-z]+)['’]?)?",
     re.IGNORECASE,
 )
@@ -133,7 +130,7 @@ def amount_of(match: re.Match[str]) -> Amount:
     """The amount ``match`` (of ``AMOUNT``) states, in the unit it is compared in: a currency
     before it, else the word after it unless that word only joins ("40 for", "90 and")."""
     written = match["amount"].lower()
-    value = float(WORDS[written]) if written in WORDS else float(written.replace(",", ""))
+    value = float(NUMBER_NAMES[written]) if written in NUMBER_NAMES else float(written.replace(",", ""))
     unit = (match["unit"] or "").lower()
     end = match.end()
     if match["currency"] or unit in NOT_UNITS:

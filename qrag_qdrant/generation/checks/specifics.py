@@ -17,9 +17,10 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from ...text.numbers import numbers_in
 from ...text.terms import initials, with_initials
 from .reading import said_forms
-from .sentence import MONTHS, NUMBER, abbreviations, near_spelling, values_of
+from .sentence import MONTHS, NUMBER, abbreviations, near_spelling
 
 #: a month or weekday alone (numbers are the answer check's ``NUMBER``), a quoted phrase
 DAY_OR_MONTH = re.compile(rf"\b(?:{MONTHS})\b", re.IGNORECASE)
@@ -117,7 +118,7 @@ def missing_details(details: list[str], text: str) -> list[str]:
     """The ``details`` (``specifics``) that ``text`` does not state exactly, accents aside."""
     text = unaccented(text)
     plain = text.lower()
-    numbers = values_of(text).get("number", set())  # 1,200 and 1200 are one
+    numbers = numbers_in(text)  # 1,200 and 1200 are one, and five is 5
     tokens = list(re.finditer(r"[\w'’.-]+", DASH.sub("-", text)))
     written = [quoteless(token.group().strip(".")) for token in tokens]
     words = [word.lower() for word in written]
