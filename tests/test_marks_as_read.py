@@ -267,6 +267,10 @@ def test_a_number_is_stated_in_figures_in_words_or_in_roman_numerals():
     assert lacking("What did the 1,200 members vote?", "The 1200 members voted to strike.") == []
     assert lacking("In what year did ABC apply for 6 licences?", "In 1947, ABC submitted five applications.") == ["6"]
     assert lacking("What did I say in chapter 1?", "I said it in chapter one.") == []
+    assert lacking("Which demographic saw ABC drop to 4th?", "ABC dropped to fourth place among viewers.") == []
+    assert lacking("Where was the Feb 2010 call published?", "In February 2010, scientists called for it.") == []
+    assert lacking("Where was the Mar 2010 call published?", "In February 2010, scientists called for it.") == ["Mar"]
+    assert lacking('Who asserted the right to "self-determination?"', "Lenin asserted self-determination.") == []
     assert lacking("What is the Mongols' capital?", "The Mongol capital was Karakorum.") == []
     assert lacking("When did Börte give birth?", "She gave birth to a son.") == ["Börte"]  # as the question spells it
 

@@ -1,4 +1,4 @@
-"""Numbers as documents write them: in figures ("1,200"), in words ("five", "twenty") and, for a
+"""Numbers as documents write them: in figures ("1,200"), in words ("five", "fourth") and, for a
 king or a war, in Roman numerals ("Henry VIII", "World War II"). A number a question states in
 one way is the number a sentence states in another."""
 
@@ -12,10 +12,17 @@ TENS = {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eig
 NUMBER_NAMES = {
     word: n for n, word in enumerate([*COUNTS.split(), "seventeen", "eighteen", "nineteen", "twenty"])
 } | TENS
+#: ordinals in words: "fourth" is 4 ("4th" in figures)
+ORDINAL_WORDS = (
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth "
+    "fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
+)
+ORDINALS = {word: n for n, word in enumerate(ORDINAL_WORDS.split(), start=1)}
+IN_ORDER = NUMBER_NAMES | ORDINALS
 #: a number in figures: 1,200 and 1200 are one
 FIGURES = re.compile(r"\d+(?:[.,]\d+)*")
 #: a number in words, or a Roman numeral of two letters or more ("I" is a pronoun)
-IN_WORDS = re.compile(rf"\b(?i:{'|'.join(NUMBER_NAMES)})\b|\b[IVX]{{2,}}\b")
+IN_WORDS = re.compile(rf"\b(?i:{'|'.join(IN_ORDER)})\b|\b[IVX]{{2,}}\b")
 ROMAN = {"I": 1, "V": 5, "X": 10}
 
 
@@ -26,9 +33,9 @@ def roman(numeral: str) -> int:
 
 
 def numbers_in(text: str) -> set[str]:
-    """The numbers ``text`` states, in figures without their thousands' commas: "1,200", "five"
-    and "World War II" give "1200", "5" and "2"."""
+    """The numbers ``text`` states, in figures without their thousands' commas: "1,200", "five",
+    "fourth" and "World War II" give "1200", "5", "4" and "2"."""
     found = {match.replace(",", "") for match in FIGURES.findall(text)}
     for match in IN_WORDS.findall(text):
-        found.add(str(NUMBER_NAMES[match.lower()] if match.lower() in NUMBER_NAMES else roman(match)))
+        found.add(str(IN_ORDER[match.lower()] if match.lower() in IN_ORDER else roman(match)))
     return found

@@ -17,6 +17,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from ...text.dates import MONTHS as MONTH_NAMES
 from ...text.numbers import numbers_in
 from ...text.terms import initials, with_initials
 from .reading import said_forms
@@ -25,6 +26,8 @@ from .sentence import MONTHS, NUMBER, abbreviations, near_spelling
 #: a month or weekday alone (numbers are the answer check's ``NUMBER``), a quoted phrase
 DAY_OR_MONTH = re.compile(rf"\b(?:{MONTHS})\b", re.IGNORECASE)
 QUOTED = re.compile(r"[\"“]([^\"”]{2,60})[\"”]")
+#: a month's short name: "Feb 2010" is February 2010
+MONTH_SHORT = {name[:3]: name for name in MONTH_NAMES if name != "may"} | {"sept": "september"}
 #: a run of capitalised words (a name): after the question's first word, or from it when the run has
 #: two words or more ("Newman Thomas was ...?"; "Scenes were ...?" names nothing)
 CAPITALISED = r"[A-Z][\w'’.–—-]*"
@@ -43,7 +46,7 @@ NOT_NAMES = frozenset(NOT_NAME_WORDS.split())
 
 def specifics(question: str) -> list[str]:
     """The details ``question`` states: numbers, days and months, quoted phrases, names."""
-    found = [m.group(1) for m in QUOTED.finditer(question)]
+    found = [quoted for m in QUOTED.finditer(question) if (quoted := m.group(1).strip(" ?!.,;:"))]
     found += NUMBER.findall(question)
     # written as a name ("May", "Tuesday"), and not the modal that opens a question: "How long may I park?"
     found += [
@@ -128,6 +131,8 @@ def missing_details(details: list[str], text: str) -> list[str]:
         detail = unaccented(asked)
         if NUMBER.fullmatch(detail):
             held = detail.replace(",", "") in numbers
+        elif (month := MONTH_SHORT.get(detail.lower().rstrip("."))) is not None:  # "Feb" is February
+            held = re.search(rf"\b(?:{month}|{detail.rstrip('.')})\b", plain, re.IGNORECASE) is not None
         elif " " in detail or (detail[:1].isupper() and not DAY_OR_MONTH.fullmatch(detail)):
             held = name_stated(detail, text, words, before)
         else:
