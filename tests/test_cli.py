@@ -191,10 +191,11 @@ def test_store_held_by_another_process_is_a_clear_error(tmp_path):
     ("tokens", "sure", "why"),
     [
         # one passage is shown: [9] is read as [1] (a note says so), and the sentence is read
+        # (with its file's name, honeybees.txt, which says "honeybee")
         (
             ["performs the waggle dance [1][9]"],
             None,
-            'the sentence it comes from does not mention "honeybee", "sisters", "distance"\n'
+            'the sentence it comes from does not mention "sisters", "distance", "direction"\n'
             "note: the answer cited [9]; one passage was shown, so it is read as [1]",
         ),
         (["They sing to each other [1]"], None, "it is not found in the passages it cites"),
