@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from datetime import date
 
 from ..results import Evidence, Passage, file_name_words
-from ..text.numbers import NUMBER_NAMES
+from ..text.numbers import NUMBER, NUMBER_NAMES
 from ..text.terms import terms
 from .checks.reading import sentences_of
-from .checks.sentence import NUMBER, heading_above, relevance_of
+from .checks.sentence import heading_above, relevance_of
 from .checks.specifics import missing_details, own_specifics
 
 #: an amount and the unit after it ("four weeks'", "55,000 euros", "500 MB"), or a currency before it ("€40")

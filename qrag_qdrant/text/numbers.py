@@ -18,11 +18,12 @@ ORDINAL_WORDS = (
     "fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
 )
 ORDINALS = {word: n for n, word in enumerate(ORDINAL_WORDS.split(), start=1)}
-IN_ORDER = NUMBER_NAMES | ORDINALS
+#: every number said in words, counts and ordinals
+SAID_NUMBERS = NUMBER_NAMES | ORDINALS
 #: a number in figures: 1,200 and 1200 are one
-FIGURES = re.compile(r"\d+(?:[.,]\d+)*")
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 #: a number in words, or a Roman numeral of two letters or more ("I" is a pronoun)
-IN_WORDS = re.compile(rf"\b(?i:{'|'.join(IN_ORDER)})\b|\b[IVX]{{2,}}\b")
+IN_WORDS = re.compile(rf"\b(?i:{'|'.join(SAID_NUMBERS)})\b|\b[IVX]{{2,}}\b")
 ROMAN = {"I": 1, "V": 5, "X": 10}
 
 
@@ -35,7 +36,7 @@ def roman(numeral: str) -> int:
 def numbers_in(text: str) -> set[str]:
     """The numbers ``text`` states, in figures without their thousands' commas: "1,200", "five",
     "fourth" and "World War II" give "1200", "5", "4" and "2"."""
-    found = {match.replace(",", "") for match in FIGURES.findall(text)}
+    found = {match.replace(",", "") for match in NUMBER.findall(text)}
     for match in IN_WORDS.findall(text):
-        found.add(str(IN_ORDER[match.lower()] if match.lower() in IN_ORDER else roman(match)))
+        found.add(str(SAID_NUMBERS[match.lower()] if match.lower() in SAID_NUMBERS else roman(match)))
     return found

@@ -14,11 +14,12 @@ import re
 from collections.abc import Collection, Sequence
 
 from ...results import Answer, Claim, Passage
+from ...text.numbers import NUMBER
 from ...text.sentences import sentences
 from ...text.terms import terms
 from ..prompt import NOT_IN_DOCUMENTS
 from .reading import CITATION, bare, holding_sentences, holds, normalised
-from .sentence import NUMBER, TIME, kinds_of, value_of, values_of
+from .sentence import TIME, kinds_of, value_of, values_of
 
 #: the quote format's answer line, and a line's leading label
 ANSWER_LINE = re.compile(r"^\s*answer\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ...results import Passage
+from ...text.numbers import NUMBER
 from ...text.terms import CAPITALISED_RUN, initials, terms, word_terms
 from .reading import said_forms, sentences_of
 
@@ -28,9 +29,8 @@ NEAR_SPELLING = 0.8
 #: a missing word is named (in the mark's reason) when it weighs this share of the weightiest word:
 #: "sick" is, "many" in "how many sick days" is not
 SHOWN_SHARE = 0.2
-#: values of a kind the answer and a rival sentence can hold: numbers and amounts, dates and times,
-#: names (capitalised words after a sentence's first)
-NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+#: values of a kind the answer and a rival sentence can hold: numbers and amounts (``text.numbers.NUMBER``
+#: in figures), dates and times, names (capitalised words after a sentence's first)
 MONTHS = (
     "january|february|march|april|may|june|july|august|september|october|november|december|"
     "monday|tuesday|wednesday|thursday|friday|saturday|sunday"

@@ -18,10 +18,10 @@ import unicodedata
 from collections.abc import Sequence
 
 from ...text.dates import MONTHS as MONTH_NAMES
-from ...text.numbers import numbers_in
+from ...text.numbers import NUMBER, numbers_in
 from ...text.terms import initials, with_initials
 from .reading import said_forms
-from .sentence import MONTHS, NUMBER, abbreviations, near_spelling
+from .sentence import MONTHS, abbreviations, near_spelling
 
 #: a month or weekday alone (numbers are the answer check's ``NUMBER``), a quoted phrase
 DAY_OR_MONTH = re.compile(rf"\b(?:{MONTHS})\b", re.IGNORECASE)
