@@ -15,20 +15,23 @@ default) and keeps the answer before its checks: the evidence, the text, the mod
 probability, and the question's key and unseen terms. ``check`` runs ``check_answer`` on each and
 counts, for answerable questions, the answers marked supported that hold a gold answer
 (precision) and the gold-holding answers marked supported (recall), and for unanswerable ones the
-answers marked supported.
+answers marked supported. An answer holds a gold answer as ``qrag-qdrant eval`` scores it
+(``eval.metrics.holds_answer``: whole words after SQuAD's normalisation, articles and
+punctuation aside).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.eval.dataset import load_dataset
+from qrag_qdrant.eval.metrics import holds_answer
 from qrag_qdrant.generation.checks.answer_check import check_answer
+from qrag_qdrant.generation.checks.reading import CITATION
 from qrag_qdrant.results import Answer
 from qrag_qdrant.text.term_stats import key_term_weights, unseen_words
 
@@ -65,10 +68,8 @@ def record(args: argparse.Namespace) -> None:
 
 
 def holds_gold(text: str | None, gold: list[str]) -> bool:
-    def plain(value: str) -> str:
-        return " ".join(re.sub(r"[^\w\s]", " ", value.lower()).split())
-
-    return text is not None and any(plain(g) in plain(text) for g in gold if g)
+    """A gold answer in the answer's words, scored as ``qrag-qdrant eval`` scores it."""
+    return text is not None and holds_answer(CITATION.sub("", text), gold)
 
 
 def weighed_again(rows: list[dict], store: Path, namespace: str) -> None:
