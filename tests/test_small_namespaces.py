@@ -14,6 +14,7 @@ import pytest
 from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.generation import BackendDefaults, register_backend
+from qrag_qdrant.text.term_stats import with_spellings
 
 ZONES = """# Parking zones
 
@@ -85,6 +86,24 @@ def test_a_name_the_documents_write_only_as_its_abbreviation_is_found_by_it(rag)
     answer = answered(rag, "How long is the warranty in the European Union?", "two years [1]")
     assert not answer.abstained, (answer.abstain_reason, answer.confidence)
     assert answer.mark == "supported", answer.mark_reason
+
+
+def test_a_word_typed_with_a_slip_is_read_as_the_evidence_spells_it(rag):
+    """ "resdent permitt" is in no document; the passage every retriever found first says "resident
+    permit", so the gate reads the question's words as that passage spells them (without it the
+    question abstained at confidence 0.010), and the mark accepts the near spelling."""
+    answer = answered(rag, "What does a resdent permitt cost?", "120 euros a year [1]")
+    assert not answer.abstained, (answer.abstain_reason, answer.confidence)
+    assert answer.mark == "supported", answer.mark_reason
+
+
+def test_a_word_general_english_uses_is_no_slip(rag):
+    """A word no document holds is read as a slip only where general English does not know it:
+    "start" stays "start" beside a passage that says "state", and "permitt" is "permit"."""
+    stats = rag.coordinator.views.term_stats
+    evidence = ["The state of the permit: a resident permit is valid in one zone."]
+    assert with_spellings("When does the permitt start?", evidence, stats) == "When does the permit start?"
+    assert with_spellings("When does the start apply?", evidence, stats) == "When does the start apply?"
 
 
 def test_a_question_the_few_documents_do_not_cover_still_abstains(rag):

@@ -27,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import ConfigError
-from ..text.term_stats import TermStats, unheld_common_terms, with_abbreviations
+from ..text.term_stats import TermStats, unheld_common_terms, with_abbreviations, with_spellings
 from ..text.terms import terms, word_terms
 from .fusion import RankedList
 from .ranking import ScoredCluster
@@ -127,9 +127,10 @@ def quorum_features(given: GateInput) -> dict[str, float]:
     if given.term_stats is None:
         asked = given.question
         query_terms = terms(asked)
-    else:  # the namespace's own words: "EU" where it never spells out "European Union", and no common
-        # word a small namespace happens not to use (it says nothing of whether the documents answer)
-        asked = with_abbreviations(given.question, given.term_stats)
+    else:  # the namespace's own words: "EU" where it never spells out "European Union", a word typed
+        # with a slip as the evidence spells it, and no common word a small namespace happens not to
+        # use (it says nothing of whether the documents answer)
+        asked = with_spellings(with_abbreviations(given.question, given.term_stats), given.context, given.term_stats)
         query_terms = terms(asked) - unheld_common_terms(asked, given.term_stats)
     bm25_top = 0.0
     for ranked_list in bm25:

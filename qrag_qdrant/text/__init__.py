@@ -7,7 +7,8 @@
 - ``sentences``: one reading of where sentences start and end, for the context's windows, the
   follow-up readings and the answer checks;
 - ``words``: whitespace-separated words with their offsets, which chunks and windows are cut on;
-- ``locations``: the page or heading a span of a document's text came from.
+- ``locations``: the page or heading a span of a document's text came from;
+- ``spelling``: a word typed with a slip, as the gate and the answer checks read it.
 
 It imports no other stage: every stage may read text, and none is needed to do so.
 """

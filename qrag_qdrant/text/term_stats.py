@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .spelling import misspelt
 from .terms import (
     GENERIC_VERBS,
     general_rarity,
@@ -33,6 +34,7 @@ from .terms import (
     with_initials,
     word_terms,
     words_of,
+    zipf_frequency,
 )
 
 #: how much more a word the user typed in this turn counts than one the rewrite brought in
@@ -77,6 +79,40 @@ def with_abbreviations(question: str, stats: TermStats) -> str:
         return bool(short) and short <= held and not any(ids & held for ids in words)
 
     return with_initials(question, written_short, from_start=False)
+
+
+def with_spellings(question: str, evidence: Iterable[str], stats: TermStats) -> str:
+    """``question`` with each word no chunk of the namespace holds written as the word of
+    ``evidence`` (the retrieved passages' text) it misspells (``spelling.misspelt``): "What are two
+    basic primary resources used to guage complexity?" over a passage on gauging complexity reads
+    "... to gauge complexity?". A word the documents use stays as typed, and so does one general
+    English uses ("start" is no slip for "state" where no document says "start"), and a code or an
+    abbreviation (``coded``)."""
+    unheld = [word.removesuffix("'s") for word in _unheld_words(words_of(question), stats)]
+    unheld = [word for word in unheld if len(word) >= 5 and not zipf_frequency(word) and not coded(word, question)]
+    if not unheld:
+        return question
+    spelled = {word for text in evidence for word in SPELLED.findall(text.lower())}
+    for word in unheld:
+        if (meant := misspelt(word, spelled)) is not None:
+            question = re.sub(rf"\b{re.escape(word)}\b", lambda typed: as_cased(meant, typed[0]), question, flags=re.I)
+    return question
+
+
+def as_cased(word: str, typed: str) -> str:
+    """``word`` capitalised as ``typed`` is: a name stays a name."""
+    return word[:1].upper() + word[1:] if typed[:1].isupper() else word
+
+
+def coded(word: str, question: str) -> bool:
+    """Whether ``word`` is written as a code or an abbreviation in ``question`` (a digit, or two
+    capitals: "miR7a", "ComYMV"), whose every letter is meant."""
+    typed = re.search(rf"\b{re.escape(word)}", question, re.IGNORECASE)
+    return any(c.isdigit() for c in word) or (typed is not None and sum(c.isupper() for c in typed.group()) > 1)
+
+
+#: a word of a passage a question's word may misspell: letters only, five or more
+SPELLED = re.compile(r"\b[^\W\d_]{5,}\b")
 
 
 def _unheld_words(words: dict[str, frozenset[int]], stats: TermStats) -> dict[str, frozenset[int]]:

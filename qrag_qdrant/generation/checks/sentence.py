@@ -14,18 +14,16 @@ the passage holds a rival ("domestic travel: NOK 550" beside "international trav
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ...results import Passage
 from ...text.numbers import NUMBER
+from ...text.spelling import near_spelling
 from ...text.terms import CAPITALISED_RUN, initials, terms, word_terms
 from .reading import said_forms, sentences_of
 
-#: how alike two spellings must be (difflib's ratio) for a question's word to be a typo of a sentence's
-NEAR_SPELLING = 0.8
 #: a missing word is named (in the mark's reason) when it weighs this share of the weightiest word:
 #: "sick" is, "many" in "how many sick days" is not
 SHOWN_SHARE = 0.2
@@ -126,13 +124,6 @@ def relevance_of(claimed: set[int], asked: set[int], holding: Sequence[str]) -> 
     if not asked:
         return 1.0
     return round(max(len(asked & terms(sentence)) for sentence in holding) / len(asked), 4)
-
-
-def near_spelling(word: str, spelled: set[str]) -> bool:
-    """A typo of one of ``spelled`` (difflib's ratio at least ``NEAR_SPELLING``)."""
-    return len(word) > 3 and any(
-        difflib.SequenceMatcher(None, word, token).ratio() >= NEAR_SPELLING for token in spelled
-    )
 
 
 def value_of(kind: str, match: str) -> str:

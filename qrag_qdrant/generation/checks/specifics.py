@@ -19,9 +19,10 @@ from collections.abc import Sequence
 
 from ...text.dates import MONTHS as MONTH_NAMES
 from ...text.numbers import NUMBER, numbers_in
+from ...text.spelling import near_spelling
 from ...text.terms import initials, with_initials
 from .reading import said_forms
-from .sentence import MONTHS, abbreviations, near_spelling
+from .sentence import MONTHS, abbreviations
 
 #: a month or weekday alone (numbers are the answer check's ``NUMBER``), a quoted phrase
 DAY_OR_MONTH = re.compile(rf"\b(?:{MONTHS})\b", re.IGNORECASE)
