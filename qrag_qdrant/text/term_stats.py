@@ -90,6 +90,7 @@ def with_spellings(question: str, evidence: Iterable[str], stats: TermStats) -> 
     abbreviation (``coded``)."""
     unheld = [word.removesuffix("'s") for word in _unheld_words(words_of(question), stats)]
     unheld = [word for word in unheld if len(word) >= 5 and not zipf_frequency(word) and not coded(word, question)]
+    unheld = unheld[:SLIPS_READ]
     if not unheld:
         return question
     spelled = {word for text in evidence for word in SPELLED.findall(text.lower())}
@@ -111,6 +112,9 @@ def coded(word: str, question: str) -> bool:
     return any(c.isdigit() for c in word) or (typed is not None and sum(c.isupper() for c in typed.group()) > 1)
 
 
+#: the most words of one question read as slips: a question of more words no document holds is
+#: about something else (and the reading costs a comparison with each word of the passages)
+SLIPS_READ = 8
 #: a word of a passage a question's word may misspell: letters only, five or more
 SPELLED = re.compile(r"\b[^\W\d_]{5,}\b")
 
