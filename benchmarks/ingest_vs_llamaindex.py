@@ -9,7 +9,8 @@ splits it with ``SentenceSplitter`` counting the model's own tokens, embeds ever
 them in its in-memory ``VectorStoreIndex``: once with 130-token chunks overlapping by half, once
 with 180-token chunks overlapping by 20 (LlamaIndex's default overlap; the faster, "tuned" run).
 qrag-qdrant ingests into an embedded store with its default config (two chunkings, a dense and a
-BM25 vector each, written to Qdrant), and again with ``embedding.pooling = "tiled"``. The runs
+BM25 vector each, written to Qdrant; OpenVINO runs the model where the ``openvino`` extra is
+installed), again with ``embedding.runtime = "onnxruntime"``, and with ``embedding.pooling = "tiled"``. The runs
 alternate (``--rounds``), so a busy stretch of the machine hits both.
 
 Where qrag-qdrant's time goes: the model's own seconds (tokenising and running it), the tokens
@@ -34,9 +35,9 @@ from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.embedding import DenseEmbedder
 
 
-def ours(corpus: Path, pooling: str = "auto") -> dict[str, Any]:
+def ours(corpus: Path, pooling: str = "auto", runtime: str = "auto") -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="qrag-bench-") as store:
-        rag = QuorumRAG(load_settings(store=store, embedding={"pooling": pooling}))
+        rag = QuorumRAG(load_settings(store=store, embedding={"pooling": pooling, "runtime": runtime}))
         totals: dict[str, float] = {}
         embedder = rag.embedder()
         assert isinstance(embedder, DenseEmbedder)
@@ -126,6 +127,7 @@ def main() -> None:
         for name, run in (
             ("llamaindex, 180-token chunks, overlap 20", lambda: llamaindex(args.corpus, 180, 20, model)),
             ("qrag-qdrant, default config", lambda: ours(args.corpus)),
+            ("qrag-qdrant, default config on onnxruntime", lambda: ours(args.corpus, runtime="onnxruntime")),
             ("qrag-qdrant, tiled pooling", lambda: ours(args.corpus, "tiled")),
             ("llamaindex, 130-token chunks, overlap 65", lambda: llamaindex(args.corpus, 130, 65, model)),
         ):

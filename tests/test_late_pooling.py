@@ -6,12 +6,20 @@ import numpy as np
 import pytest
 
 from qrag_qdrant import QuorumRAG
+from qrag_qdrant.config.sections import EmbeddingSettings
 from qrag_qdrant.config.settings import load_settings
-from qrag_qdrant.embedding import WINDOW_TOKENS
+from qrag_qdrant.embedding import WINDOW_TOKENS, DenseEmbedder
 from qrag_qdrant.errors import ConfigError
 from qrag_qdrant.ingest.chunking import chunk_words
 
 from .sample_corpus import DOCUMENTS
+
+
+@pytest.fixture(scope="module")
+def embedder(embedder):
+    """The packaged model on onnxruntime, whose vectors do not depend on what shares a batch: the
+    pooling is tested exactly here, and OpenVINO against it in test_embedding_runtime."""
+    return DenseEmbedder(EmbeddingSettings(runtime="onnxruntime"))
 
 
 def test_a_span_pooled_in_context_points_where_its_own_text_does(embedder):

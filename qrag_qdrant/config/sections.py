@@ -61,7 +61,14 @@ class EmbeddingSettings(Section):
     )
     path: Path | None = Field(None, description="local model directory; default: the packaged offline weights")
     batch_size: PositiveInt = Field(64, description="chunks embedded per model call while ingesting")
-    threads: PositiveInt | None = Field(None, description="onnxruntime threads; None: as many as cores")
+    threads: PositiveInt | None = Field(None, description="the model's threads; None: as many as cores")
+    runtime: Literal["auto", "openvino", "onnxruntime"] = Field(
+        "auto",
+        description="what runs the model over documents' windows (anchored, tiled and late pooling): auto: "
+        "OpenVINO where the openvino extra is installed and the model is a local folder (the packaged one or "
+        "embedding.path), else onnxruntime; OpenVINO ran the packaged model 2.2x as fast, its vectors within "
+        "0.999 cosine (docs/benchmarks.md)",
+    )
     allow_download: bool = Field(False, description="let fastembed fetch the model from its hub")
     pooling: Pooling = Field(
         "auto",

@@ -16,6 +16,7 @@ from . import pooling
 from .base import embedding_dim
 from .files import OFFLINE_MODEL, check_model_dir, offline_model_dir
 from .pooling import cover, stride_windows, token_ranges, token_vectors
+from .runtime import OpenVinoTokens, TokenRunner, uses_openvino
 from .session import MeanPooledOnnx
 
 
@@ -35,6 +36,7 @@ class DenseEmbedder:
         self._tokenizer: Any = None
         self._documents: Any = None
         self._questions: Any = None
+        self._windows: TokenRunner | None = None
         model_dir = settings.path or offline_model_dir(settings.model)
         if model_dir is not None:
             check_model_dir(Path(model_dir))
@@ -189,7 +191,16 @@ class DenseEmbedder:
         return self._tokenizer
 
     def _run_model(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
-        """The model's token vectors for a batch of windows."""
+        """The model's token vectors for a batch of windows, through ``embedding.runtime``."""
+        if self._windows is None:
+            model_dir = Path(self._model_dir) if self._model_dir is not None else None
+            if uses_openvino(self._settings.runtime, model_dir) and model_dir is not None:
+                self._windows = OpenVinoTokens(model_dir / "model.onnx", self._settings.threads)
+            else:
+                self._windows = self._onnxruntime_tokens
+        return self._windows(inputs)
+
+    def _onnxruntime_tokens(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
         vectors: np.ndarray = fastembed_onnx(self._model).model.run(None, inputs)[0]
         return vectors
 
