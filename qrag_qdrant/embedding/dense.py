@@ -116,9 +116,10 @@ class DenseEmbedder:
 
         The windows overlap by ``WINDOW_TOKENS - stride`` tokens, or, given ``windows`` (character
         spans: one chunking's chunks), are those chunks, so no token's context crosses one. A
-        span that is a window gets the window's own embedding, as ``embed`` would give its text.
-        Every chunking of a document is pooled from the same pass, and a span longer than a
-        window loses none of its tokens. Each token's vector comes from the window where it
+        span that is a window gets the window's own embedding, as ``embed`` would give its text
+        (to 0.999 cosine where OpenVINO runs the windows: ``runtime``). Every chunking of a
+        document is pooled from the same pass, and a span longer than a window loses none of its
+        tokens. Each token's vector comes from the window where it
         sits furthest from an edge, so it has context on both sides. A long document is pooled
         in segments of about ``LATE_SEGMENT_CHARS``, so its token vectors never all sit in
         memory at once.
