@@ -16,7 +16,7 @@ from . import pooling
 from .base import embedding_dim
 from .files import OFFLINE_MODEL, check_model_dir, offline_model_dir
 from .pooling import cover, stride_windows, token_ranges, token_vectors
-from .runtime import OpenVinoTokens, TokenRunner, uses_openvino
+from .runtime import OpenVinoTokens, TokenRunner, openvino_model
 from .session import MeanPooledOnnx
 
 
@@ -195,10 +195,8 @@ class DenseEmbedder:
         """The model's token vectors for a batch of windows, through ``embedding.runtime``."""
         if self._windows is None:
             model_dir = Path(self._model_dir) if self._model_dir is not None else None
-            if uses_openvino(self._settings.runtime, model_dir) and model_dir is not None:
-                self._windows = OpenVinoTokens(model_dir / "model.onnx", self._settings.threads)
-            else:
-                self._windows = self._onnxruntime_tokens
+            model = openvino_model(self._settings.runtime, model_dir)
+            self._windows = OpenVinoTokens(model, self._settings.threads) if model else self._onnxruntime_tokens
         return self._windows(inputs)
 
     def _onnxruntime_tokens(self, inputs: dict[str, np.ndarray]) -> np.ndarray:

@@ -50,16 +50,17 @@ class OpenVinoTokens:
         return vectors
 
 
-def uses_openvino(runtime: str, model_dir: Path | None) -> bool:
-    """Whether ``embedding.runtime`` (``auto``, ``openvino`` or ``onnxruntime``) runs the windows
-    through OpenVINO: ``auto`` where it is installed and the model is a local folder (the
-    packaged one, or ``embedding.path``); ``openvino`` where it can, else it says what is missing."""
+def openvino_model(runtime: str, model_dir: Path | None) -> Path | None:
+    """The model file OpenVINO runs the windows of, or None for onnxruntime, as ``embedding.runtime``
+    (``auto``, ``openvino`` or ``onnxruntime``) says: ``auto`` where OpenVINO is installed and the
+    model is a local folder (the packaged one, or ``embedding.path``); ``openvino`` where it can,
+    else it says what is missing."""
     if runtime == "onnxruntime":
-        return False
+        return None
     installed = importlib.util.find_spec("openvino") is not None
     if runtime == "openvino":
         if not installed:
             raise EmbeddingError(f"embedding.runtime = openvino needs OpenVINO: {install_hint('openvino')}")
         if model_dir is None:
             raise EmbeddingError("embedding.runtime = openvino needs a local model folder (embedding.path)")
-    return installed and model_dir is not None
+    return model_dir / "model.onnx" if installed and model_dir is not None else None

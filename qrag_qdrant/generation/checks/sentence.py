@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ...results import Passage
+from ...text.dates import MONTHS
 from ...text.numbers import NUMBER
 from ...text.spelling import near_spelling
 from ...text.terms import CAPITALISED_RUN, initials, terms, word_terms
@@ -29,11 +30,10 @@ from .reading import said_forms, sentences_of
 SHOWN_SHARE = 0.2
 #: values of a kind the answer and a rival sentence can hold: numbers and amounts (``text.numbers.NUMBER``
 #: in figures), dates and times, names (capitalised words after a sentence's first)
-MONTHS = (
-    "january|february|march|april|may|june|july|august|september|october|november|december|"
-    "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-)
-TIME = re.compile(rf"\b(?:{MONTHS})\b|\b\d{{1,2}}:\d{{2}}\b|\b(?:1[0-9]|20)\d{{2}}\b", re.IGNORECASE)
+DAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+#: a month's or a weekday's name, as a pattern's alternatives
+MONTHS_OR_DAYS = "|".join((*MONTHS, *DAY_NAMES))
+TIME = re.compile(rf"\b(?:{MONTHS_OR_DAYS})\b|\b\d{{1,2}}:\d{{2}}\b|\b(?:1[0-9]|20)\d{{2}}\b", re.IGNORECASE)
 NAME = re.compile(r"(?<=[\w,;:)\]] )[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*")
 
 

@@ -17,18 +17,18 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from ...text.dates import MONTHS as MONTH_NAMES
+from ...text.dates import MONTHS
 from ...text.numbers import NUMBER, numbers_in
 from ...text.spelling import near_spelling
 from ...text.terms import initials, with_initials
 from .reading import said_forms
-from .sentence import MONTHS, abbreviations
+from .sentence import MONTHS_OR_DAYS, abbreviations
 
 #: a month or weekday alone (numbers are the answer check's ``NUMBER``), a quoted phrase
-DAY_OR_MONTH = re.compile(rf"\b(?:{MONTHS})\b", re.IGNORECASE)
+DAY_OR_MONTH = re.compile(rf"\b(?:{MONTHS_OR_DAYS})\b", re.IGNORECASE)
 QUOTED = re.compile(r"[\"“]([^\"”]{2,60})[\"”]")
 #: a month's short name: "Feb 2010" is February 2010
-MONTH_SHORT = {name[:3]: name for name in MONTH_NAMES if name != "may"} | {"sept": "september"}
+MONTH_SHORT = {name[:3]: name for name in MONTHS if name != "may"} | {"sept": "september"}
 #: a run of capitalised words (a name): after the question's first word, or from it when the run has
 #: two words or more ("Newman Thomas was ...?"; "Scenes were ...?" names nothing)
 CAPITALISED = r"[A-Z][\w'’.–—-]*"
