@@ -282,6 +282,7 @@ def test_an_abbreviation_matches_its_expansion_both_ways():
     assert coverage("In the EU the warranty lasts two years.", spelled) == (1.0, ())
     assert coverage("In the US the warranty lasts one year.", weights)[1] == ("eu",)  # another one's initials
     assert coverage("The Department of Human Resources decides.", {"hr": 1.0}) == (1.0, ())
+    assert coverage("Sam Bankman-Fried testified.", {"testified": 1.0, "sbf": 1.0}) == (1.0, ())  # hyphen parts
 
 
 def test_the_sentence_read_is_the_one_that_says_most_of_the_question(rag):

@@ -333,3 +333,22 @@ def test_a_payload_written_before_versions_and_marks_reads_with_their_defaults()
     payload = ChunkPayload.of(stored)
     assert (payload.version, payload.marks) == (0, ())
     assert payload.as_dict() == {**stored, "version": 0}
+
+
+def test_a_name_written_in_full_finds_the_document_that_writes_its_initials(open_rag, tmp_path):
+    """The roundup shares no word with the question but "SBF": BM25 finds it by the initials of
+    the name the question writes in full, and by nothing else."""
+    folder = tmp_path / "news"
+    folder.mkdir()
+    (folder / "roundup.txt").write_text(
+        "Week in review. Phones: a folding phone went on sale. SBF allegedly tried to buy off a former "
+        "president to keep him out of the race, a new book says. Podcasts: three new shows began."
+    )
+    (folder / "exchange.txt").write_text("Sam Bankman-Fried founded the FTX exchange in 2019 and led it for years.")
+    (folder / "bees.txt").write_text("Honeybees tell each other where flowers are with the waggle dance.")
+    rag = open_rag("news")
+    rag.ingest(folder)
+    lexical = {r.name for r in rag.settings.retrievers if r.kind != "dense"}
+    _, lists = rag.coordinator.searcher.embed_and_search("What did Sam Bankman-Fried offer Trump?")
+    found = [{hit.payload.source for hit in ranked.hits} for ranked in lists if ranked.retriever in lexical]
+    assert found and all("roundup.txt" in sources and "exchange.txt" in sources for sources in found)

@@ -18,6 +18,7 @@ from ..store import Hit, Store, VectorQuery, Where, open_collections
 from ..store.access import ALL, Access
 from ..store.filters import DocumentFilter
 from ..store.points import Sparse
+from ..text.terms import with_name_initials
 from .expansion import ExpandedText
 from .fusion import QUESTION, RankedList
 from .question import checked_question
@@ -97,7 +98,10 @@ class Searcher:
         return self._vectors(checked_question(question, self.settings.retrieval.max_question_chars))
 
     def _sparse(self, question: str) -> dict[str, Sparse]:
-        return {spec.name: sparse.query_embed(question) for spec, sparse in self.collections}
+        """Each collection's BM25 query: the question's words and the initials of the names it
+        writes in full (``terms.with_name_initials``)."""
+        lexical = with_name_initials(question)
+        return {spec.name: sparse.query_embed(lexical) for spec, sparse in self.collections}
 
     def embed_and_search(
         self,

@@ -99,14 +99,35 @@ def question_words(question: str) -> dict[str, frozenset[int]]:
     return {word: ids for word, ids in words_of(HOW_WORDS.sub(" how ", question.lower())).items() if word not in asking}
 
 
-#: two to five capitalised words, "of (the)" between them: a name an abbreviation may stand for
-#: ("European Union", "Department of Human Resources")
-CAPITALISED_RUN = re.compile(r"(?:\b[A-Z][a-z]+(?:\s+(?:of\s+(?:the\s+)?)?|\b)){2,5}")
+#: two to five capitalised words, "of (the)" or a hyphen between them: a name an abbreviation may
+#: stand for ("European Union", "Department of Human Resources", "Sam Bankman-Fried")
+CAPITALISED_RUN = re.compile(r"(?:\b[A-Z][a-z]+(?:\s+(?:of\s+(?:the\s+)?)?|-(?=[A-Z])|\b)){2,5}")
+#: the fewest initials a name is searched by as well: two letters ("SA", "NY") stand for too much
+SEARCHED_INITIALS = 3
 
 
 def initials(run: str) -> str:
-    """The initials of a run's capitalised words, lower case: "Department of Human Resources" gives "dhr"."""
-    return "".join(word[0] for word in run.split() if word[0].isupper()).lower()
+    """The initials of a run's capitalised words, lower case, an opening "The" left out:
+    "Department of Human Resources" gives "dhr", "Sam Bankman-Fried" "sbf", "The Wall Street
+    Journal" "wsj"."""
+    words = re.split(r"[\s-]+", run.removeprefix("The "))
+    return "".join(word[0] for word in words if word and word[0].isupper()).lower()
+
+
+def with_name_initials(text: str) -> str:
+    """``text`` with the initials of each name it writes in full appended, in capitals, for the
+    lexical search: news and reports write a person or body named in three words or more by its
+    initials ("SBF allegedly tried to buy off Trump" for a question on Sam Bankman-Fried), which
+    BM25 cannot match otherwise. An initialism no document holds adds nothing to a BM25 score, and
+    one that means something else ("NFT" for a National Football Team) is a lexical hit the dense
+    voters do not back, so it rarely reaches quorum. A run that starts the text is read without
+    its first word, capitalised as a sentence starts ("Did Sam Bankman-Fried ...")."""
+    runs = [match.group().strip() for match in CAPITALISED_RUN.finditer(text)]
+    if runs and text.startswith(runs[0]):
+        runs[0] = runs[0].partition(" ")[2]
+    names = set(runs)
+    found = sorted({short.upper() for name in names if len(short := initials(name)) >= SEARCHED_INITIALS})
+    return " ".join([text, *found])
 
 
 def with_initials(question: str, written: Callable[[str], bool], from_start: bool = True) -> str:
