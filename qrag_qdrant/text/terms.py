@@ -125,8 +125,7 @@ def with_name_initials(text: str) -> str:
     runs = [match.group().strip() for match in CAPITALISED_RUN.finditer(text)]
     if runs and text.startswith(runs[0]):
         runs[0] = runs[0].partition(" ")[2]
-    names = set(runs)
-    found = sorted({short.upper() for name in names if len(short := initials(name)) >= SEARCHED_INITIALS})
+    found = sorted({short.upper() for name in runs if len(short := initials(name)) >= SEARCHED_INITIALS})
     return " ".join([text, *found])
 
 
