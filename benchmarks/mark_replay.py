@@ -10,6 +10,10 @@ of the mark are compared on identical answers (the model's time is spent once).
 ``check --store $S2 --namespace ...`` weighs each question's key and unseen terms again under the
 code at hand (a change to how the question's words are weighed); without it, the recorded ones.
 
+With ``record --hold-out 0.5 --split-seed 1 --out-of-corpus-only`` over a store that ``qrag-qdrant
+eval --hold-out 0.5 --split-seed 1`` built, the answers are to questions whose article is not in
+the namespace; ``check`` counts those shown as supported.
+
 ``record`` answers each drawn question through ``QuorumRAG.answer`` (the packaged model by
 default) and keeps the answer before its checks: the evidence, the text, the model's answer
 probability, and the question's key and unseen terms. ``check`` runs ``check_answer`` on each and
@@ -40,13 +44,22 @@ CHECKED = {"claims": [], "short_answer": None, "abstained": False, "abstain_reas
 
 
 def record(args: argparse.Namespace) -> None:
-    dataset = load_dataset(args.data, sample=args.sample, seed=args.seed, articles=args.articles)
+    dataset = load_dataset(
+        args.data,
+        sample=args.sample,
+        seed=args.seed,
+        articles=args.articles,
+        hold_out=args.hold_out,
+        split_seed=args.split_seed,
+    )
     settings = load_settings(store=args.store, namespace=args.namespace)
     answered = 0
     with QuorumRAG(settings) as rag, args.out.open("w") as out:
         for question in dataset.questions:
             if answered >= args.answers:
                 break
+            if args.out_of_corpus_only and not question.out_of_corpus:
+                continue
             evidence = rag.retrieve(question.question)
             if evidence.abstained:
                 continue
@@ -56,6 +69,7 @@ def record(args: argparse.Namespace) -> None:
             row = {
                 "id": question.id,
                 "unanswerable": question.unanswerable,
+                "out_of_corpus": question.out_of_corpus,
                 "gold": list(question.answers),
                 # the answer as the model wrote it (its tokens), before the checks read or changed it
                 "answer": answer.model_dump(mode="json", exclude=set(CHECKED) | {"mark", "mark_reason", "warnings"})
@@ -87,7 +101,7 @@ def check(args: argparse.Namespace) -> None:
     if args.store is not None:
         weighed_again(rows, args.store, args.namespace)
     counts = {"answerable": 0, "holds_gold": 0, "supported": 0, "supported_holding_gold": 0}
-    counts |= {"unanswerable": 0, "unanswerable_supported": 0}
+    counts |= {"unanswerable": 0, "unanswerable_supported": 0, "out_of_corpus": 0, "out_of_corpus_supported": 0}
     marks: dict[str, str | None] = {}
     for row in rows:
         fields = {name: value for name, value in row["answer"].items() if name in Answer.model_fields}
@@ -98,6 +112,10 @@ def check(args: argparse.Namespace) -> None:
         check_answer(answer, answer.passages, None, options)
         marks[row["id"]] = answer.mark
         supported = answer.mark == "supported"
+        if row.get("out_of_corpus"):
+            counts["out_of_corpus"] += 1
+            counts["out_of_corpus_supported"] += supported
+            continue
         if row["unanswerable"]:
             counts["unanswerable"] += 1
             counts["unanswerable_supported"] += supported
@@ -128,6 +146,9 @@ def main() -> None:
     recording.add_argument("--seed", type=int, default=45)
     recording.add_argument("--answers", type=int, default=80, help="questions that reach the model, at most")
     recording.add_argument("--out", type=Path, required=True)
+    recording.add_argument("--hold-out", type=float, default=0.0, help="as qrag-qdrant eval's: a share of the corpus")
+    recording.add_argument("--split-seed", type=int, default=0)
+    recording.add_argument("--out-of-corpus-only", action="store_true", help="only questions --hold-out left out")
     checking = verbs.add_parser("check")
     checking.add_argument("recorded", type=Path)
     checking.add_argument("--json-out", type=Path)

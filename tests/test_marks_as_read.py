@@ -13,7 +13,7 @@ from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.generation import BackendDefaults, register_backend
 from qrag_qdrant.generation.checks.answer_check import check_answer
-from qrag_qdrant.generation.checks.sentence import coverage, rival_of
+from qrag_qdrant.generation.checks.sentence import coverage, rival_of, sentence_check, sentence_referred_to
 from qrag_qdrant.generation.checks.specifics import lacking
 from qrag_qdrant.results import Answer, Passage
 
@@ -135,6 +135,24 @@ def test_a_question_verb_is_not_required_in_the_sentence(rag):
     assert answer.mark == "supported", answer.mark_reason
     wrong = marked(rag, "What happens to a faulty unit during the home trial?", "a restocking fee [1]")
     assert wrong.mark != "supported"
+
+
+def test_an_adjectives_other_degree_a_places_adjective_and_another_spelling_say_the_word():
+    """ "the top 400 richest Americans" says "richer"; "South African holdings" says "South Africa",
+    "Sackler Centre" "Sackler Center"; a rare word in no document ("weakest") is not read as absent
+    where the passage says "weak"."""
+    weights = {"richer": 1.0, "americans": 0.5}
+    assert coverage("The top 400 richest Americans have more wealth than half of all Americans.", weights) == (1.0, ())
+    assert coverage("The 400 poorest Americans.", weights)[1] == ("richer",)
+    question = "By how much did Harvard reduce its South Africa holdings?"
+    assert lacking(question, "Harvard did reduce its South African holdings by $230 million.") == []
+    assert lacking("Which scenes were filmed in Austria?", "Scenes were filmed in Australian towns.") == ["Austria"]
+    assert lacking("When did the Sackler Center open?", "The Sackler Centre opened in 2008.") == []
+    said = "Only four interactions are known: strong, electromagnetic, weak, and gravitational."
+    passage = Passage(citation=1, source="physics.txt", start=0, end=len(said), text=said)
+    weights = {"weakest": 1.0, "interaction": 0.5}
+    check = sentence_check("gravitational", said, None, [passage], weights, unseen=["weakest"])
+    assert check.coverage == 1.0
 
 
 @pytest.mark.parametrize(
@@ -331,3 +349,65 @@ def test_a_detail_the_question_swapped_is_not_supported(rag, question, written, 
         assert answer.mark == "supported", answer.mark_reason
     else:
         assert answer.mark == "not supported" and f'does not mention "{swapped}"' in answer.mark_reason
+
+
+@pytest.mark.parametrize(
+    ("before", "supported"),
+    [
+        ("While studying law in England, Iqbal joined the London branch of the League.", True),
+        ("While studying law in England, Ahmed joined the London branch of the League.", False),
+    ],
+)
+def test_a_sentence_that_says_he_is_read_with_the_sentence_it_points_back_to(before, supported):
+    """ "He came back to Lahore in 1908." answers "What year did Iqbal return to Lahore?" where the
+    sentence before it names Iqbal, and not where it names someone else."""
+    weights = {"iqbal": 1.0, "lahore": 0.8, "return": 0.4, "year": 0.2}
+    text = f"{before} He came back to Lahore in 1908."
+    answer = checked("What year did Iqbal return to Lahore?", "1908 [1]", text, weights)
+    assert (answer.mark == "supported") is supported, answer.mark_reason
+
+
+@pytest.mark.parametrize(("sure", "supported"), [(0.9, True), (0.75, False)])
+def test_a_hesitant_model_is_not_trusted_on_the_words_of_the_sentence_pointed_back_to(sure, supported):
+    """Every word of the question is said once "He" is read as Iqbal, but the answer's own sentence
+    says only "Lahore": 75% is not sure enough there, as it would be over a sentence that says it all."""
+    weights = {"iqbal": 1.0, "lahore": 0.8, "return": 0.4, "year": 0.2}
+    text = "Iqbal returned in the year he finished his studies. He came back to Lahore in 1908."
+    answer = checked("What year did Iqbal return to Lahore?", "1908 [1]", text, weights, sure)
+    assert answer.claims[0].coverage == 1.0
+    assert (answer.mark == "supported") is supported, answer.mark_reason
+
+
+@pytest.mark.parametrize(
+    ("before", "supported"),
+    [
+        ("In 1886 Tesla founded Tesla Electric Light & Manufacturing, a lighting company.", True),
+        ("In 1884 Tesla sailed to New York to work for Edison.", False),  # no company before "The company"
+    ],
+)
+def test_the_company_is_read_as_the_company_the_sentence_before_names(before, supported):
+    question = "What did Tesla Electric Light & Manufacturing install?"
+    weights = {"tesla": 0.8, "electric": 0.5, "light": 0.4, "manufacturing": 0.6, "install": 0.4}
+    text = f"{before} The company installed arc lighting systems."
+    answer = checked(question, "arc lighting systems [1]", text, weights)
+    assert (answer.mark == "supported") is supported, answer.mark_reason
+
+
+def test_what_a_sentence_points_back_to():
+    text = "By 1954, ABC's revenue increased by 67%. However that year, ABC had only 14 primary affiliates."
+    assert sentence_referred_to(text, "However that year, ABC had only 14 primary affiliates.").startswith("By 1954")
+    text = "Tesla sailed to New York. The company installed arc lighting. Parachutes slowed the descent."
+    assert sentence_referred_to(text, "The company installed arc lighting.") == ""  # no company before it
+    assert sentence_referred_to(text, "Parachutes slowed the descent.") == ""  # points at nothing
+    text = "The historic Tower Theatre is on the list. The theater was built in 1939."
+    assert sentence_referred_to(text, "The theater was built in 1939.").startswith("The historic")
+    assert sentence_referred_to("He left.", "He left.") == ""  # the passage's first sentence: nothing before it
+
+
+def checked(question: str, written: str, text: str, weights: dict[str, float], sure: float | None = None) -> Answer:
+    """``written``'s mark over one passage of ``text``, the question's key words weighed ``weights``,
+    the model ``sure`` of it (None: the backend does not say)."""
+    answer = Answer(question=question, abstained=False, retrievers=4, clusters=[], timings_ms={})
+    answer.answer, answer.key_terms, answer.answer_probability = written, weights, sure
+    check_answer(answer, [Passage(citation=1, source="notes.txt", start=0, end=len(text), text=text)], None, MARK)
+    return answer

@@ -103,7 +103,8 @@ def check_claim(
         read, checks = read_pieces(claim, pieces, cited_by(claim, valid), answer, passages), PIECES
     else:
         read, checks = read_whole(claim, holder, answer, passages), WHOLE
-    covered = read.sentence is not None and read.sentence.coverage >= COVERED and not miscited
+    # the sentence itself says nearly every word asked; one it points back to is weaker evidence
+    covered = read.sentence is not None and read.sentence.coverage_alone >= COVERED and not miscited
     claim.unsupported = first_finding(checks, read, options) or answer_doubt(answer, options, covered)
     if judge is not None and claim.unsupported is None:
         claim.score = round(judge.yes_probability(JUDGE_SYSTEM, judge_prompt(claim, passages)), 4)

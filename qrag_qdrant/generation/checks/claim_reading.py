@@ -18,7 +18,7 @@ from ...text.sentences import unwrapped
 from ...text.terms import terms
 from .pieces import pieces_check
 from .reading import bare, holding_sentences
-from .sentence import SentenceCheck, coverage, heading_above, relevance_of, sentence_check
+from .sentence import SentenceCheck, coverage, heading_above, relevance_of, sentence_check, sentence_referred_to
 from .specifics import as_written, lacking
 from .verdict import verdict_check
 
@@ -50,7 +50,9 @@ def read_whole(claim: Claim, holder: Passage | None, answer: Answer, passages: S
     holding = holding_sentences(words, holder.text)
     if len(holding) > 1:
         holding.sort(key=lambda sentence: -coverage(sentence, answer.key_terms)[0])
-    claim.relevance = relevance(answer.searched, claim.text, holder.text, holding)
+    # a sentence that points back ("He came back to Lahore") is read with the one it points to
+    resolved = [f"{sentence_referred_to(holder.text, sentence)} {sentence}".strip() for sentence in holding]
+    claim.relevance = relevance(answer.searched, claim.text, holder.text, resolved)
     claim.location = holder.location_at(holding_offset(holder.text, holding))
     read = read_sentence(claim, holder, holding, passages, answer)
     claim.sentence, claim.coverage, claim.rival = read.sentence, read.coverage, read.rival
@@ -109,9 +111,10 @@ def read_sentence(
     heading = heading or heading_above(text, offset)
     cited = [p for p in passages if p.citation in claim.citations] or [holder]
     above = f"{holder.document_name} {heading or ''}"  # what the sentence is about without saying it
-    left_out = lacking(answer.searched, f"{above} {sentence} {holder.publisher or ''}", bare(claim.text))
+    referred = sentence_referred_to(holder.text, sentence)
+    left_out = lacking(answer.searched, f"{above} {referred} {sentence} {holder.publisher or ''}", bare(claim.text))
     weights, unseen = answer.key_terms, answer.unseen_terms
-    return sentence_check(bare(claim.text), sentence, above, cited, weights, unseen, left_out)
+    return sentence_check(bare(claim.text), sentence, above, cited, weights, unseen, left_out, referred)
 
 
 def holding_offset(passage: str, holding: Sequence[str]) -> int:

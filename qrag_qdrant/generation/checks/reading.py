@@ -50,6 +50,27 @@ def said_forms(word: str) -> tuple[str, ...]:
     return (word, *(word + ending for ending in PLURAL_ENDINGS))
 
 
+#: the endings of an adjective's degrees ("richer", "richest"), the shortest base each leaves
+DEGREE_ENDINGS = (("est", 3), ("er", 3))
+
+
+def degree_forms(word: str) -> set[str]:
+    """An adjective's other degrees, where ``word`` (lower case) reads as a comparative or a
+    superlative: "richer" is said by "rich" and "richest", "hottest" by "hot", "latest" by "late",
+    "earliest" by "early". Empty for a word with neither ending; a form that is no word matches
+    nothing."""
+    for ending, shortest in DEGREE_ENDINGS:
+        base = word.removesuffix(ending)
+        if base != word and len(base) >= shortest:
+            bases = {base}
+            if len(base) > 3 and base[-1] == base[-2]:  # "hott" of "hottest"
+                bases.add(base[:-1])
+            if base.endswith("i"):  # "earli" of "earliest"
+                bases.add(base[:-1] + "y")
+            return {form for b in bases for form in (b, b + "e", b + "er", b + "est")} - {word}
+    return set()
+
+
 @lru_cache(maxsize=1024)
 def _as_said(words: str) -> re.Pattern[str]:
     """``words`` (normalised) where a word may also be said in its plural: "thursday" in "on thursdays"."""

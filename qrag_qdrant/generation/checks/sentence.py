@@ -6,7 +6,8 @@ A small reader copies a plausible value from the passage it is shown: asked abou
 passage on vacation days, it answers with the vacation figure, grounded and cited. Which words of
 the question matter is read from how rare they are (``text.term_stats.key_term_weights``:
 general language and the namespace), so "call" cannot block an answer and "sick" can. The holding
-sentence, with the headings above it, must carry ``generation.min_coverage`` of the question's
+sentence, with the headings above it (and the sentence before it, where it points back to that one:
+"He came back to Lahore in 1908."), must carry ``generation.min_coverage`` of the question's
 weight. And when another sentence of the cited passages matches the question better and
 gives a different value of the answer's kind (a number, a date, a name), the answer is ambiguous:
 the passage holds a rival ("domestic travel: NOK 550" beside "international travel: NOK 800").
@@ -23,7 +24,7 @@ from ...text.dates import MONTHS
 from ...text.numbers import NUMBER
 from ...text.spelling import near_spelling
 from ...text.terms import CAPITALISED_RUN, initials, terms, word_terms
-from .reading import said_forms, sentences_of
+from .reading import degree_forms, said_forms, sentences_of
 
 #: a missing word is named (in the mark's reason) when it weighs this share of the weightiest word:
 #: "sick" is, "many" in "how many sick days" is not
@@ -49,6 +50,9 @@ class SentenceCheck:
     missing: tuple[str, ...]
     #: another sentence of the cited passages that answers as well with another value, if any
     rival: str | None
+    #: the share the sentence carries with its headings alone, without the sentence it points back
+    #: to: whether the answer's own sentence says what was asked, where a hesitant model is trusted
+    coverage_alone: float
 
 
 def coverage(text: str, weights: Mapping[str, float]) -> tuple[float, tuple[str, ...]]:
@@ -65,7 +69,7 @@ def coverage(text: str, weights: Mapping[str, float]) -> tuple[float, tuple[str,
         word
         for word in weights
         if not word_terms(word) <= held
-        and not set(said_forms(word.lower())) & spelled
+        and not {*said_forms(word.lower()), *degree_forms(word.lower())} & spelled
         and not near_spelling(word, spelled)
         and not paraphrased(word, text)
     ]
@@ -157,13 +161,16 @@ def sentence_check(
     weights: Mapping[str, float],
     unseen: Sequence[str] = (),
     lacking: Sequence[str] = (),
+    referred: str = "",
 ) -> SentenceCheck:
-    """The holding sentence's coverage of the question, and a rival sentence in ``cited`` if one
-    matches the question better with a different value of the answer's kind. A word of
-    ``unseen`` (rare, and in no document of the namespace) that the cited passages do not hold
-    as a near spelling either, or a specific of the question the sentence ``lacking`` leaves out
-    (``specifics.lacking``), makes the coverage 0: the answer is to another question."""
-    own, missing = coverage(f"{heading or ''} {holding}", weights)
+    """The holding sentence's coverage of the question (with its ``heading`` and the sentence it
+    points back to, ``referred``), and a rival sentence in ``cited`` if one matches the question
+    better with a different value of the answer's kind. A word of ``unseen`` (rare, and in no
+    document of the namespace) that the cited passages do not hold as a near spelling either, or a
+    specific of the question the sentence ``lacking`` leaves out (``specifics.lacking``), makes the
+    coverage 0: the answer is to another question."""
+    own, missing = coverage(f"{heading or ''} {referred} {holding}", weights)
+    alone = coverage(f"{heading or ''} {holding}", weights)[0] if referred else own
     rival = rival_of(claim_words, holding, own, cited, weights)
     text = " ".join(f"{passage.document_name} {passage.text}" for passage in cited)  # a word its file's name says
     spelled = set(re.findall(r"\w+", text.lower()))
@@ -171,12 +178,15 @@ def sentence_check(
     absent = [
         word
         for word in unseen
-        if not near_spelling(word, spelled) and not paraphrased(word, text) and word not in short
+        if not near_spelling(word, spelled)
+        and not degree_forms(word) & spelled
+        and not paraphrased(word, text)
+        and word not in short
     ]
     absent = [*lacking, *(word for word in absent if word not in lacking)]  # a swapped detail named first
     if absent:  # the question is about something else; a rival still has to beat what the sentence says
-        own, missing = 0.0, (*absent, *(word for word in missing if word not in absent))
-    return SentenceCheck(holding.strip(), own, missing, rival)
+        own, alone, missing = 0.0, 0.0, (*absent, *(word for word in missing if word not in absent))
+    return SentenceCheck(holding.strip(), own, missing, rival, alone)
 
 
 def offered_values(sentence: str, weights: Mapping[str, float]) -> dict[str, set[str]]:
@@ -234,6 +244,37 @@ def heading_above(text: str, offset: int) -> str | None:
     """The last Markdown heading line of ``text`` before ``offset``, if it holds one."""
     lines = MARKDOWN_HEADING.findall(text[:offset])
     return lines[-1] if lines else None
+
+
+#: a sentence that names what it is about by pointing back: opening, or after an opening phrase of
+#: up to four words and a comma ("In response,"), with a pronoun, a possessive or a demonstrative
+#: ("He came back to Lahore in 1908.", "His successor ...", and after one word: "However that
+#: year, ..."), or with "the" and a word or two in lower case (group 1) that may name again what
+#: the sentence before it named ("The company installed ..."; "the Harbour Gallery Weekend" is a
+#: name, "Returns after the trial ..." speaks of returns)
+OPENING_PHRASE = r"(?:[\w'’-]+\s+){0,3}[\w'’-]+,\s+"
+REFERS_BACK = re.compile(
+    rf"^\W*(?:(?:{OPENING_PHRASE}|[\w'’-]+\s+)?(?i:he|she|it|they|his|her|its|their|this|these|those|that)\b|"
+    rf"(?:{OPENING_PHRASE})?(?i:the)\s+((?:\d+\s+)?[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*)?))"
+)
+
+
+def sentence_referred_to(text: str, sentence: str) -> str:
+    """The sentence before ``sentence`` in ``text`` where ``sentence`` points back to it
+    (``REFERS_BACK``): what "He" or "The company" names, which the question names in full ("What
+    year did Iqbal return to Lahore?" over "He came back to Lahore in 1908."); "" where it points
+    at nothing before it in ``text``."""
+    opening = REFERS_BACK.match(sentence)
+    if opening is None:
+        return ""
+    found = sentences_of(text)
+    at = next((i for i, s in enumerate(found) if s.strip() == sentence.strip()), 0)
+    before = found[at - 1] if at else ""
+    named = opening.group(1)
+    if not named:
+        return before
+    said = set(re.findall(r"\w+", before.lower()))  # "the theater" names the Tower Theatre again
+    return before if terms(named) & terms(before) or any(near_spelling(w, said) for w in named.split()) else ""
 
 
 #: questions that ask for a place, a person or a thing by name: a bare time, date or number answers

@@ -202,6 +202,9 @@ def name_held(name: list[str], words: list[str], before: Sequence[str | None]) -
     return False
 
 
+#: the endings that make a place's name an adjective: "South African holdings" are held in South
+#: Africa, "a Japanese firm" in Japan ("Austrian" is no "Australia")
+ADJECTIVE_ENDINGS = ("n", "an", "ian", "ese")
 #: the plural endings a name's word said in the plural may lose: "Huguenots", "Marches"
 PLURAL_END = re.compile(r"(?<=[a-z]{3})(?:e?s)$")
 
@@ -209,9 +212,16 @@ PLURAL_END = re.compile(r"(?<=[a-z]{3})(?:e?s)$")
 def name_forms(word: str) -> set[str]:
     """A name's word (as the question writes it) as a sentence may say it, lower case: itself, its
     plurals ("DVDs" for "DVD"), and where the question says it in the plural, its singular ("a
-    Huguenot family" for "the Huguenots"). An abbreviation keeps its last letter: "FISS" is no "FIS"."""
+    Huguenot family" for "the Huguenots"), a place's adjective ("African" for "Africa":
+    ``ADJECTIVE_ENDINGS``), and its other spelling of "-re" ("Center" for "Centre", "Theatre" for
+    "Theater"). An abbreviation keeps its last letter: "FISS" is no "FIS"."""
     lowered = word.strip(".").lower()
     forms = set(said_forms(lowered))
+    if not word.isupper():
+        forms |= {lowered + ending for ending in ADJECTIVE_ENDINGS}
+        forms |= {
+            lowered[:-2] + ending[::-1] for ending in ("re", "er") if len(lowered) > 4 and lowered.endswith(ending)
+        }
     if not word.isupper() and PLURAL_END.search(lowered):
         forms |= {lowered[:-1], PLURAL_END.sub("", lowered)}  # "churches": "churche", "church"
     return forms
