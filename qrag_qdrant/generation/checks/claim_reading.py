@@ -51,10 +51,11 @@ def read_whole(claim: Claim, holder: Passage | None, answer: Answer, passages: S
     if len(holding) > 1:
         holding.sort(key=lambda sentence: -coverage(sentence, answer.key_terms)[0])
     # a sentence that points back ("He came back to Lahore") is read with the one it points to
-    resolved = [f"{sentence_referred_to(holder.text, sentence)} {sentence}".strip() for sentence in holding]
+    referred = [sentence_referred_to(holder.text, sentence) for sentence in holding]
+    resolved = [f"{before} {sentence}".strip() for before, sentence in zip(referred, holding)]
     claim.relevance = relevance(answer.searched, claim.text, holder.text, resolved)
     claim.location = holder.location_at(holding_offset(holder.text, holding))
-    read = read_sentence(claim, holder, holding, passages, answer)
+    read = read_sentence(claim, holder, holding, referred[0] if referred else "", passages, answer)
     claim.sentence, claim.coverage, claim.rival = read.sentence, read.coverage, read.rival
     claim.missing_terms = list(read.missing) if read.coverage < 1 else []
     return ClaimRead(words, answer.searched, True, holding, claim.relevance, read, holder.document_name)
@@ -99,11 +100,16 @@ def relevance(question: str, claim: str, passage: str, holding: Sequence[str]) -
 
 
 def read_sentence(
-    claim: Claim, holder: Passage, holding: Sequence[str], passages: Sequence[Passage], answer: Answer
+    claim: Claim,
+    holder: Passage,
+    holding: Sequence[str],
+    referred: str,
+    passages: Sequence[Passage],
+    answer: Answer,
 ) -> SentenceCheck:
     """The sentence of ``holder`` that holds the claim (the first of ``holding``), with the heading
-    over it and its document's name: what it says of the question, and a rival sentence in the
-    passages the claim cites."""
+    over it, its document's name and the sentence it points back to (``referred``): what it says
+    of the question, and a rival sentence in the passages the claim cites."""
     sentence = holding[0] if holding else holder.text
     text = unwrapped(holder.text)
     offset = max(text.find(sentence.strip()), 0)
@@ -111,7 +117,6 @@ def read_sentence(
     heading = heading or heading_above(text, offset)
     cited = [p for p in passages if p.citation in claim.citations] or [holder]
     above = f"{holder.document_name} {heading or ''}"  # what the sentence is about without saying it
-    referred = sentence_referred_to(holder.text, sentence)
     left_out = lacking(answer.searched, f"{above} {referred} {sentence} {holder.publisher or ''}", bare(claim.text))
     weights, unseen = answer.key_terms, answer.unseen_terms
     return sentence_check(bare(claim.text), sentence, above, cited, weights, unseen, left_out, referred)

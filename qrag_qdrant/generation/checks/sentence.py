@@ -55,6 +55,12 @@ class SentenceCheck:
     coverage_alone: float
 
 
+def spelled_words(text: str) -> set[str]:
+    """The words of ``text`` as spelled, lower case, for the readings no stemmer makes (a typo, a
+    plural, an adjective's degree)."""
+    return set(re.findall(r"\w+", text.lower()))
+
+
 def coverage(text: str, weights: Mapping[str, float]) -> tuple[float, tuple[str, ...]]:
     """The share of ``weights`` whose words ``text`` holds (by the analyser's stems, in the plural
     the stemmer leaves alone: "DVDs" for "DVD", as a near spelling: "Counil" for "Council", as an
@@ -64,7 +70,7 @@ def coverage(text: str, weights: Mapping[str, float]) -> tuple[float, tuple[str,
     if not total:
         return 1.0, ()
     held = terms(text)
-    spelled = set(re.findall(r"\w+", text.lower()))
+    spelled = spelled_words(text)
     missing = [
         word
         for word in weights
@@ -173,7 +179,7 @@ def sentence_check(
     alone = coverage(f"{heading or ''} {holding}", weights)[0] if referred else own
     rival = rival_of(claim_words, holding, own, cited, weights)
     text = " ".join(f"{passage.document_name} {passage.text}" for passage in cited)  # a word its file's name says
-    spelled = set(re.findall(r"\w+", text.lower()))
+    spelled = spelled_words(text)
     short = abbreviations(text) if unseen else set()  # "PO" for the Presiding Officer
     absent = [
         word
@@ -273,7 +279,7 @@ def sentence_referred_to(text: str, sentence: str) -> str:
     named = opening.group(1)
     if not named:
         return before
-    said = set(re.findall(r"\w+", before.lower()))  # "the theater" names the Tower Theatre again
+    said = spelled_words(before)  # "the theater" names the Tower Theatre again
     return before if terms(named) & terms(before) or any(near_spelling(w, said) for w in named.split()) else ""
 
 

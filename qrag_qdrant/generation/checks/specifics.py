@@ -217,11 +217,10 @@ def name_forms(word: str) -> set[str]:
     "Theater"). An abbreviation keeps its last letter: "FISS" is no "FIS"."""
     lowered = word.strip(".").lower()
     forms = set(said_forms(lowered))
-    if not word.isupper():
-        forms |= {lowered + ending for ending in ADJECTIVE_ENDINGS}
-        forms |= {
-            lowered[:-2] + ending[::-1] for ending in ("re", "er") if len(lowered) > 4 and lowered.endswith(ending)
-        }
-    if not word.isupper() and PLURAL_END.search(lowered):
+    if word.isupper():
+        return forms
+    forms |= {lowered + ending for ending in ADJECTIVE_ENDINGS}
+    forms |= {lowered[:-2] + ending[::-1] for ending in ("re", "er") if len(lowered) > 4 and lowered.endswith(ending)}
+    if PLURAL_END.search(lowered):
         forms |= {lowered[:-1], PLURAL_END.sub("", lowered)}  # "churches": "churche", "church"
     return forms
