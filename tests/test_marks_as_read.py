@@ -71,6 +71,12 @@ Some Huguenot families on the island keep the feast of their patron Saint Nicola
 
 One of the first captains to serve on the night crossing was Hervé, in the 1990s.
 """
+#: a file about a body a question may name by its abbreviation, written with an ampersand or points;
+#: its name says which body
+MUSEUM = """In 2002 the museum acquired the Costiff collection of 178 costumes.
+
+The museum's shop ships to the United States for a fee of 30 dollars.
+"""
 #: the question -> what the model writes
 WRITES: dict[str, str] = {}
 #: the question -> how sure the model was of what it writes (unset: it does not say)
@@ -106,6 +112,7 @@ def rag(tmp_path_factory, embedder):
         ("schedule.md", SCHEDULE),
         ("films.md", FILMS),
         ("harbour-ferries.txt", FERRIES),
+        ("victoria-and-albert-museum.txt", MUSEUM),
     ):
         (root / "corpus" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "corpus" / name).write_text(text)
@@ -301,6 +308,31 @@ def test_an_abbreviation_matches_its_expansion_both_ways():
     assert coverage("In the US the warranty lasts one year.", weights)[1] == ("eu",)  # another one's initials
     assert coverage("The Department of Human Resources decides.", {"hr": 1.0}) == (1.0, ())
     assert coverage("Sam Bankman-Fried testified.", {"testified": 1.0, "sbf": 1.0}) == (1.0, ())  # hyphen parts
+
+
+@pytest.mark.parametrize(
+    ("question", "written", "supported"),
+    [
+        ("When did the V&A acquire the Costiff collection?", "2002 [1]", True),
+        ("When did the British Museum acquire the Costiff collection?", "2002 [1]", False),
+        ("What is the museum shop's fee to ship to the U.S.?", "30 dollars [1]", True),
+        ("What is the museum shop's fee to ship to the U.K.?", "30 dollars [1]", False),
+        ("Approximately how many costumes are in the Costiff collection?", "178 [1]", True),
+    ],
+)
+def test_an_abbreviation_written_with_an_ampersand_or_points_is_read_as_its_capitals(rag, question, written, supported):
+    """ "V&A" is the Victoria and Albert Museum the file's name says, "U.S." the United States; the
+    British Museum and the U.K. are not. "Approximately" asks how many: no sentence need say it."""
+    answer = marked(rag, question, written)
+    assert (answer.mark == "supported") is supported, answer.mark_reason
+
+
+def test_an_abbreviations_capitals_however_written():
+    assert lacking("What is the warranty in the U.S.?", "In the US the warranty lasts one year.") == []
+    assert lacking("What is the warranty in the US?", "In the U.S. the warranty lasts one year.") == []
+    assert lacking("What is the warranty in the U.S.?", "In the U.K. the warranty lasts one year.") == ["U.S."]
+    assert lacking("Who rated S&P's bonds?", "Standard & Poor's rated them.") == []
+    assert lacking("What is the AT&T plan?", "Verizon offers a plan.") == ["AT&T"]
 
 
 def test_the_sentence_read_is_the_one_that_says_most_of_the_question(rag):

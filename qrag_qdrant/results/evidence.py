@@ -17,6 +17,10 @@ AbstainReason = Literal[
 ]
 
 
+#: the words a name leaves in lower case ("Victoria and Albert Museum", "Bank of England")
+NAME_JOINERS = frozenset(["a", "an", "and", "at", "for", "in", "of", "on", "the", "to"])
+
+
 def file_name_words(source: str) -> str:
     """A document's file name as words: "handbook-2024.md" reads "handbook 2024"."""
     return re.sub(r"[-_.]+", " ", PurePosixPath(source).stem)
@@ -51,9 +55,14 @@ class Passage(BaseModel):
     @property
     def document_name(self) -> str:
         """What its document is called: its title, or where its metadata holds none, its file's
-        name in words ("super-bowl-50.txt": "super bowl 50"). A sentence of an article on the
-        Huguenots speaks of them without naming them; the checks read this name beside it."""
-        return self.title or file_name_words(self.source)
+        name in words, capitalised as a name ("super-bowl-50.txt": "Super Bowl 50";
+        "victoria-and-albert-museum.txt": "Victoria and Albert Museum", whose initials "V&A"
+        writes). A sentence of an article on the Huguenots speaks of them without naming them; the
+        checks read this name beside it."""
+        if self.title:
+            return self.title
+        words = file_name_words(self.source).split()
+        return " ".join(word if word in NAME_JOINERS else word[:1].upper() + word[1:] for word in words)
 
     @property
     def byline(self) -> str:

@@ -79,6 +79,9 @@ GENERIC_VERB_FORMS = (
 GENERIC_VERBS = frozenset(GENERIC_VERB_FORMS.split())
 #: modal verbs: how a question asks ("How long may I park?", "What should I bring?"), never what about
 MODAL_VERBS = frozenset(["can", "could", "may", "might", "must", "shall", "should", "would"])
+#: adverbs a question asks with ("Approximately how many ...?", "Who else ...?", "Besides X, what
+#: ...?"): the sentence that answers states the amount, or the other one, without them
+ASKING_ADVERBS = frozenset(["approximately", "roughly", "else", "besides"])
 #: "How long", "how much", "how often": the asking word and this one ask for a quantity, which the
 #: answer's sentence states ("for at most 2 hours") without either
 HOW_WORDS = re.compile(
@@ -93,9 +96,11 @@ def words_of(text: str) -> dict[str, frozenset[int]]:
 
 
 def question_words(question: str) -> dict[str, frozenset[int]]:
-    """The question's content words (lower case, no numbers, no generic or modal verb, not the word
-    of "how long" or "how much") with their analyser terms."""
-    asking = GENERIC_VERBS | MODAL_VERBS
+    """The question's content words (lower case, no numbers, no generic or modal verb or asking
+    adverb, not the word of "how long" or "how much"; an abbreviation as its capitals: "V&A" is
+    "va") with their analyser terms."""
+    asking = GENERIC_VERBS | MODAL_VERBS | ASKING_ADVERBS
+    question = POINTED_ABBREVIATION.sub(lambda written: abbreviation_letters(written.group()) or "", question)
     return {word: ids for word, ids in words_of(HOW_WORDS.sub(" how ", question.lower())).items() if word not in asking}
 
 
@@ -104,6 +109,27 @@ def question_words(question: str) -> dict[str, frozenset[int]]:
 CAPITALISED_RUN = re.compile(r"(?:\b[A-Z][a-z]+(?:\s+(?:of\s+(?:the\s+)?)?|-(?=[A-Z])|\b)){2,5}")
 #: the fewest initials a name is searched by as well: two letters ("SA", "NY") stand for too much
 SEARCHED_INITIALS = 3
+
+
+#: an abbreviation written with points or an ampersand between its capitals: "U.S.", "V&A", "AT&T"
+POINTED_ABBREVIATION = re.compile(r"(?<![\w&.])[A-Z]{1,3}(?:[.&][A-Z]{1,3})+\.?(?![\w&])")
+
+
+def abbreviation_letters(word: str) -> str | None:
+    """The capitals an abbreviation is made of, however it is written ("U.S." and "US" give "US",
+    "V&A" "VA", "AT&T" "ATT"): what tells one abbreviation from another; None for a word that is
+    no abbreviation ("Paris", "Ph.D.")."""
+    word = word.strip()
+    if POINTED_ABBREVIATION.fullmatch(word):
+        return re.sub(r"[.&]", "", word)
+    word = word.rstrip(".")  # a sentence's last word
+    return word if len(word) >= 2 and word.isalpha() and word.isupper() else None
+
+
+def written_abbreviations(text: str) -> set[str]:
+    """The capitals of each abbreviation ``text`` writes, lower case, however written: "U.S." and
+    "US" give "us", "V&A" "va"."""
+    return {letters.lower() for word in re.findall(r"[\w.&]+", text) if (letters := abbreviation_letters(word))}
 
 
 def initials(run: str) -> str:

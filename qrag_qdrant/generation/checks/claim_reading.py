@@ -116,8 +116,10 @@ def read_sentence(
     heading = next((h for at, h in reversed(holder.heading_marks) if at <= offset), holder.heading)
     heading = heading or heading_above(text, offset)
     cited = [p for p in passages if p.citation in claim.citations] or [holder]
-    above = f"{holder.document_name} {heading or ''}"  # what the sentence is about without saying it
-    left_out = lacking(answer.searched, f"{above} {referred} {sentence} {holder.publisher or ''}", bare(claim.text))
+    # what the sentence is about without saying it; " | " ends a name at each part's end
+    above = " | ".join(filter(None, (holder.document_name, heading)))
+    said = " | ".join(filter(None, (above, referred, sentence, holder.publisher)))
+    left_out = lacking(answer.searched, said, bare(claim.text))
     weights, unseen = answer.key_terms, answer.unseen_terms
     return sentence_check(bare(claim.text), sentence, above, cited, weights, unseen, left_out, referred)
 

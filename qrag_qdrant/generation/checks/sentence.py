@@ -23,7 +23,7 @@ from ...results import Passage
 from ...text.dates import MONTHS
 from ...text.numbers import NUMBER
 from ...text.spelling import near_spelling
-from ...text.terms import CAPITALISED_RUN, initials, terms, word_terms
+from ...text.terms import CAPITALISED_RUN, initials, terms, word_terms, written_abbreviations
 from .reading import degree_forms, said_forms, sentences_of
 
 #: a missing word is named (in the mark's reason) when it weighs this share of the weightiest word:
@@ -104,11 +104,18 @@ def paraphrased(word: str, text: str) -> bool:
     return said is not None and said.search(text) is not None
 
 
+#: "and" or "&" between two capitalised words, which an abbreviation leaves out or writes as "&":
+#: "V&A" is the Victoria and Albert Museum, "S&P" Standard & Poor's
+JOINED_BY_AND = re.compile(r"\b([A-Z][a-z]+)\s+(?:and|&)\s+(?=[A-Z][a-z])")
+
+
 def abbreviations(text: str) -> set[str]:
-    """The abbreviations ``text`` spells out, lower case: the initials of two or more consecutive
-    capitalised words ("European Union" gives "eu"; "The Department of Human Resources" "dhr", "hr")."""
-    found = set()
-    for run in CAPITALISED_RUN.findall(text):
+    """The abbreviations ``text`` spells out or writes, lower case: the initials of two or more
+    consecutive capitalised words, "and" between them left out ("European Union" gives "eu"; "The
+    Department of Human Resources" "dhr", "hr"; "the Victoria and Albert Museum" "va", "vam"), and
+    the capitals of those it writes, with points or an ampersand too ("U.S." gives "us")."""
+    found = written_abbreviations(text)
+    for run in CAPITALISED_RUN.findall(JOINED_BY_AND.sub(r"\1 ", text)):
         short = initials(run)
         found |= {short[i:j] for i in range(len(short)) for j in range(i + 2, len(short) + 1)}
     return found
@@ -175,10 +182,10 @@ def sentence_check(
     document of the namespace) that the cited passages do not hold as a near spelling either, or a
     specific of the question the sentence ``lacking`` leaves out (``specifics.lacking``), makes the
     coverage 0: the answer is to another question."""
-    own, missing = coverage(f"{heading or ''} {referred} {holding}", weights)
-    alone = coverage(f"{heading or ''} {holding}", weights)[0] if referred else own
+    own, missing = coverage(" | ".join(filter(None, (heading, referred, holding))), weights)
+    alone = coverage(" | ".join(filter(None, (heading, holding))), weights)[0] if referred else own
     rival = rival_of(claim_words, holding, own, cited, weights)
-    text = " ".join(f"{passage.document_name} {passage.text}" for passage in cited)  # a word its file's name says
+    text = " | ".join(f"{passage.document_name} | {passage.text}" for passage in cited)  # a word its file's name says
     spelled = spelled_words(text)
     short = abbreviations(text) if unseen else set()  # "PO" for the Presiding Officer
     absent = [

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from ...text.dates import MONTHS
 from ...text.numbers import NUMBER, numbers_in
 from ...text.spelling import near_spelling
-from ...text.terms import initials, with_initials
+from ...text.terms import abbreviation_letters, initials, with_initials, written_abbreviations
 from .reading import said_forms
 from .sentence import MONTHS_OR_DAYS, abbreviations
 
@@ -31,7 +31,7 @@ QUOTED = re.compile(r"[\"“]([^\"”]{2,60})[\"”]")
 MONTH_SHORT = {name[:3]: name for name in MONTHS if name != "may"} | {"sept": "september"}
 #: a run of capitalised words (a name): after the question's first word, or from it when the run has
 #: two words or more ("Newman Thomas was ...?"; "Scenes were ...?" names nothing)
-CAPITALISED = r"[A-Z][\w'’.–—-]*"
+CAPITALISED = r"[A-Z][\w'’.&–—-]*"  # "V&A", "AT&T" are one word
 NAME = re.compile(
     rf"(?:(?<=\S ){CAPITALISED}|^{CAPITALISED}(?=\s+[A-Z]))(?:\s+(?:(?:of|the|de|von|van|del|da)\s+)?{CAPITALISED})*"
 )
@@ -123,7 +123,7 @@ def missing_details(details: list[str], text: str) -> list[str]:
     text = unaccented(text)
     plain = text.lower()
     numbers = numbers_in(text)  # 1,200 and 1200 are one, and five is 5
-    tokens = list(re.finditer(r"[\w'’.-]+", DASH.sub("-", text)))
+    tokens = list(re.finditer(r"[\w'’.&-]+", DASH.sub("-", text)))
     written = [quoteless(token.group().strip(".")) for token in tokens]
     words = [word.lower() for word in written]
     before = names_before(tokens, written)
@@ -146,9 +146,11 @@ def missing_details(details: list[str], text: str) -> list[str]:
 def name_stated(detail: str, text: str, words: list[str], before: Sequence[str | None]) -> bool:
     """Whether ``text`` states a name: its words (``name_held``), its initials in capitals ("EU" for
     "European Union"), or, where the name is itself an abbreviation, the capitalised words it
-    abbreviates ("UMC" by "the United Methodist Church")."""
+    abbreviates ("UMC" by "the United Methodist Church", "V&A" by "the Victoria and Albert Museum")
+    or its capitals written otherwise ("U.S." by "US")."""
     held = name_held(DASH.sub("-", detail).split(), words, before) or abbreviated(detail, text)
-    return held or (detail.isupper() and detail.lower() in abbreviations(text))
+    letters = abbreviation_letters(detail)
+    return held or (letters is not None and letters.lower() in abbreviations(text))
 
 
 def names_before(tokens: Sequence[re.Match[str]], written: Sequence[str]) -> list[str | None]:
@@ -165,8 +167,8 @@ def names_before(tokens: Sequence[re.Match[str]], written: Sequence[str]) -> lis
 def abbreviated(name: str, text: str) -> bool:
     """Whether ``text`` writes a name of several words as its initials, in capitals: "EU" for
     "European Union" ("us" is no "United States")."""
-    short = initials(name).upper()
-    return len(short) >= 2 and short in {word.replace(".", "") for word in re.findall(r"[\w.]+", text)}
+    short = initials(name)
+    return len(short) >= 2 and short in written_abbreviations(text)
 
 
 def as_written(question: str, text: str) -> str:
