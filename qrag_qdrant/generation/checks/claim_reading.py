@@ -18,7 +18,15 @@ from ...text.sentences import unwrapped
 from ...text.terms import terms
 from .pieces import pieces_check
 from .reading import bare, holding_sentences
-from .sentence import SentenceCheck, coverage, heading_above, relevance_of, sentence_check, sentence_referred_to
+from .sentence import (
+    SentenceCheck,
+    coverage,
+    heading_above,
+    read_together,
+    relevance_of,
+    sentence_check,
+    sentence_referred_to,
+)
 from .specifics import as_written, lacking
 from .verdict import verdict_check
 
@@ -116,10 +124,8 @@ def read_sentence(
     heading = next((h for at, h in reversed(holder.heading_marks) if at <= offset), holder.heading)
     heading = heading or heading_above(text, offset)
     cited = [p for p in passages if p.citation in claim.citations] or [holder]
-    # what the sentence is about without saying it; " | " ends a name at each part's end
-    above = " | ".join(filter(None, (holder.document_name, heading)))
-    said = " | ".join(filter(None, (above, referred, sentence, holder.publisher)))
-    left_out = lacking(answer.searched, said, bare(claim.text))
+    above = read_together(holder.document_name, heading)  # what the sentence is about without saying it
+    left_out = lacking(answer.searched, read_together(above, referred, sentence, holder.publisher), bare(claim.text))
     weights, unseen = answer.key_terms, answer.unseen_terms
     return sentence_check(bare(claim.text), sentence, above, cited, weights, unseen, left_out, referred)
 

@@ -55,6 +55,14 @@ class SentenceCheck:
     coverage_alone: float
 
 
+def read_together(*parts: str | None) -> str:
+    """What a sentence is read with (a document's name, a heading, the sentence it points back to,
+    the sentence, a publisher), as one text whose parts a name cannot run across: "Films",
+    "Spectre" and "The Harbour Film Society ..." joined by spaces would be one run of capitalised
+    words, whose initials lose "HFS"."""
+    return " | ".join(part for part in parts if part)
+
+
 def spelled_words(text: str) -> set[str]:
     """The words of ``text`` as spelled, lower case, for the readings no stemmer makes (a typo, a
     plural, an adjective's degree)."""
@@ -182,10 +190,11 @@ def sentence_check(
     document of the namespace) that the cited passages do not hold as a near spelling either, or a
     specific of the question the sentence ``lacking`` leaves out (``specifics.lacking``), makes the
     coverage 0: the answer is to another question."""
-    own, missing = coverage(" | ".join(filter(None, (heading, referred, holding))), weights)
-    alone = coverage(" | ".join(filter(None, (heading, holding))), weights)[0] if referred else own
+    own, missing = coverage(read_together(heading, referred, holding), weights)
+    alone = coverage(read_together(heading, holding), weights)[0] if referred else own
     rival = rival_of(claim_words, holding, own, cited, weights)
-    text = " | ".join(f"{passage.document_name} | {passage.text}" for passage in cited)  # a word its file's name says
+    # a word its file's name says
+    text = read_together(*(part for passage in cited for part in (passage.document_name, passage.text)))
     spelled = spelled_words(text)
     short = abbreviations(text) if unseen else set()  # "PO" for the Presiding Officer
     absent = [
