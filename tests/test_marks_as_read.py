@@ -16,6 +16,7 @@ from qrag_qdrant.generation.checks.answer_check import check_answer
 from qrag_qdrant.generation.checks.sentence import coverage, rival_of, sentence_check, sentence_referred_to
 from qrag_qdrant.generation.checks.specifics import lacking
 from qrag_qdrant.results import Answer, Passage
+from qrag_qdrant.text.terms import asked_with
 
 MARK = load_settings().generation
 
@@ -325,6 +326,37 @@ def test_an_abbreviation_written_with_an_ampersand_or_points_is_read_as_its_capi
     British Museum and the U.K. are not. "Approximately" asks how many: no sentence need say it."""
     answer = marked(rag, question, written)
     assert (answer.mark == "supported") is supported, answer.mark_reason
+
+
+@pytest.mark.parametrize(
+    ("question", "asked"),
+    [
+        ("In what country is Lisieux located?", {"country"}),
+        ("What sport attracts most tourists to Jacksonville?", {"sport"}),
+        ("What year did the war end?", {"year"}),
+        ("What kind of people attend the meetings?", {"kind"}),  # "attend" is no verb's -s or -ed
+        ("What countries are in the EU?", {"countries"}),
+        ("What caused the fire?", set()),  # a verb, not a noun
+        ("What causes floods?", set()),
+        ("What is the capital of Kenya?", set()),
+        ("Which NFL team represented the NFC?", set()),  # a name is a detail, never the kind asked
+    ],
+)
+def test_the_noun_a_question_asks_with(question, asked):
+    assert asked_with(question) == asked
+
+
+def test_the_noun_a_question_asks_with_counts_only_where_the_sentence_says_it():
+    """ "country" names the kind of the answer: a sentence need not say it, and one that does
+    still counts it (a rival is judged on every word)."""
+    weights = {"country": 0.3, "lisieux": 1.0}
+    assert coverage("Elmsford is twinned with Lisieux in Normandy, France.", weights)[0] < 1.0
+    assert coverage("Elmsford is twinned with Lisieux in Normandy, France.", weights, frozenset({"country"})) == (
+        1.0,
+        (),
+    )
+    assert coverage("Lisieux is a country town.", weights, frozenset({"country"})) == (1.0, ())
+    assert coverage("Elmsford is in the Tessel valley.", weights, frozenset({"country"}))[1] == ("lisieux",)
 
 
 def test_an_abbreviations_capitals_however_written():

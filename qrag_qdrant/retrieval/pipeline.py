@@ -30,7 +30,7 @@ from .context import adaptive_plan, build_context
 from .conversation import Asked, Conversation
 from .expansion import ExpandedText, Expander, ExpansionPlan, no_completer
 from .form_parts import plan_by_form, time_order, value_comparison, within
-from .gate import GateInput, GateModel, decide, quorum_features
+from .gate import GateInput, GateModel, decide, held_by_every_retriever, quorum_features
 from .model_parts import ModelSplit
 from .multipart import PartFound, interleaved, joined_evidence
 from .parts import WHOLE, QuestionPart, QuestionPlan, plan_question
@@ -68,6 +68,7 @@ class Coordinator:
         self.conversation = Conversation(settings.retrieval, completer or no_completer)
         self.model_split = ModelSplit(completer or no_completer)
         self._gate: GateModel | None = None
+        self._gate_shipped = True
         self.views = NamespaceViews(settings, store, self.searcher)
         self._warm = False
 
@@ -97,7 +98,16 @@ class Coordinator:
             self._gate = (
                 GateModel.loads(calibrated, "the namespace's calibrated gate") if calibrated else GateModel.load(path)
             )
+            self._gate_shipped = not path and not calibrated
         return self._gate
+
+    def shipped_gate(self, options: RetrievalSettings) -> bool:
+        """Whether the gate is the shipped one at its own threshold: no ``retrieval.gate_model``,
+        no namespace calibration, no ``retrieval.min_confidence``. A gate fitted or a threshold
+        chosen for the namespace is its owner's word, kept in a namespace of a few files too
+        (``gate.held_by_every_retriever``)."""
+        self.gate  # noqa: B018 (loads the gate, and reads where it came from)
+        return options.min_confidence is None and self._gate_shipped
 
     def plan(self, question: str, access: Access = ALL) -> QuestionPlan:
         """The question's parts (``retrieval.parts.mode``): by the publishers it names (one
@@ -324,7 +334,9 @@ class Coordinator:
         with timed(timings, "gate"):
             features, confidence = self.assess(query, searched, ranked, formed, evidence)
         threshold = self.min_confidence(options)
-        reason = decide(len(ranked), confidence, threshold)
+        points = self.views.counts_for(query.scope.access)[0]
+        held = self.shipped_gate(options) and held_by_every_retriever(features, points)
+        reason = decide(len(ranked), confidence, threshold, held)
         log.debug(
             "lists %s; %d clusters formed, %d at quorum (supports %s); gate confidence %.3f against %.3f",
             {ranked_list.retriever: len(ranked_list.hits) for ranked_list in searched.lists},

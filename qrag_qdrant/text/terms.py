@@ -74,6 +74,7 @@ def general_rarity(word: str) -> float:
 GENERIC_VERB_FORMS = (
     "happen happens happened happening occur occurs occurred do does did done doing get gets got gotten "
     "getting take takes took taken taking have has had having make makes made making go goes went gone "
+    "locate locates located locating situated "
     "going become becomes became come comes came give gives gave given need needs needed"
 )
 GENERIC_VERBS = frozenset(GENERIC_VERB_FORMS.split())
@@ -93,6 +94,34 @@ def words_of(text: str) -> dict[str, frozenset[int]]:
     """The words of ``text`` (lower case, once each, no numbers) that have analyser terms, with them."""
     found = dict.fromkeys(re.findall(r"[\w'-]+", text.lower()))
     return {word: ids for word in found if (ids := word_terms(word)) and not word.isdigit()}
+
+
+#: the noun a question asks with ("In what country is Lisieux located?", "What sport attracts most
+#: tourists?", "What year did ...?"): it names the kind of the answer, which the sentence that
+#: answers may state ("France", "golf") without naming its kind; "kind of", "type of" before it
+ASKED_NOUN = re.compile(
+    r"^\s*(?:[A-Za-z]+\s+)?(?:[Ww]hat|[Ww]hich)\s+(?:(?P<kind>(?:kind|type|sort)s?)\s+of\s+)?(?P<noun>[a-z][\w'-]*)"
+)
+#: what follows a noun the question asks with ("In what country is ...?"), and a verb that may
+#: ("What sport attracts ...?") where the word before it is no verb itself ("What causes floods?",
+#: "What caused floods?")
+AUXILIARY_AFTER = re.compile(
+    r"\s+(?:is|was|are|were|did|does|do|has|have|had|can|could|will|would|should|may|might|must)\b"
+)
+VERB_AFTER = re.compile(r"\s+[a-z]+(?:s|ed)\b")
+
+
+def asked_with(question: str) -> frozenset[str]:
+    """The words ``question`` asks with that name the answer's kind (``ASKED_NOUN``), lower case:
+    "kind" or "type" of "what kind of", and the noun after "what" or "which" where a verb follows it."""
+    found = ASKED_NOUN.match(question)
+    if found is None:
+        return frozenset()
+    noun = found["noun"]
+    verb_follows = AUXILIARY_AFTER.match(question, found.end()) is not None or (
+        VERB_AFTER.match(question, found.end()) is not None and not noun.endswith(("s", "ed"))
+    )
+    return frozenset(word for word in (found["kind"], noun if verb_follows else None) if word)
 
 
 def question_words(question: str) -> dict[str, frozenset[int]]:

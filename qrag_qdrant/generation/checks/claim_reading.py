@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ...results import Answer, Claim, Passage
 from ...text.sentences import unwrapped
-from ...text.terms import terms
+from ...text.terms import asked_with, terms
 from .pieces import pieces_check
 from .reading import bare, holding_sentences
 from .sentence import (
@@ -127,7 +127,8 @@ def read_sentence(
     above = read_together(holder.document_name, heading)  # what the sentence is about without saying it
     left_out = lacking(answer.searched, read_together(above, referred, sentence, holder.publisher), bare(claim.text))
     weights, unseen = answer.key_terms, answer.unseen_terms
-    return sentence_check(bare(claim.text), sentence, above, cited, weights, unseen, left_out, referred)
+    asked = asked_with(answer.searched)
+    return sentence_check(bare(claim.text), sentence, above, cited, weights, unseen, left_out, referred, asked)
 
 
 def holding_offset(passage: str, holding: Sequence[str]) -> int:

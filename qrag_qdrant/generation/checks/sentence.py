@@ -69,11 +69,16 @@ def spelled_words(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.lower()))
 
 
-def coverage(text: str, weights: Mapping[str, float]) -> tuple[float, tuple[str, ...]]:
+def coverage(
+    text: str, weights: Mapping[str, float], asked: frozenset[str] = frozenset()
+) -> tuple[float, tuple[str, ...]]:
     """The share of ``weights`` whose words ``text`` holds (by the analyser's stems, in the plural
     the stemmer leaves alone: "DVDs" for "DVD", as a near spelling: "Counil" for "Council", as an
     abbreviation either way: "EU", or in ``PARAPHRASES``' words), and the words it lacks that
-    weigh enough to name, weightiest first. A question without key words is covered whole."""
+    weigh enough to name, weightiest first. A word of ``asked``, the noun the question asks with
+    ("country" of "In what country ...?", ``terms.asked_with``), counts where ``text`` says it and
+    is not asked of it where it does not: "Lisieux in Normandy, France" answers it. A question
+    without key words is covered whole."""
     total = sum(weights.values())
     if not total:
         return 1.0, ()
@@ -92,6 +97,10 @@ def coverage(text: str, weights: Mapping[str, float]) -> tuple[float, tuple[str,
         (word for word in missing if word not in short and not spelled_out(word, missing, spelled)),
         key=lambda w: -weights[w],
     )
+    total -= sum(weights[word] for word in missing if word in asked)
+    missing = [word for word in missing if word not in asked]
+    if total <= 0:
+        return 1.0, ()
     share = round(1 - sum(weights[word] for word in missing) / total, 4)
     floor = SHOWN_SHARE * max(weights.values())
     return share, tuple(word for word in missing if weights[word] >= floor)
@@ -183,6 +192,7 @@ def sentence_check(
     unseen: Sequence[str] = (),
     lacking: Sequence[str] = (),
     referred: str = "",
+    asked: frozenset[str] = frozenset(),
 ) -> SentenceCheck:
     """The holding sentence's coverage of the question (with its ``heading`` and the sentence it
     points back to, ``referred``), and a rival sentence in ``cited`` if one matches the question
@@ -190,8 +200,8 @@ def sentence_check(
     document of the namespace) that the cited passages do not hold as a near spelling either, or a
     specific of the question the sentence ``lacking`` leaves out (``specifics.lacking``), makes the
     coverage 0: the answer is to another question."""
-    own, missing = coverage(read_together(heading, referred, holding), weights)
-    alone = coverage(read_together(heading, holding), weights)[0] if referred else own
+    own, missing = coverage(read_together(heading, referred, holding), weights, asked)
+    alone = coverage(read_together(heading, holding), weights, asked)[0] if referred else own
     rival = rival_of(claim_words, holding, own, cited, weights)
     # a word its file's name says
     text = read_together(*(part for passage in cited for part in (passage.document_name, passage.text)))
