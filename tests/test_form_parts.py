@@ -51,6 +51,41 @@ def test_each_report_of_a_time_order_question_keeps_its_date_and_the_attribution
     ]
 
 
+@pytest.mark.parametrize(
+    "question,parts",
+    [
+        (
+            "Does an article suggest that the heat shield held up as designed the same as another article's "
+            "claim that the crew capsule passed every test?",
+            [
+                "Does an article suggest that the heat shield held up as designed the same",
+                "another article's claim that the crew capsule passed every test",
+            ],
+        ),
+        (
+            "Does one report describe the launch tower repairs in the same way that another report describes "
+            "the new crawler road?",
+            [
+                "Does one report describe the launch tower repairs",
+                "another report describes the new crawler road",
+            ],
+        ),
+        (
+            "Do one article's views on the delayed flyby conflict with another article's account of the "
+            "spacesuit tests?",
+            [
+                "Do one article's views on the delayed flyby conflict",
+                "another article's account of the spacesuit tests",
+            ],
+        ),
+    ],
+)
+def test_a_clause_that_points_to_another_document_after_a_comparison_is_a_part(question, parts):
+    """ "the same as another article's", "in the same way that another report", "conflict with
+    another article's": what follows describes the second document."""
+    assert clauses(question) == parts
+
+
 def test_a_last_clause_that_judges_how_the_reports_relate_is_no_part():
     """ "Was there a change in the narrative regarding ...?" describes no report: searched alone it
     finds none, and would take the slots of the two that are described."""

@@ -35,12 +35,16 @@ from .model_parts import needs_model_split
 from .parts import WHOLE, WRITTEN, QuestionPart, QuestionPlan, periods
 
 #: where a question's clauses meet, for a question that refers to documents: a comma (and a word
-#: that joins), a conjunction of clauses, or "and" before a second subject or verb
+#: that joins), a conjunction of clauses, "and" before a second subject or verb, or a word that
+#: compares before "another" ("the same as another article's claim", "in the same way that another
+#: article ...")
 CLAUSE_BREAK = re.compile(
     r"\s*[,;]\s*(?:and\s+|while\s+|whereas\s+|but\s+|or\s+)?"
     r"|\s+(?:while|whereas|but also|but|compared (?:to|with)|in contrast to|versus)\s+"
     r"|\s+and\s+(?=(?:did|does|do|is|was|were|has|have|had|also|another|the other|one|other)\b)"
-    r"|\s+(?:before|after)\s+(?=(?:another|the other|one|a|an|the)\s)",
+    r"|\s+(?:before|after)\s+(?=(?:another|the other|one|a|an|the)\s)"
+    r"|\s+(?:in (?:a|the) (?:similar|same) way (?:that|to how|as)|similar to how|as|than|with)\s+"
+    r"(?=(?:another|the other)\b)",
     re.IGNORECASE,
 )
 #: the words with which a question refers to documents, the outlets that wrote them, or how it

@@ -334,7 +334,7 @@ class Coordinator:
         with timed(timings, "gate"):
             features, confidence = self.assess(query, searched, ranked, formed, evidence)
         threshold = self.min_confidence(options)
-        points = self.views.counts_for(query.scope.access)[0]
+        points, stats = self.views.counts_for(query.scope.access)
         held = self.shipped_gate(options) and held_by_every_retriever(features, points)
         reason = decide(len(ranked), confidence, threshold, held)
         log.debug(
@@ -347,7 +347,6 @@ class Coordinator:
             threshold,
         )
         policy = f"fixed: {options.context.clusters} clusters, {options.context.words} words" if ranked else None
-        stats = self.views.counts_for(query.scope.access)[1] if ranked else None
         if options.context.mode == "adaptive" and ranked:
             with timed(timings, "adaptive_context"):
                 keep, policy = adaptive_plan(ranked, options.context.margin, options.context.adaptive_clusters)
@@ -368,8 +367,8 @@ class Coordinator:
             expansions=list(searched.expansions),
             timings_ms=timings,
             gate_features=features,
-            key_terms=key_term_weights(question, stats) if stats is not None else {},
-            unseen_terms=unseen_words(question, stats) if stats is not None else [],
+            key_terms=key_term_weights(question, stats) if ranked else {},
+            unseen_terms=unseen_words(question, stats) if ranked else [],
         )
 
     def close(self) -> None:
