@@ -78,6 +78,15 @@ MUSEUM = """In 2002 the museum acquired the Costiff collection of 178 costumes.
 
 The museum's shop ships to the United States for a fee of 30 dollars.
 """
+#: a park whose name is made of the question's words, and a count of a word said in its other plural
+PARKS = """# Parks and battles
+
+Kearney Park is the largest park of the region and is home to the historic Kearney Mansion.
+
+Roeding Park lies west of the river and holds the city zoo.
+
+At the battle of Carillon, 3,600 Frenchmen defeated a force of 18,000 regulars.
+"""
 #: the question -> what the model writes
 WRITES: dict[str, str] = {}
 #: the question -> how sure the model was of what it writes (unset: it does not say)
@@ -114,6 +123,7 @@ def rag(tmp_path_factory, embedder):
         ("films.md", FILMS),
         ("harbour-ferries.txt", FERRIES),
         ("victoria-and-albert-museum.txt", MUSEUM),
+        ("parks.md", PARKS),
     ):
         (root / "corpus" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "corpus" / name).write_text(text)
@@ -237,6 +247,29 @@ def test_a_value_the_question_states_is_no_rival_answer():
     assert rival_of("Trevor Martin", played, 0.0, [staged], {"stage": 1.0, "doctor": 0.5}) is None
 
 
+def passage_of(text: str) -> Passage:
+    return Passage(citation=1, source="history.txt", start=0, end=len(text), text=text)
+
+
+def test_a_sentence_naming_the_answer_in_part_is_no_rival():
+    """A sentence that matches the question better but names the answer itself, whole or by one of
+    its words ("Saudi" of "Saudi Arabia"), offers no other value; a name that shares only a word
+    ("New Paltz" beside "New Rochelle") does, and a possessive of a question's name ("Israel's")
+    is the question's own."""
+    weights = {"arms": 1.0, "purchases": 1.0, "exceeded": 0.5, "israel": 1.0, "country": 0.2}
+    holding = "Another motive for the purchase of arms by Saudi Arabia was the fall of the Shah."
+    arms = passage_of(f"By 1979, Saudi arms purchases from the US exceeded five times Israel's. {holding}")
+    assert rival_of("Saudi Arabia", holding, 0.5, [arms], weights) is None
+    whole = passage_of(f"By 1979, arms purchases of Saudi Arabia exceeded Israel's. {holding}")
+    assert rival_of("Saudi Arabia", holding, 0.5, [whole], weights) is None
+    weights = {"town": 0.2, "upstate": 1.0, "settled": 0.5, "huguenots": 0.8}
+    holding = "The Huguenots named a town New Rochelle."
+    towns = passage_of(f"{holding} Huguenots settled a third town further upstate, New Paltz.")
+    assert rival_of("New Rochelle", holding, 0.4, [towns], weights) == (
+        "Huguenots settled a third town further upstate, New Paltz."
+    )
+
+
 def test_a_plural_the_stemmer_leaves_alone_covers_the_word():
     """ "DVDs may be borrowed for 7 days" answers "How long can I borrow a DVD?"."""
     weights = {"DVD": 1.0, "borrow": 0.4}
@@ -319,11 +352,18 @@ def test_an_abbreviation_matches_its_expansion_both_ways():
         ("What is the museum shop's fee to ship to the U.S.?", "30 dollars [1]", True),
         ("What is the museum shop's fee to ship to the U.K.?", "30 dollars [1]", False),
         ("Approximately how many costumes are in the Costiff collection?", "178 [1]", True),
+        ("Which park is home to the Kearney Mansion?", "Kearney Park [1]", True),
+        ("Which park is home to the Kearney Mansion?", "the Kearney Mansion [1]", False),
+        ("Which one holds the city zoo, Kearney Park or Roeding Park?", "Roeding Park [1]", True),
+        ("How many Frenchman won the battle of Carillon?", "3,600 [1]", True),
     ],
 )
-def test_an_abbreviation_written_with_an_ampersand_or_points_is_read_as_its_capitals(rag, question, written, supported):
+def test_a_name_or_word_the_question_writes_is_read_as_the_sentence_writes_it(rag, question, written, supported):
     """ "V&A" is the Victoria and Albert Museum the file's name says, "U.S." the United States; the
-    British Museum and the U.K. are not. "Approximately" asks how many: no sentence need say it."""
+    British Museum and the U.K. are not. "Approximately" asks how many: no sentence need say it. A
+    name the question does not write, though its words are the question's ("Kearney Park"),
+    answers; saying back the question's own name ("the Kearney Mansion") does not, and one of the
+    choices a question offers does. "3,600 Frenchmen" says how many "Frenchman" asks."""
     answer = marked(rag, question, written)
     assert (answer.mark == "supported") is supported, answer.mark_reason
 

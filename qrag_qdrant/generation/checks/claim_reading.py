@@ -10,6 +10,7 @@ decide on, without reading a passage again.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -101,10 +102,36 @@ def held_across(claim: Claim, least: float, sentences: Sequence[str], locations:
 def relevance(question: str, claim: str, passage: str, holding: Sequence[str]) -> float:
     """The share of the question's words found in the sentence of ``passage`` that holds the
     claim's words (``holding``; the whole passage when they cross a sentence boundary). 0.0 when
-    the claim adds no word to the question's (an echo, not an answer); 1.0 for a question of
-    stopwords."""
+    the claim adds no word to the question's (an echo, not an answer) and does not answer with them
+    (``answers_with_its_words``); 1.0 for a question of stopwords."""
     read = holding or [passage]
-    return relevance_of(terms(bare(claim)), terms(as_written(question, " ".join(read))), read)
+    said = set() if answers_with_its_words(question, bare(claim)) else terms(bare(claim))
+    return relevance_of(said, terms(as_written(question, " ".join(read))), read)
+
+
+#: a question that offers the answers to choose from: "the winner between the Broncos and the
+#: Steelers", "Was it Paris or Lyon?"
+OFFERS_A_CHOICE = re.compile(r"\bbetween\b.+\band\b|\bor\b", re.IGNORECASE)
+#: words of degree an answer adds to the question's own ("How similar was it?" "very similar")
+DEGREE_WORDS = frozenset(
+    ["very", "not", "quite", "highly", "extremely", "largely", "mostly", "partly", "slightly", "somewhat", "fairly"]
+)
+#: a name of capitalised words, "of", "and" or "the" between them: "Kearney Park", "Bank of England"
+WHOLE_NAME = re.compile(r"(?:the\s+)?[A-Z][\w'-]*(?:\s+(?:(?:of|and|the)\s+)*[A-Z][\w'-]*)*")
+
+
+def answers_with_its_words(question: str, claim: str) -> bool:
+    """Whether a claim made of the question's words still answers it: one of the choices the
+    question offers ("the Broncos" of "the winner between the Broncos and the Steelers"), the
+    question's word with a word of degree ("very similar" for "How similar ...?"), or a name the
+    question does not write ("Kearney Park" for "Which park is home to the Kearney Mansion?";
+    "the Kearney Mansion" is an echo, and so is "a force is required to maintain motion" for "What
+    was the belief that maintaining motion required force?")."""
+    words = set(re.findall(r"[\w'-]+", claim.lower()))
+    if OFFERS_A_CHOICE.search(question) or DEGREE_WORDS & words - set(question.lower().split()):
+        return True
+    written = " ".join(question.split()).lower()
+    return bool(WHOLE_NAME.fullmatch(claim)) and " ".join(claim.split()).lower().removeprefix("the ") not in written
 
 
 def read_sentence(

@@ -43,11 +43,17 @@ def normalised(text: str) -> str:
 
 #: the endings a word's plural may add ("thursdays", "dvds", "boxes"): a word is said in its plural too
 PLURAL_ENDINGS = ("s", "es")
+#: a word of "-man", whose plural is "-men" and the other way round ("Frenchman", "Frenchmen";
+#: "women", "woman"); two letters before it at least ("omen" is no "Oman")
+MAN_OR_MEN = re.compile(r"(?<=\w{2})m([ae])n$")
 
 
 def said_forms(word: str) -> tuple[str, ...]:
-    """``word`` and its plurals (``PLURAL_ENDINGS``), as a sentence may say it: "dvd", "dvds", "dvdes"."""
-    return (word, *(word + ending for ending in PLURAL_ENDINGS))
+    """``word`` and its plurals (``PLURAL_ENDINGS``), as a sentence may say it: "dvd", "dvds",
+    "dvdes"; a word of "-man" in "-men" too, and the other way round ("3,600 Frenchmen" says how
+    many "Frenchman" asks)."""
+    other = MAN_OR_MEN.sub(lambda found: "men" if found[1] == "a" else "man", word)
+    return (word, *(word + ending for ending in PLURAL_ENDINGS), *((other,) if other != word else ()))
 
 
 #: the endings of an adjective's degrees ("richer", "richest"), the shortest base each leaves

@@ -174,10 +174,11 @@ def values_of(text: str) -> dict[str, set[str]]:
 
 def kinds_of(answer: str) -> dict[str, set[str]]:
     """The answer's own values, by kind; a name only when it has no number or date (a capitalised
-    word opens most short answers)."""
+    word opens most short answers). A capitalised answer is a name whole too: ``values_of`` reads
+    a name after a sentence's first word, so "Saudi Arabia" alone would be "Arabia"."""
     found = values_of(answer)
-    if not found and answer[:1].isupper():
-        found["name"] = {answer.lower()}
+    if answer[:1].isupper():
+        found.setdefault("name", set()).add(answer.lower())
     if "number" in found or "time" in found:
         found.pop("name", None)
     return found
@@ -228,7 +229,7 @@ def offered_values(sentence: str, weights: Mapping[str, float]) -> dict[str, set
     the capitalised words that say nothing ("Who" of "Doctor Who" opening a sentence)."""
     asked = set(weights)
     found = {
-        kind: {value for value in held if terms(value) and not set(value.split()) <= asked}
+        kind: {value for value in held if terms(value) and not name_words(value) <= asked}
         for kind, held in values_of(sentence).items()
     }
     return {kind: held for kind, held in found.items() if held}
@@ -255,9 +256,26 @@ def rival_of(
                 continue
             held = offered_values(sentence, weights)
             for kind, values in answer.items():
-                if held.get(kind) and not held[kind] & values and not values <= held[kind]:
+                if held.get(kind) and not any(same_value(kind, value, values) for value in held[kind]):
                     return sentence.strip()
     return None
+
+
+def name_words(value: str) -> set[str]:
+    """A name's words, lower case, without a possessive: "Israel's" is Israel."""
+    return {re.sub(r"['’]s$", "", word.strip('()[],;:"')) for word in value.lower().split()}
+
+
+def same_value(kind: str, held: str, values: set[str]) -> bool:
+    """Whether a value a sentence offers is the answer's: one of ``values``, or for a name, one of
+    its words or a name that holds it whole ("Saudi" of "Saudi Arabia", "TEU" of "the Treaty on
+    European Union (TEU)"). "New Paltz" is no "New Rochelle": every word must be the other's."""
+    if held in values:
+        return True
+    if kind != "name":
+        return False
+    words = name_words(held)
+    return any(words <= (own := name_words(value)) or own <= words for value in values)
 
 
 def is_heading(sentence: str, headings: set[str | None]) -> bool:
