@@ -253,7 +253,8 @@ def passage_of(text: str) -> Passage:
 
 def test_a_sentence_naming_the_answer_in_part_is_no_rival():
     """A sentence that matches the question better but names the answer itself, whole or by one of
-    its words ("Saudi" of "Saudi Arabia"), offers no other value; a name that shares only a word
+    its words ("Saudi" of "Saudi Arabia", "TEU" of "the Treaty on European Union (TEU)"), offers no
+    other value; a name that shares only a word
     ("New Paltz" beside "New Rochelle") does, and a possessive of a question's name ("Israel's")
     is the question's own."""
     weights = {"arms": 1.0, "purchases": 1.0, "exceeded": 0.5, "israel": 1.0, "country": 0.2}
@@ -262,6 +263,10 @@ def test_a_sentence_naming_the_answer_in_part_is_no_rival():
     assert rival_of("Saudi Arabia", holding, 0.5, [arms], weights) is None
     whole = passage_of(f"By 1979, arms purchases of Saudi Arabia exceeded Israel's. {holding}")
     assert rival_of("Saudi Arabia", holding, 0.5, [whole], weights) is None
+    weights = {"treaty": 0.3, "metropolitan": 0.4, "territories": 0.4, "applied": 0.2}
+    holding = "The core treaty is the Treaty on European Union (TEU)."
+    treaties = passage_of(f"{holding} The TEU establishes that its law applies to the metropolitan territories.")
+    assert rival_of("the Treaty on European Union (TEU)", holding, 0.3, [treaties], weights) is None
     weights = {"town": 0.2, "upstate": 1.0, "settled": 0.5, "huguenots": 0.8}
     holding = "The Huguenots named a town New Rochelle."
     towns = passage_of(f"{holding} Huguenots settled a third town further upstate, New Paltz.")

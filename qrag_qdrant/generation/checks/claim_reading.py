@@ -121,12 +121,12 @@ WHOLE_NAME = re.compile(r"(?:the\s+)?[A-Z][\w'-]*(?:\s+(?:(?:of|and|the)\s+)*[A-
 
 
 def answers_with_its_words(question: str, claim: str) -> bool:
-    """Whether a claim made of the question's words still answers it: one of the choices the
-    question offers ("the Broncos" of "the winner between the Broncos and the Steelers"), the
-    question's word with a word of degree ("very similar" for "How similar ...?"), or a name the
-    question does not write ("Kearney Park" for "Which park is home to the Kearney Mansion?";
-    "the Kearney Mansion" is an echo, and so is "a force is required to maintain motion" for "What
-    was the belief that maintaining motion required force?")."""
+    """Whether a claim made of the question's words still answers it: the question offers a
+    choice ("the Broncos" of "the winner between the Broncos and the Steelers", "older" of "older or
+    younger than the fault"), the claim adds a word of degree ("very similar" for "How similar
+    ...?"), or it is a name the question does not write ("Kearney Park" for "Which park is home to
+    the Kearney Mansion?"; "the Kearney Mansion" is an echo, and so is "a force is required to
+    maintain motion" for "What was the belief that maintaining motion required force?")."""
     words = set(re.findall(r"[\w'-]+", claim.lower()))
     if OFFERS_A_CHOICE.search(question) or DEGREE_WORDS & words - set(question.lower().split()):
         return True

@@ -174,10 +174,11 @@ def values_of(text: str) -> dict[str, set[str]]:
 
 def kinds_of(answer: str) -> dict[str, set[str]]:
     """The answer's own values, by kind; a name only when it has no number or date (a capitalised
-    word opens most short answers). A capitalised answer is a name whole too: ``values_of`` reads
-    a name after a sentence's first word, so "Saudi Arabia" alone would be "Arabia"."""
+    word opens most short answers). A capitalised answer ("the" aside) is a name whole too:
+    ``values_of`` reads a name after a sentence's first word, so "Saudi Arabia" alone would be
+    "Arabia", and "the Treaty on European Union (TEU)" would lose its "TEU"."""
     found = values_of(answer)
-    if answer[:1].isupper():
+    if re.sub(r"^the\s+", "", answer, flags=re.IGNORECASE)[:1].isupper():
         found.setdefault("name", set()).add(answer.lower())
     if "number" in found or "time" in found:
         found.pop("name", None)
