@@ -368,7 +368,7 @@ def test_a_name_or_word_the_question_writes_is_read_as_the_sentence_writes_it(ra
     British Museum and the U.K. are not. "Approximately" asks how many: no sentence need say it. A
     name the question does not write, though its words are the question's ("Kearney Park"),
     answers; saying back the question's own name ("the Kearney Mansion") does not, and one of the
-    choices a question offers does. "3,600 Frenchmen" says how many "Frenchman" asks."""
+    choices a question offers ("... or ...") does. "3,600 Frenchmen" says how many "Frenchman" asks."""
     answer = marked(rag, question, written)
     assert (answer.mark == "supported") is supported, answer.mark_reason
 
