@@ -41,6 +41,8 @@ def normalised(text: str) -> str:
     return f" {' '.join(NOT_WORD.sub(' ', text.casefold()).split())} "
 
 
+#: a possessive's ending: "Spectre's" names Spectre, "Israel's" Israel
+POSSESSIVE = re.compile(r"['’]s$")
 #: the endings a word's plural may add ("thursdays", "dvds", "boxes"): a word is said in its plural too
 PLURAL_ENDINGS = ("s", "es")
 #: a word of "-man", whose plural is "-men" and the other way round ("Frenchman", "Frenchmen";

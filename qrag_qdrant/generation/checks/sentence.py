@@ -24,7 +24,7 @@ from ...text.dates import MONTHS
 from ...text.numbers import NUMBER
 from ...text.spelling import near_spelling
 from ...text.terms import CAPITALISED_RUN, initials, terms, word_terms, written_abbreviations
-from .reading import degree_forms, said_forms, sentences_of
+from .reading import POSSESSIVE, degree_forms, said_forms, sentences_of
 
 #: a missing word is named (in the mark's reason) when it weighs this share of the weightiest word:
 #: "sick" is, "many" in "how many sick days" is not
@@ -264,7 +264,7 @@ def rival_of(
 
 def name_words(value: str) -> set[str]:
     """A name's words, lower case, without a possessive: "Israel's" is Israel."""
-    return {re.sub(r"['’]s$", "", word.strip('()[],;:"')) for word in value.lower().split()}
+    return {POSSESSIVE.sub("", word.strip('()[],;:"')) for word in value.lower().split()}
 
 
 def same_value(kind: str, held: str, values: set[str]) -> bool:

@@ -21,7 +21,7 @@ from ...text.dates import MONTHS
 from ...text.numbers import NUMBER, numbers_in
 from ...text.spelling import near_spelling
 from ...text.terms import abbreviation_letters, initials, with_initials, written_abbreviations
-from .reading import said_forms
+from .reading import POSSESSIVE, said_forms
 from .sentence import MONTHS_OR_DAYS, abbreviations
 
 #: a month or weekday alone (numbers are the answer check's ``NUMBER``), a quoted phrase
@@ -35,8 +35,6 @@ CAPITALISED = r"[A-Z][\w'’.&–—-]*"  # "V&A", "AT&T" are one word
 NAME = re.compile(
     rf"(?:(?<=\S ){CAPITALISED}|^{CAPITALISED}(?=\s+[A-Z]))(?:\s+(?:(?:of|the|de|von|van|del|da)\s+)?{CAPITALISED})*"
 )
-#: a possessive's ending: "Spectre's" names Spectre
-POSSESSIVE = re.compile(r"['’]s$")
 #: capitalised words that are no name: question words, pronouns and the like, where a title starts one
 NOT_NAME_WORDS = (
     "i what who whom whose which when where why how was were is are did does do the a an in on of for and "
