@@ -139,6 +139,20 @@ class TestQuorumAndRanking:
         [a], [b] = rank_clusters([lean], 4, 60, 0.7, 0.3), rank_clusters([padded], 4, 60, 0.7, 0.3)
         assert a.score == b.score
 
+    def test_clusters_that_tie_are_ordered_by_the_question_words_they_hold(self):
+        """One retriever's first is the other's second: the scores tie, and the cluster that says
+        "lunch" as well as "served" leads, whichever retriever listed the other first."""
+        ferries = Cluster(
+            [Candidate("c", hit("f", text="The first captain to serve on the ferry."), ranks={"r0": 1, "r1": 2})]
+        )
+        lunch = Cluster([Candidate("c", hit("l", text="Lunch is served in the foyer."), ranks={"r0": 2, "r1": 1})])
+        scored = rank_clusters([ferries, lunch], 2, 60, 0.7, 0.3, "Where is lunch served?")
+        assert scored[0].score == pytest.approx(scored[1].score)
+        assert [s.cluster for s in scored] == [lunch, ferries]
+        assert [s.cluster for s in rank_clusters([ferries, lunch], 2, 60, 0.7, 0.3)] == [ferries, lunch]
+        ahead = Cluster([Candidate("c", hit("a", text="A ferry."), ranks={"r0": 1, "r1": 1})])
+        assert rank_clusters([lunch, ahead], 2, 60, 0.7, 0.3, "Where is lunch served?")[0].cluster is ahead
+
     def test_support_weight_alone_orders_by_support(self):
         low, high = cluster_of({"r0": 1, "r1": 1}), cluster_of({"r0": 15, "r1": 15, "r2": 15})
         assert [s.cluster for s in rank_clusters([low, high], 4, 60, 0.0, 1.0)] == [high, low]

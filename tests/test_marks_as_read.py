@@ -78,7 +78,8 @@ MUSEUM = """In 2002 the museum acquired the Costiff collection of 178 costumes.
 
 The museum's shop ships to the United States for a fee of 30 dollars.
 """
-#: a park whose name is made of the question's words, and a count of a word said in its other plural
+#: a park whose name is made of the question's words, a count of a word said in its other plural,
+#: and a year beside a span of years
 PARKS = """# Parks and battles
 
 Kearney Park is the largest park of the region and is home to the historic Kearney Mansion.
@@ -86,6 +87,8 @@ Kearney Park is the largest park of the region and is home to the historic Kearn
 Roeding Park lies west of the river and holds the city zoo.
 
 At the battle of Carillon, 3,600 Frenchmen defeated a force of 18,000 regulars.
+
+In the fall of 2015, the zoo stopped using its 1998–2002 jingle in its advertising.
 """
 #: the question -> what the model writes
 WRITES: dict[str, str] = {}
@@ -374,6 +377,21 @@ def test_a_name_or_word_the_question_writes_is_read_as_the_sentence_writes_it(ra
 
 
 @pytest.mark.parametrize(
+    ("question", "written", "supported"),
+    [
+        ("In what year did the zoo stop using its jingle in advertising?", "1998–2002 [1]", False),
+        ("In what year did the zoo stop using its jingle in advertising?", "2015 [1]", True),
+        ("When was the zoo's jingle used in its advertising?", "1998–2002 [1]", True),
+    ],
+)
+def test_a_year_asked_is_not_answered_with_a_span_of_years(rag, question, written, supported):
+    """The span names the jingle, not the year it was dropped: "what year" asks for one year, and
+    a question that asks when something lasted is answered by a span."""
+    answer = marked(rag, question, written)
+    assert (answer.mark == "supported") is supported, answer.mark_reason
+
+
+@pytest.mark.parametrize(
     ("question", "asked"),
     [
         ("In what country is Lisieux located?", {"country"}),
@@ -417,6 +435,17 @@ def test_the_sentence_read_is_the_one_that_says_most_of_the_question(rag):
     answer = marked(rag, "Where is the closing panel?", "Hall 1 [1]")
     assert answer.mark == "supported", answer.mark_reason
     assert "closing panel" in answer.claims[0].sentence
+
+
+def test_clusters_every_retriever_backs_equally_lead_with_the_one_that_says_the_question(rag):
+    """Over these few files "Where is lunch served?" finds the ferries' "serve" and the schedule's
+    "Lunch is served" with the same score (one retriever's first is another's second); the one
+    that holds both words leads, so the gate reads it and does not withhold the answer."""
+    evidence = rag.retrieve("Where is lunch served?")
+    first, second = evidence.clusters[:2]
+    assert first.score == pytest.approx(second.score)
+    assert not evidence.abstained
+    assert "Lunch is served" in first.passages[0].text
 
 
 def test_a_follow_up_asks_for_what_the_user_asked_for(rag):

@@ -29,7 +29,8 @@ REASONS = {
     "weak evidence": "the evidence is weak (confidence {confidence:.3f})",
     "doubted": "the judge doubted it (score {score:.2f})",
     "one-sided": "it cites no passage of {part}",
-    "wrong kind": "it is not what the question asks for (a time or number where it asks where or who)",
+    "wrong kind": "it is not what the question asks for (a time or number where it asks where or who, "
+    "years where it asks which year)",
     "unclear": 'the question says "this" or "these" without naming which one it means',
 }
 FAILED_A_CHECK = "it failed a check"
@@ -45,7 +46,8 @@ WARNINGS = {
     "doubted": "were not confirmed by the judge",
     "instruction": "come from a sentence that reads as an instruction to the assistant, not a fact",
     "one-sided": "answer yes or no citing the evidence of only some of the question's parts",
-    "wrong kind": "are not of the kind the question asks for (a time or number where it asks where or who)",
+    "wrong kind": "are not of the kind the question asks for (a time or number where it asks where or who, "
+    "years where it asks which year)",
     "unclear": 'answer a question that says "this" or "these" without naming which one it means',
 }
 #: what an answer copied from a planted instruction becomes: withheld, with this warning

@@ -124,7 +124,7 @@ def search_alone(
     vectors = searcher.embed(part.clause or "")
     timings: dict[str, float] = {}
     lists, _ = searcher.search_embedded(vectors, (), within, options.parts.top_k)
-    ranked, _ = fused_and_ranked(lists, options, retrievers, timings)
+    ranked, _ = fused_and_ranked(lists, options, retrievers, timings, vectors.question)
     searched = Evidence(
         question=vectors.question, abstained=False, retrievers=retrievers, clusters=[], timings_ms=timings
     )

@@ -326,7 +326,7 @@ class Coordinator:
         document ranking)."""
         options, timings, question = query.options, query.timings, searched.vectors.question
         retrievers = len(self.settings.retrievers)
-        ranked, formed = fused_and_ranked([*searched.lists, *searched.expanded], options, retrievers, timings)
+        ranked, formed = fused_and_ranked([*searched.lists, *searched.expanded], options, retrievers, timings, question)
         if query.on_ranked is not None:
             query.on_ranked(ranked)
         with timed(timings, "context"):

@@ -341,10 +341,19 @@ NUMBER_WORDS = re.compile(
 )
 
 
+#: a question that asks for one year ("In what year did ABC stop using its jingle?"), and a span of
+#: years, which names when something lasted, not the year asked ("1998–2002")
+ASKS_FOR_A_YEAR = re.compile(r"\b(?:what|which)\s+year\b", re.IGNORECASE)
+SPAN_OF_YEARS = re.compile(r"\b\d{4}\s*(?:[–—-]|to)\s*\d{4}\b")
+
+
 def fits_the_question(question: str, answer: str) -> bool:
     """Whether the answer is of the kind the question asks for, where the question's form says it
-    plainly: a place or a person is not a bare time or number, a quantity holds a number."""
+    plainly: a place or a person is not a bare time or number, a year is not a span of years, a
+    quantity holds a number."""
     bare_value = not re.sub(r"[\d\s:.,/%-]|\b(?:am|pm|a\.m\.|p\.m\.)\b", "", answer, flags=re.IGNORECASE)
     if ASKS_FOR_A_NAME.search(question) and (bare_value or TIME.fullmatch(answer.strip())):
+        return False
+    if ASKS_FOR_A_YEAR.search(question) and SPAN_OF_YEARS.search(answer):
         return False
     return not ASKS_FOR_A_QUANTITY.search(question) or bool(NUMBER.search(answer) or NUMBER_WORDS.search(answer))
