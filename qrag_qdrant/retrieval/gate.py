@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..text.term_stats import TermStats, unheld_common_terms, with_abbreviations, with_spellings
-from ..text.terms import terms, word_terms
+from ..text.terms import question_terms_in, terms, word_terms
 from .fusion import RankedList
 from .ranking import ScoredCluster
 
@@ -70,7 +70,6 @@ LIST_FEATURES: dict[str, str] = {
 }
 RARE_WORD = re.compile(r"^(?:[A-Z]\w*|\w*\d\w*)$")
 WORD = re.compile(r"[\w'-]+")
-TOKEN = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -96,19 +95,6 @@ class GateInput:
     term_stats: TermStats | None = None
     #: clusters the candidates formed before the quorum (None: as many as the context takes)
     clusters_formed: int | None = None
-
-
-def question_terms_in(text: str, question: str) -> set[int]:
-    """The analyser's terms of ``text`` that can be the question's, one distinct word at a time.
-
-    Only the question's terms are ever looked for, and a word shares a stem with another only if
-    both begin with the same two letters (over the analyser's own split into word characters), so
-    other words are skipped. On 6,000 squad-dev question/paragraph pairs the question's terms
-    found this way equal those of analysing the whole text; it takes about half the time, and
-    cached words recur across questions.
-    """
-    prefixes = {word[:2] for word in TOKEN.findall(question.lower())}
-    return set().union(*(word_terms(word) for word in set(TOKEN.findall(text.lower())) if word[:2] in prefixes))
 
 
 def quorum_features(given: GateInput) -> dict[str, float]:

@@ -9,7 +9,7 @@ from itertools import groupby
 
 from ..config.retrieval import RetrievalSettings
 from ..results import timed
-from ..text.terms import terms
+from ..text.terms import question_terms_in, terms
 from .clustering import Cluster, greedy_clusters
 from .fusion import RankedList, reciprocal_rank_fusion
 from .quorum import apply_quorum
@@ -65,7 +65,10 @@ def ties_by_words(ranked: list[ScoredCluster], question: str) -> list[ScoredClus
         return ranked
 
     def words_held(scored: ScoredCluster) -> int:
-        return len(asked & set().union(*(terms(member.hit.payload.text) for member in scored.cluster.members)))
+        return len(
+            asked
+            & set().union(*(question_terms_in(member.hit.payload.text, question) for member in scored.cluster.members))
+        )
 
     ordered: list[ScoredCluster] = []
     for _, run in groupby(ranked, key=lambda scored: round(scored.score, TIE_DIGITS)):
