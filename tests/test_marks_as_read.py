@@ -13,6 +13,7 @@ from qrag_qdrant import QuorumRAG
 from qrag_qdrant.config.settings import load_settings
 from qrag_qdrant.generation import BackendDefaults, register_backend
 from qrag_qdrant.generation.checks.answer_check import check_answer
+from qrag_qdrant.generation.checks.claim_reading import answers_with_its_words
 from qrag_qdrant.generation.checks.sentence import coverage, rival_of, sentence_check, sentence_referred_to
 from qrag_qdrant.generation.checks.specifics import lacking
 from qrag_qdrant.results import Answer, Passage
@@ -374,6 +375,13 @@ def test_a_name_or_word_the_question_writes_is_read_as_the_sentence_writes_it(ra
     choices a question offers ("... or ...") does. "3,600 Frenchmen" says how many "Frenchman" asks."""
     answer = marked(rag, question, written)
     assert (answer.mark == "supported") is supported, answer.mark_reason
+
+
+def test_a_word_of_degree_the_question_writes_in_brackets_is_the_questions_own():
+    """ "very" is the question's word in "(very) similar" as in "very similar": the answer adds no
+    degree, so it is an echo; "very" added to "How similar ...?" answers."""
+    assert not answers_with_its_words("Is the copy (very) similar?", "very similar")
+    assert answers_with_its_words("How similar was it?", "very similar")
 
 
 @pytest.mark.parametrize(

@@ -116,6 +116,8 @@ OFFERS_A_CHOICE = re.compile(r"\bbetween\b.+\band\b|\bor\b", re.IGNORECASE)
 DEGREE_WORDS = frozenset(
     ["very", "not", "quite", "highly", "extremely", "largely", "mostly", "partly", "slightly", "somewhat", "fairly"]
 )
+#: a word of a claim or question, read the same way in both ("very," is "very")
+WORD = re.compile(r"[\w'-]+")
 #: a name of capitalised words, "of", "and" or "the" between them: "Kearney Park", "Bank of England"
 WHOLE_NAME = re.compile(r"(?:the\s+)?[A-Z][\w'-]*(?:\s+(?:(?:of|and|the)\s+)*[A-Z][\w'-]*)*")
 
@@ -127,8 +129,8 @@ def answers_with_its_words(question: str, claim: str) -> bool:
     ...?"), or it is a name the question does not write ("Kearney Park" for "Which park is home to
     the Kearney Mansion?"; "the Kearney Mansion" is an echo, and so is "a force is required to
     maintain motion" for "What was the belief that maintaining motion required force?")."""
-    words = set(re.findall(r"[\w'-]+", claim.lower()))
-    if OFFERS_A_CHOICE.search(question) or DEGREE_WORDS & words - set(question.lower().split()):
+    words, asked = (set(WORD.findall(text.lower())) for text in (claim, question))
+    if OFFERS_A_CHOICE.search(question) or DEGREE_WORDS & words - asked:
         return True
     written = " ".join(question.split()).lower()
     return bool(WHOLE_NAME.fullmatch(claim)) and " ".join(claim.split()).lower().removeprefix("the ") not in written
